@@ -1,0 +1,41 @@
+"""Answer Refusal (AR): an answerable question whose evidence is removed from the history.
+
+The plan wraps a plan of another type; the question is written from the ground truth its images
+would have (sampled, never rendered or shown). The history never contains the question's context,
+so no answer is supported; the reference is the official convention, ``Insufficient information``.
+"""
+from __future__ import annotations
+
+from memlens.abilities.base import Ability, Draft, Plan
+from memlens.schema import AR, REFUSAL_REFERENCE, Question
+
+
+class AnswerRefusal(Ability):
+    question_type = AR
+    variants = {"": ["from_answerable"]}
+    families = {}
+
+    def __init__(self, sources):
+        self.sources = sources  # list of (ability, subtype, variant)
+
+    def plan(self, rng, topic, subtype, variant, plan_id):
+        ability, sub, var = self.sources[rng.randrange(len(self.sources))]
+        inner = ability.plan(rng, topic, sub, var, plan_id)
+        return Plan(plan_id, AR, "", f"{inner.question_type}/{inner.question_subtype}/{inner.variant}",
+                    inner.topic_id, inner.subtopic, [], {"source": inner.to_dict()})
+
+    def build(self, rng, plan, truths):
+        from memlens.abilities import ability_for
+        from memlens.crawl.synthetic import get_family
+
+        inner = Plan.from_dict(plan.latent["source"])
+        src = ability_for(inner.question_type)
+        virtual = [get_family(r.family).sample(rng, **r.constraints) for r in inner.images]
+        d = src.build(rng, inner, virtual)
+        details = {"source_type": inner.question_type, "source_subtype": inner.question_subtype,
+                   "source_variant": inner.variant, **{f"source_{k}": v for k, v in d.details.items()}}
+        return Draft(question=d.question, answer=REFUSAL_REFERENCE, facts=[], details=details,
+                     image_essential=False, forbidden=list(d.contexts), contexts=list(d.contexts))
+
+    def chance_answer(self, question: Question, rng):
+        return REFUSAL_REFERENCE if rng.random() < 0.5 else "I am not sure."

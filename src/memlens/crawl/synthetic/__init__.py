@@ -1,0 +1,16 @@
+"""Procedural image families with exact ground truth (the offline stand-in for crawled web photos).
+
+    from memlens.crawl.synthetic import get_family, render_bytes
+    fam = get_family("receipt")
+    spec = fam.sample(random.Random(7), store="Luna Bakery", currency="EUR")
+    data, ext = render_bytes(spec)      # same spec -> same bytes
+"""
+from __future__ import annotations
+
+from .base import (FAMILIES, JPEG_QUALITY, PNG_COMPRESS_LEVEL, Family, FamilyBase, apply_photo_effects,
+                   encode_image, get_family, register, render, render_bytes, sample_photo_effects)
+from . import clock, named_sign, object_scene, price_tag, receipt, ticket  # noqa: F401  (registers)
+
+__all__ = ["FAMILIES", "Family", "FamilyBase", "apply_photo_effects", "encode_image", "get_family",
+           "register", "render", "render_bytes", "sample_photo_effects", "JPEG_QUALITY",
+           "PNG_COMPRESS_LEVEL"]

@@ -1,0 +1,175 @@
+"""Photo-like degradations: perspective/rotation, lighting, blur, softness and sensor noise.
+
+`sample_photo_effects(rng, mode)` draws the parameters (stored in spec["photo"]); `apply_photo_effects`
+applies them deterministically (noise comes from numpy's PCG64 seeded by effects["seed"]).
+
+Modes:
+  document  the rendered item (receipt, ticket, card...) lies on a surface: it is shrunk, rotated and
+            tilted inside the frame, with the surface and a soft shadow visible around it.
+  scene     the render is already a full-frame scene: it is rotated/tilted and zoomed just enough that
+            no empty corner shows (content within ~6% of the border may be cropped).
+"""
+from __future__ import annotations
+
+import math
+import random
+
+import numpy as np
+from PIL import Image, ImageFilter
+
+SURFACES = [(122, 86, 58), (160, 122, 86), (92, 94, 98), (58, 62, 70), (186, 180, 168), (140, 146, 150),
+            (96, 70, 50), (210, 206, 198)]
+
+
+def sample_photo_effects(rng: random.Random, mode: str = "document", strength: str = "medium") -> dict:
+    k = {"light": 0.6, "medium": 1.0, "strong": 1.3}[strength]
+    scene = mode == "scene"
+    e = {
+        "mode": mode,
+        "seed": rng.getrandbits(32),
+        "rotate_deg": round(rng.uniform(-1, 1) * (2.0 if scene else 4.0) * k, 2),
+        # corner offsets (tl, tr, br, bl) as fractions of width/height: perspective tilt
+        "perspective": [round(rng.uniform(-1, 1) * (0.015 if scene else 0.03) * k, 4) for _ in range(8)],
+        "scale": 1.0 if scene else round(rng.uniform(0.84, 0.93), 3),
+        "shift": [0.0, 0.0] if scene else [round(rng.uniform(-0.02, 0.02), 4) for _ in range(2)],
+        "background": list(rng.choice(SURFACES)),
+        "blur_radius": round(rng.uniform(0.0, 0.8) * k, 2),
+        "softness": round(rng.uniform(0.75, 1.0), 3),
+        "noise_sigma": round(rng.uniform(2.0, 6.0) * k, 2),
+        "brightness": round(rng.uniform(0.86, 1.08), 3),
+        "contrast": round(rng.uniform(0.85, 1.0), 3),
+        "light_angle_deg": round(rng.uniform(0, 360), 1),
+        "light_strength": round(rng.uniform(0.0, 0.22) * k, 3),
+        "color_cast": [round(rng.uniform(0.97, 1.03), 3) for _ in range(3)],
+    }
+    return e
+
+
+def _coeffs(dst, src):
+    """Perspective coefficients mapping output points `dst` to input points `src` (PIL convention)."""
+    a = []
+    b = []
+    for (x, y), (u, v) in zip(dst, src):
+        a.append([x, y, 1, 0, 0, 0, -u * x, -u * y])
+        a.append([0, 0, 0, x, y, 1, -v * x, -v * y])
+        b.extend([u, v])
+    sol = np.linalg.solve(np.array(a, dtype=np.float64), np.array(b, dtype=np.float64))
+    return tuple(float(round(v, 10)) for v in sol)
+
+
+def _inside(quad, p) -> bool:
+    # convex quad, either orientation
+    sign = 0
+    for i in range(4):
+        (x1, y1), (x2, y2) = quad[i], quad[(i + 1) % 4]
+        cr = (x2 - x1) * (p[1] - y1) - (y2 - y1) * (p[0] - x1)
+        s = 1 if cr > 0 else -1 if cr < 0 else 0
+        if s == 0:
+            continue
+        if sign == 0:
+            sign = s
+        elif s != sign:
+            return False
+    return True
+
+
+def destination_quad(size, effects) -> list[tuple[float, float]]:
+    """Where the corners (tl, tr, br, bl) of the clean render land in the output frame."""
+    w, h = size
+    cx, cy = w / 2, h / 2
+    ang = math.radians(effects.get("rotate_deg", 0.0))
+    ca, sa = math.cos(ang), math.sin(ang)
+    p = list(effects.get("perspective", [0.0] * 8))
+    scale = effects.get("scale", 1.0)
+    sx, sy = effects.get("shift", [0.0, 0.0])
+    corners = [(0, 0), (w, 0), (w, h), (0, h)]
+
+    def place(z):
+        out = []
+        for i, (x, y) in enumerate(corners):
+            dx, dy = (x - cx) * scale * z, (y - cy) * scale * z
+            rx, ry = dx * ca - dy * sa, dx * sa + dy * ca
+            out.append((cx + rx + (p[2 * i] + sx) * w * z, cy + ry + (p[2 * i + 1] + sy) * h * z))
+        return out
+
+    if effects.get("mode") == "scene":
+        z = 1.0
+        frame = [(0.5, 0.5), (w - 0.5, 0.5), (w - 0.5, h - 0.5), (0.5, h - 0.5)]
+        while z < 1.5 and not all(_inside(place(z), c) for c in frame):
+            z += 0.005
+        return place(z)
+    return place(1.0)
+
+
+def _surface(size, color, seed) -> Image.Image:
+    w, h = size
+    g = np.random.default_rng(seed ^ 0x5EED)
+    base = np.array(color, dtype=np.float32)[None, None, :]
+    # wood-like / fabric-like streaks: low-frequency stripes plus fine grain
+    y = np.arange(h, dtype=np.float32)[:, None]
+    freq = g.uniform(0.02, 0.06)
+    phase = g.uniform(0, 6.28)
+    stripes = (np.sin(y * freq + phase) * 6 + np.sin(y * freq * 3.7 + 1.3) * 3)  # (h, 1)
+    grain = g.standard_normal((h, w), dtype=np.float32) * 3
+    arr = base + (stripes + grain)[:, :, None]
+    return Image.fromarray(np.clip(arr, 0, 255).astype(np.uint8), "RGB")
+
+
+def apply_photo_effects(img: Image.Image, effects: dict) -> Image.Image:
+    """Make a clean render look photographed. Same image + same effects -> identical pixels."""
+    if not effects:
+        return img
+    img = img.convert("RGB")
+    w, h = img.size
+    seed = int(effects.get("seed", 0))
+    src = [(0, 0), (w, 0), (w, h), (0, h)]
+    dst = destination_quad((w, h), effects)
+    coeffs = _coeffs(dst, src)
+    if effects.get("mode") == "scene":
+        out = img.transform((w, h), Image.Transform.PERSPECTIVE, coeffs, Image.Resampling.BICUBIC,
+                            fillcolor=tuple(effects.get("background", (90, 90, 90))))
+    else:
+        bg = _surface((w, h), effects.get("background", (120, 120, 120)), seed)
+        mask = Image.new("L", (w, h), 255).transform((w, h), Image.Transform.PERSPECTIVE, coeffs,
+                                                     Image.Resampling.BILINEAR, fillcolor=0)
+        # soft drop shadow, offset down-right
+        shadow = mask.resize((max(1, w // 8), max(1, h // 8)), Image.Resampling.BILINEAR)
+        shadow = shadow.filter(ImageFilter.BoxBlur(2)).resize((w, h), Image.Resampling.BILINEAR)
+        off = max(2, w // 120)
+        shadow = shadow.transform((w, h), Image.Transform.AFFINE, (1, 0, -off, 0, 1, -off), fillcolor=0)
+        shadow = shadow.point(lambda v: int(v * 0.45))
+        bg.paste((0, 0, 0), (0, 0, w, h), shadow)
+        fg = img.transform((w, h), Image.Transform.PERSPECTIVE, coeffs, Image.Resampling.BICUBIC,
+                           fillcolor=(0, 0, 0))
+        bg.paste(fg, (0, 0), mask)
+        out = bg
+    blur = float(effects.get("blur_radius", 0.0))
+    if blur > 0.05:
+        out = out.filter(ImageFilter.GaussianBlur(blur))
+    soft = float(effects.get("softness", 1.0))
+    if soft < 0.99:
+        small = out.resize((max(1, round(w * soft)), max(1, round(h * soft))), Image.Resampling.BILINEAR)
+        out = small.resize((w, h), Image.Resampling.BICUBIC)
+
+    arr = np.asarray(out, dtype=np.float32)
+    contrast = float(effects.get("contrast", 1.0))
+    if contrast != 1.0:
+        arr = (arr - 128.0) * contrast + 128.0
+    # directional lighting: a linear ramp, darker towards light_angle
+    gain = np.float32(effects.get("brightness", 1.0))
+    ls = float(effects.get("light_strength", 0.0))
+    cast = np.array(effects.get("color_cast", [1, 1, 1]), dtype=np.float32)
+    if ls > 0:
+        a = math.radians(effects.get("light_angle_deg", 0.0))
+        xs = (np.arange(w, dtype=np.float32) / max(1, w - 1) - 0.5) * math.cos(a)
+        ys = (np.arange(h, dtype=np.float32) / max(1, h - 1) - 0.5) * math.sin(a)
+        ramp = ys[:, None] + xs[None, :]  # in [-~0.7, ~0.7]
+        light = (1.0 - ls * (ramp + 0.5)) * gain
+        arr = arr * light[:, :, None] * cast[None, None, :]
+    else:
+        arr = arr * (gain * cast)[None, None, :]
+    sigma = float(effects.get("noise_sigma", 0.0))
+    if sigma > 0:
+        g = np.random.default_rng(seed)
+        arr = arr + g.standard_normal((h, w, 1), dtype=np.float32) * np.float32(sigma)
+    return Image.fromarray(np.clip(arr + 0.5, 0, 255).astype(np.uint8), "RGB")

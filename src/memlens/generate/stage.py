@@ -1,0 +1,155 @@
+"""generate stage: questions, evidence sessions, haystack sessions and filler sessions.
+
+For every plan whose images passed the filter, the question's type module writes the question,
+answer and evidence facts from the images' exact ground truth; each fact is wrapped into a session
+by the same writer that writes haystack sessions. Haystack sessions reuse the mention templates
+with other contexts and haystack images; filler sessions are text-only general conversations.
+Writes ``data/generated/questions.jsonl``, ``sessions.jsonl`` (each session once, keyed by the
+hash of its content) and a manifest with rejection counts.
+"""
+from __future__ import annotations
+
+import logging
+from datetime import datetime, timedelta
+
+from memlens.abilities import ability_for
+from memlens.abilities.base import Plan
+from memlens.abilities.contexts import SCENE_MENTIONS, scene_context
+from memlens.config import Paths, section
+from memlens.errors import DataError
+from memlens.generate.sessions import Mention, SessionWriter, WriterConfig
+from memlens.generate.validators import RejectionLog
+from memlens.ontology.stage import load_topics
+from memlens.schema import AR, Evidence, ImageRecord, Question, Session, format_date
+from memlens.schema.io import iter_jsonl, write_jsonl
+from memlens.store import derive_rng, hash_tree, short_id, write_manifest
+
+log = logging.getLogger(__name__)
+HISTORY_SPAN_DAYS = 240
+EPOCH = datetime(2024, 1, 1, 8, 0)
+
+
+def image_values(truth: dict) -> list[str]:
+    """Strings only the image shows (drawn text), for the semantic-leakage check."""
+    vals = [str(t) for t in truth.get("texts", []) if isinstance(t, (str, int, float))]
+    return sorted({v for v in vals if len(v.strip()) > 2})
+
+
+def question_date_for(rng) -> datetime:
+    day = rng.randrange(0, 700)
+    return EPOCH + timedelta(days=HISTORY_SPAN_DAYS + day, hours=rng.randrange(0, 13), minutes=rng.randrange(60))
+
+
+def run(cfg, paths: Paths) -> None:
+    seed = int(cfg.data.seed)
+    topics = {t.topic_id: t for t in load_topics(paths)}
+    plans = [Plan.from_dict(d) for d in iter_jsonl(paths.images / "plans.jsonl")]
+    images: dict[tuple[str, int], ImageRecord] = {}
+    haystack_imgs: list[ImageRecord] = []
+    for row in iter_jsonl(paths.images / "index.jsonl"):
+        rec = ImageRecord.from_dict(row["image"])
+        if row.get("plan_id"):
+            images[(row["plan_id"], int(row["index"]))] = rec
+        else:
+            haystack_imgs.append(rec)
+    accepted = {r["sha256"] for r in iter_jsonl(paths.filtered / "index.jsonl") if r["accepted"]}
+    wcfg = WriterConfig.from_cfg(cfg.generator)
+    rejections = RejectionLog()
+    dropped = {"image_rejected": 0, "build_failed": 0}
+
+    # 1. questions from plans
+    drafts = []
+    for p in plans:
+        recs = [images.get((p.plan_id, k)) for k in range(len(p.images))]
+        if any(r is None or r.sha256 not in accepted for r in recs):
+            dropped["image_rejected"] += 1
+            continue
+        rng = derive_rng(seed, "build", p.plan_id)
+        try:
+            d = ability_for(p.question_type).build(rng, p, [r.truth for r in recs])
+        except (ValueError, KeyError) as exc:
+            log.warning("plan %s (%s/%s) dropped: %s", p.plan_id, p.question_type, p.variant, exc)
+            dropped["build_failed"] += 1
+            continue
+        drafts.append((p, recs, d))
+    reserved = {c for _, _, d in drafts for c in d.contexts}
+    forbidden_all = sorted({f for _, _, d in drafts for f in d.forbidden if f})
+
+    writer = SessionWriter(wcfg, rejections, forbidden=[])
+    sessions: dict[str, Session] = {}
+    questions: list[Question] = []
+    for p, recs, d in drafts:
+        topic = topics[p.topic_id]
+        rng = derive_rng(seed, "sessions", p.plan_id)
+        qdate = question_date_for(rng)
+        evidence = []
+        n = len(d.facts)
+        for j, fact in enumerate(d.facts):
+            ids = [recs[k].sha256 for k in fact.image_idx]
+            vals = [v for k in fact.image_idx for v in image_values(recs[k].truth)]
+            m = Mention(fact.mention, ids, has_answer=True, image_values=vals)
+            s = writer.write(rng, "evidence", topic, p.subtopic, [m], extra_forbidden=d.forbidden)
+            sessions[s.session_id] = s
+            if fact.days_before is not None:
+                days = float(fact.days_before)
+            elif d.ordered:  # keep the facts' order in time
+                days = HISTORY_SPAN_DAYS * (n - j) / (n + 1) - rng.uniform(0, HISTORY_SPAN_DAYS / (n + 2))
+            else:
+                days = rng.uniform(1, HISTORY_SPAN_DAYS - 1)
+            when = qdate - timedelta(days=days, minutes=rng.randrange(0, 600))
+            evidence.append(Evidence(s.session_id, format_date(when), fact.mention, ids))
+        qid = short_id("q", seed, p.plan_id, n=8)
+        questions.append(Question(
+            question_id=qid, question_type=p.question_type, question_subtype=p.question_subtype,
+            question=d.question, answer=d.answer, question_date=format_date(qdate), topic_id=p.topic_id,
+            old_answer=d.old_answer, evidence=evidence, ordered_evidence=d.ordered,
+            image_essential=d.image_essential, details={**d.details, "variant": p.variant, "plan_id": p.plan_id,
+                                                        "forbidden": d.forbidden}))
+
+    # 2. haystack sessions: same writer, same mention templates, other contexts, haystack images
+    sc = cfg.data.scales[cfg.data.scale]
+    usable = [r for r in haystack_imgs if r.sha256 in accepted]
+    topic_list = sorted(topics.values(), key=lambda t: t.topic_id)
+    hay_writer = SessionWriter(wcfg, rejections, forbidden=forbidden_all)
+    img_i = 0
+    for i in range(int(sc.haystack_sessions)):
+        rng = derive_rng(seed, "haystack", i)
+        topic = topic_list[rng.randrange(len(topic_list))]
+        sub = topic.subtopics[rng.randrange(len(topic.subtopics))] if topic.subtopics else topic.title
+        k = rng.choice([0, 1, 1, 2, 2, 3]) if usable else 0
+        mentions = []
+        for _ in range(k):
+            rec = usable[img_i % len(usable)]
+            img_i += 1
+            tmpl = rng.choice(SCENE_MENTIONS) if rec.family == "object_scene" else rng.choice(textbank_mentions(rec.family))
+            text = tmpl.format(ctx=scene_context(rng, reserved))
+            mentions.append(Mention(text, [rec.sha256], False, image_values(rec.truth)))
+        s = hay_writer.write(rng, "haystack", topic, sub, mentions)
+        sessions[s.session_id] = s
+    # 3. filler sessions: text-only, varied lengths (fine length control at assembly)
+    for i in range(int(sc.filler_sessions)):
+        rng = derive_rng(seed, "filler", i)
+        s = hay_writer.write_filler(rng, n_turns=2 * rng.randint(1, 6))
+        sessions[s.session_id] = s
+    if not questions:
+        raise DataError("generate: no question survived (all plans dropped); see the filter report")
+    out = paths.generated
+    out.mkdir(parents=True, exist_ok=True)
+    write_jsonl(out / "questions.jsonl", sorted(questions, key=lambda q: q.question_id))
+    write_jsonl(out / "sessions.jsonl", [sessions[k] for k in sorted(sessions)])
+    kinds = {k: sum(s.kind == k for s in sessions.values()) for k in ("evidence", "haystack", "filler")}
+    write_manifest(out, "generate", {**section(cfg, "generator"), "seed": seed, "scale": str(cfg.data.scale)},
+                   hash_tree(out), code=("generate", "abilities"),
+                   extra={"questions": len(questions), "sessions": kinds, "dropped_plans": dropped,
+                          "validators": rejections.summary()})
+    log.info("generate: %d questions, sessions %s, dropped %s, regenerated turns %d/%d", len(questions), kinds,
+             dropped, rejections.regenerated, rejections.turns)
+
+
+def textbank_mentions(family: str) -> list[str]:
+    from memlens.generate import textbank
+
+    kind = {"chat_screenshot": "screenshot", "app_screenshot": "screenshot", "receipt": "document",
+            "ticket": "document", "calendar_page": "document"}.get(family, "photo")
+    out = [t for t in textbank.mention_templates(kind) if "{ctx}" in t] if hasattr(textbank, "mention_templates") else []
+    return out or ["here's a picture from {ctx} <image>"]

@@ -1,0 +1,59 @@
+"""judge stage: score every prediction of the configured system with the configured judge.
+
+Reads ``data/predictions/<system>/<mode>/<length>.jsonl`` and writes
+``data/verdicts/<system>/<mode>/<length>.<judge>.jsonl`` (one verdict per question, sorted), plus a
+manifest. Questions come from the built benchmark or, with ``data.source=official``, the release.
+"""
+from __future__ import annotations
+
+import logging
+from pathlib import Path
+
+from hydra.utils import instantiate
+
+from memlens.config import Paths, section
+from memlens.errors import DataError
+from memlens.evaluate.store import PredictionStore
+from memlens.schema.io import write_jsonl
+from memlens.store import hash_tree, write_manifest
+
+log = logging.getLogger(__name__)
+
+
+def load_questions(cfg, paths: Paths) -> dict:
+    from memlens.evaluate.sources import open_source
+
+    return open_source(cfg, paths).questions
+
+
+def verdict_path(paths: Paths, system: str, mode: str, length: str, judge: str) -> Path:
+    return paths.verdicts / system / mode / f"{length}.{judge}.jsonl"
+
+
+def run(cfg, paths: Paths) -> None:
+    judge = instantiate(cfg.judge, _convert_="all")
+    system, mode = str(cfg.model.name), str(cfg.eval.mode)
+    questions = load_questions(cfg, paths)
+    pred_dir = paths.predictions / system / mode
+    lengths = sorted(p.stem for p in pred_dir.glob("*.jsonl"))
+    if not lengths:
+        raise DataError(f"{pred_dir}: no predictions for system {system!r} mode {mode!r}: run `memlens evaluate` first")
+    totals = {}
+    for length in lengths:
+        preds = PredictionStore(paths.predictions, system, mode, length).load()
+        pairs = []
+        for qid in sorted(preds):
+            q = questions.get(qid)
+            if q is None:
+                raise DataError(f"{pred_dir / (length + '.jsonl')}: prediction for unknown question {qid}")
+            pairs.append((q, preds[qid]))
+        verdicts = judge.judge_many(pairs)
+        write_jsonl(verdict_path(paths, system, mode, length, judge.name), verdicts)
+        ok = [v for v in verdicts if v.correct is not None]
+        totals[length] = {"n": len(verdicts), "correct": sum(bool(v.correct) for v in ok),
+                          "failed": len(verdicts) - len(ok)}
+        log.info("judge %s %s/%s@%s: %d/%d correct, %d failed", judge.name, system, mode, length,
+                 totals[length]["correct"], len(verdicts), totals[length]["failed"])
+    out = paths.verdicts / system
+    write_manifest(out, "judge", section(cfg, "judge"), hash_tree(out), code=("judge",),
+                   extra={"system": system, "mode": mode, "totals": totals})
