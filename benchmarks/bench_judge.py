@@ -5,13 +5,18 @@ from a seeded RNG - short answers in many surface forms, long chain-of-thought o
 ``[ANSWER]`` tag or a concluding sentence, tail-truncated and auto-zero-length outputs, refusals and
 refusal-plus-guess outputs - then times ``memlens.judge.deterministic.score`` over all of them.
 
-Usage: python benchmarks/bench_judge.py [--n 75000] [--seed 0] [--repeat 3] [--profile]
+The target (default 5 s for 75,000 items) applies to plain scoring; a second, informational
+run also computes the degeneracy diagnostic (``diagnostics=True``).
+
+Usage: python benchmarks/bench_judge.py [--n 75000] [--seed 0] [--repeat 3] [--workers 1]
+                                       [--profile] [--no-diagnostics-run]
 """
 
 from __future__ import annotations
 
 import argparse
 import cProfile
+import multiprocessing
 import pstats
 import random
 import sys
@@ -123,8 +128,8 @@ def _date(rng: random.Random) -> tuple[str, list[str], list[str]]:
     y, m, d = rng.randint(2019, 2025), rng.randint(1, 12), rng.randint(13, 28)
     ref = f"{y}/{m:02d}/{d:02d}"
     mon = _MONTHS[m - 1]
-    good = [ref, f"{y}-{m:02d}-{d:02d}", f"{mon} {d}, {y}", f"{d} {mon} {y}", f"{d:02d}/{m:02d}/{y}",
-            f"{m:02d}/{d:02d}/{y}", f"The event happened on {mon} {d}th, {y}."]
+    good = [ref, f"{y}-{m:02d}-{d:02d}", f"{mon} {d}, {y}", f"{d} {mon} {y}",
+            f"{d:02d}/{m:02d}/{y}", f"{m:02d}/{d:02d}/{y}", f"The event happened on {mon} {d}th, {y}."]
     bad = [f"{y}/{m:02d}/{d - 1:02d}", f"{mon} {d}", f"{y + 1}-{m:02d}-{d:02d}"]
     return ref, good, bad
 
@@ -158,7 +163,8 @@ def _wrap_long(rng: random.Random, answer: str) -> str:
     if style < 0.5:
         return f"[REASONING] {_filler(rng, rng.randint(10, 60))}\n[ANSWER] {answer}"
     if style < 0.8:
-        return f"<think>{_filler(rng, rng.randint(20, 80))}</think>\n{_filler(rng, 3)}\nFinal answer: {answer}"
+        think = _filler(rng, rng.randint(20, 80))
+        return f"<think>{think}</think>\n{_filler(rng, 3)}\nFinal answer: {answer}"
     # very long, tail-truncated; a fraction of them exceed 500 words even after truncation
     return f"{_filler(rng, rng.randint(150, 500))}\nSo the answer is {answer}"
 
@@ -202,9 +208,41 @@ def build_items(n: int, seed: int) -> list[Item]:
     return items
 
 
-def run(items: list[Item]):
-    return [score(it.qtype, it.subtype, it.reference, it.prediction, old_answer=it.old_answer)
+def run(items: list[Item], diagnostics: bool = False) -> list:
+    return [score(it.qtype, it.subtype, it.reference, it.prediction, old_answer=it.old_answer,
+                  diagnostics=diagnostics)
             for it in items]
+
+
+_SHARED: list[Item] = []  # set before forking: workers read it copy-on-write, nothing is pickled
+
+
+def _run_slice(args: tuple[int, int, bool]) -> list:
+    lo, hi, diagnostics = args
+    return run(_SHARED[lo:hi], diagnostics)
+
+
+def run_parallel(items: list[Item], workers: int, diagnostics: bool = False) -> list:
+    """Judge with ``workers`` forked processes (pool start-up included in the timing)."""
+    if workers <= 1:
+        return run(items, diagnostics)
+    _SHARED[:] = items
+    chunk = -(-len(items) // (workers * 8))
+    jobs = [(lo, min(lo + chunk, len(items)), diagnostics) for lo in range(0, len(items), chunk)]
+    with multiprocessing.get_context("fork").Pool(workers) as pool:
+        parts = pool.map(_run_slice, jobs)
+    return [v for part in parts for v in part]
+
+
+def print_per_key(items: list[Item]) -> None:
+    groups: dict[str, list[Item]] = {}
+    for it in items:
+        groups.setdefault(task_key(it.qtype, it.subtype, it.reference), []).append(it)
+    for key, group in sorted(groups.items()):
+        t0 = time.perf_counter()
+        run(group)
+        dt = time.perf_counter() - t0
+        print(f"  {key:24s} {len(group):6d} items {dt:6.3f} s {1e6 * dt / len(group):6.1f} us/item")
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -214,6 +252,11 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--repeat", type=int, default=3, help="timed runs (best is reported)")
     ap.add_argument("--target", type=float, default=5.0, help="target seconds for one run")
     ap.add_argument("--profile", action="store_true", help="print a cProfile of one run")
+    ap.add_argument("--workers", type=int, default=1,
+                    help="processes to judge with (fork; the machine has 2 cores)")
+    ap.add_argument("--per-key", action="store_true", help="also time each task key separately")
+    ap.add_argument("--no-diagnostics-run", action="store_true",
+                    help="skip the extra timed run with diagnostics=True (degeneracy scan)")
     args = ap.parse_args(argv)
 
     t0 = time.perf_counter()
@@ -236,19 +279,32 @@ def main(argv: list[str] | None = None) -> int:
     verdicts = []
     for _ in range(max(1, args.repeat)):
         t0 = time.perf_counter()
-        verdicts = run(items)
+        verdicts = run_parallel(items, args.workers)
         times.append(time.perf_counter() - t0)
     best, worst = min(times), max(times)
-    print(f"judged {len(items):,} items: best {best:.3f} s, worst {worst:.3f} s "
-          f"over {len(times)} runs -> {len(items) / best:,.0f} items/s "
-          f"({1e6 * best / len(items):.1f} us/item)")
+    print(f"judged {len(items):,} items with {args.workers} process(es): "
+          f"best {best:.3f} s, worst {worst:.3f} s over {len(times)} runs -> "
+          f"{len(items) / best:,.0f} items/s ({1e6 * best / len(items):.1f} us/item)")
 
+    n = len(verdicts)
+    print(f"accuracy {sum(v.correct for v in verdicts) / n:.3f}; "
+          f"auto-zero {sum(v.auto_zero for v in verdicts)}, "
+          f"truncated {sum(v.truncated for v in verdicts)}, "
+          f"abstained {sum(v.abstained for v in verdicts)}")
     labelled = [(it.expected, v.correct) for it, v in zip(items, verdicts) if it.expected is not None]
     agree = sum(e == c for e, c in labelled)
-    print(f"accuracy {sum(v.correct for v in verdicts) / len(verdicts):.3f}; "
-          f"auto-zero {sum(v.auto_zero for v in verdicts)}, truncated {sum(v.truncated for v in verdicts)}, "
-          f"abstained {sum(v.abstained for v in verdicts)}; "
-          f"agreement with generator labels {agree}/{len(labelled)} ({agree / max(1, len(labelled)):.4f})")
+    print(f"sanity: verdict == generator's intended label on {agree}/{len(labelled)} "
+          f"unambiguous items ({agree / max(1, len(labelled)):.4f})")
+    if args.per_key:
+        print_per_key(items)
+    if not args.no_diagnostics_run:
+        t0 = time.perf_counter()
+        diag = run_parallel(items, args.workers, diagnostics=True)
+        t_diag = time.perf_counter() - t0
+        assert [v.correct for v in diag] == [v.correct for v in verdicts]
+        print(f"with diagnostics=True (official degeneracy scan, never changes a score): "
+              f"{t_diag:.3f} s -> {len(items) / t_diag:,.0f} items/s; "
+              f"degenerate {sum(bool(v.degenerate) for v in diag)}")
     ok = best < args.target
     print(f"target < {args.target:.1f} s: {'MET' if ok else 'MISSED'}")
     return 0 if ok else 1

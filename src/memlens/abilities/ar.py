@@ -18,9 +18,9 @@ class AnswerRefusal(Ability):
     def __init__(self, sources):
         self.sources = sources  # list of (ability, subtype, variant)
 
-    def plan(self, rng, topic, subtype, variant, plan_id):
+    def plan(self, rng, topic, subtype, variant, plan_id, reserved):
         ability, sub, var = self.sources[rng.randrange(len(self.sources))]
-        inner = ability.plan(rng, topic, sub, var, plan_id)
+        inner = ability.plan(rng, topic, sub, var, plan_id, reserved)
         return Plan(plan_id, AR, "", f"{inner.question_type}/{inner.question_subtype}/{inner.variant}",
                     inner.topic_id, inner.subtopic, [], {"source": inner.to_dict()})
 

@@ -73,6 +73,8 @@ class Draft:
     forbidden: list[str] = field(default_factory=list)
     #: context keys that haystack mentions must not reuse (they would make the question ambiguous)
     contexts: list[str] = field(default_factory=list)
+    #: how the answer follows from the images' ground truth (see memlens.abilities.derive)
+    derivation: dict | None = None
 
 
 class Ability:
@@ -84,7 +86,9 @@ class Ability:
     #: image families each variant needs (topic selection prefers topics listing them)
     families: dict[str, list[str]] = {}
 
-    def plan(self, rng: random.Random, topic, subtype: str, variant: str, plan_id: str) -> Plan:
+    def plan(self, rng: random.Random, topic, subtype: str, variant: str, plan_id: str,
+             reserved: set[str]) -> Plan:
+        """``reserved``: context phrases already used by earlier plans (add yours to it)."""
         raise NotImplementedError
 
     def build(self, rng: random.Random, plan: Plan, truths: list[dict]) -> Draft:

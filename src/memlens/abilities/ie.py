@@ -10,7 +10,7 @@ from __future__ import annotations
 import random
 
 from memlens.abilities.base import Ability, Draft, FactDraft, ImageRequest, Plan, pick
-from memlens.abilities.contexts import SCENE_MENTIONS, scene_context
+from memlens.abilities.contexts import mention_for, thing_for
 from memlens.schema import IE, Question
 
 SCENE_KINDS = ["mug", "book", "candle", "vase", "bottle", "plant pot", "cup", "gift box", "ball"]
@@ -34,9 +34,10 @@ class InformationExtraction(Ability):
     variants = {"entity": ["counting", "spatial"], "previnfo": ["natural_photo"]}
     families = {"counting": ["object_scene"], "spatial": ["object_scene"], "natural_photo": ["object_scene"]}
 
-    def plan(self, rng, topic, subtype, variant, plan_id):
-        ctx = scene_context(rng)
-        mention = pick(rng, SCENE_MENTIONS)
+    def plan(self, rng, topic, subtype, variant, plan_id, reserved):
+        thing, ctx = thing_for(rng, "object_scene", reserved)
+        reserved.add(ctx)
+        mention = mention_for(rng, "object_scene", thing)
         if variant in ("counting", "natural_photo"):
             cons, latent = _counting_plan(rng)
         elif variant == "spatial":
@@ -54,7 +55,7 @@ class InformationExtraction(Ability):
     def build(self, rng, plan, truths):
         t = truths[0]
         ctx = plan.latent["context"]
-        mention = plan.latent["mention"].format(ctx=ctx)
+        mention = plan.latent["mention"]
         v = plan.variant
         details = {"visual_skill" if plan.question_subtype == "entity" else "image_source": v,
                    "family": "object_scene", "context": ctx}
@@ -67,6 +68,7 @@ class InformationExtraction(Ability):
                 q = f"Thinking back to the photo of {ctx} I sent you a while ago, how many {color} {PLURAL[kind]} were in it?"
             answer = str(n)
             details["answer_format"] = "integer"
+            derivation = {"op": "str", "arg": {"op": "get", "img": 0, "path": ["counts", f"{color} {kind}"]}}
         else:  # spatial: the object immediately left of a reference object in the same row
             objs = {o["id"]: o for o in t["objects"]}
             pairs = []
@@ -81,8 +83,10 @@ class InformationExtraction(Ability):
                  f"{ref['color']} {ref['kind']}? Answer with its colour and kind.")
             answer = f"{left['color']} {left['kind']}"
             details["answer_format"] = "color_kind"
+            idx = next(i for i, o in enumerate(t["objects"]) if o["id"] == left["id"])
+            derivation = {"op": "format", "template": "{color} {kind}", "img": 0, "path": ["objects", idx]}
         return Draft(question=q, answer=answer, facts=[FactDraft(mention, [0])], details=details,
-                     forbidden=[answer], contexts=[ctx])
+                     forbidden=[answer], contexts=[ctx], derivation=derivation)
 
     def chance_answer(self, question: Question, rng):
         if question.details.get("answer_format") == "integer":

@@ -41,6 +41,8 @@ class SyntheticSource:
         except KeyError as exc:
             raise ConfigError(str(exc)) from None
         cons = dict(request.constraints)
+        if "photo" not in cons:  # photo-like variants (perspective, blur, noise, lighting)
+            cons["photo"] = rng.random() < self.photo_effect_rate
         spec = fam.sample(rng, **cons)
         data, ext = render_bytes(spec)
         return data, ext, spec

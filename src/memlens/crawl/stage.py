@@ -47,6 +47,7 @@ def choose_topic(rng, topics: list[Topic], qtype: str, families: list[str]) -> T
 def make_plans(cfg, topics: list[Topic]) -> list[Plan]:
     seed = int(cfg.data.seed)
     plans = []
+    reserved: set[str] = set()
     for (qtype, sub), n in sorted(scale_counts(cfg).items()):
         ability = ability_for(qtype)
         variants = ability.variants.get(sub)
@@ -58,20 +59,28 @@ def make_plans(cfg, topics: list[Topic]) -> list[Plan]:
             rng = derive_rng(seed, "plan", qtype, sub, i)
             topic = choose_topic(rng, topics, qtype, ability.families.get(variant, []))
             pid = short_id("p", seed, qtype, sub, i, n=10)
-            plans.append(ability.plan(rng, topic, sub, variant, pid))
+            plans.append(ability.plan(rng, topic, sub, variant, pid, reserved))
     return plans
 
 
-def haystack_requests(cfg, topics: list[Topic], families: list[str]) -> list[tuple[str, ImageRequest]]:
+def haystack_requests(cfg, topics: list[Topic], families: list[str], plans: list[Plan]) -> list[tuple[str, ImageRequest]]:
+    """The haystack image pool: half mirrors the evidence images' family mix (so evidence families
+    are not a giveaway), half follows the topics' own families."""
     sc = cfg.data.scales[cfg.data.scale]
-    n = int(round(int(sc.haystack_sessions) * float(cfg.source.get("haystack_per_session", 1.5))))
+    n_sessions = int(sc.haystack_sessions) + len(plans)
+    n = int(round(n_sessions * float(cfg.source.get("haystack_per_session", 2.0))))
     seed = int(cfg.data.seed)
+    ev_fams = [r.family for p in plans for r in p.images if r.family in families]
     out = []
     for i in range(n):
         rng = derive_rng(seed, "haystack-image", i)
         t = topics[rng.randrange(len(topics))]
-        fams = [f for f in t.families if f in families] or families
-        out.append((t.topic_id, ImageRequest(fams[rng.randrange(len(fams))], {}, role="haystack")))
+        if ev_fams and rng.random() < 0.5:
+            fam = ev_fams[rng.randrange(len(ev_fams))]
+        else:
+            fams = [f for f in t.families if f in families] or families
+            fam = fams[rng.randrange(len(fams))]
+        out.append((t.topic_id, ImageRequest(fam, {}, role="haystack")))
     return out
 
 
@@ -102,7 +111,7 @@ def run(cfg, paths: Paths) -> None:
         for k, req in enumerate(p.images):
             jobs.append(((seed, "image", p.plan_id, k), req.__dict__))
             meta.append({"plan_id": p.plan_id, "index": k, "topic_id": p.topic_id, "request": req.__dict__})
-    for i, (tid, req) in enumerate(haystack_requests(cfg, topics, families)):
+    for i, (tid, req) in enumerate(haystack_requests(cfg, topics, families, plans)):
         jobs.append(((seed, "haystack-image", i, "render"), req.__dict__))
         meta.append({"plan_id": None, "index": i, "topic_id": tid, "request": req.__dict__})
     store = ObjectStore(paths.images / "objects")

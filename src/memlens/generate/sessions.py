@@ -97,6 +97,6 @@ class SessionWriter:
     def write_filler(self, rng: random.Random, n_turns: int) -> Session:
         pairs = textbank.filler_session(rng, n_turns=n_turns, words=self.w.assistant_words)
         turns = [Turn(role, text, [], False) for role, text in pairs]
-        for t in turns:
-            self.log.record(check_turn(TurnSpec(role=t.role, text=t.content, forbidden=self.forbidden)))
+        for t in turns:  # filler assistants need not end with a follow-up question
+            self.log.record(check_turn(TurnSpec(role="user", text=t.content, forbidden=self.forbidden)))
         return Session(session_id_for("filler", "", turns), "filler", "", turns)

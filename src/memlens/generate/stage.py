@@ -14,7 +14,7 @@ from datetime import datetime, timedelta
 
 from memlens.abilities import ability_for
 from memlens.abilities.base import Plan
-from memlens.abilities.contexts import SCENE_MENTIONS, scene_context
+from memlens.abilities.contexts import mention_for, thing_for
 from memlens.config import Paths, section
 from memlens.errors import DataError
 from memlens.generate.sessions import Mention, SessionWriter, WriterConfig
@@ -26,6 +26,8 @@ from memlens.store import derive_rng, hash_tree, short_id, write_manifest
 
 log = logging.getLogger(__name__)
 HISTORY_SPAN_DAYS = 240
+#: extra (distractor) image mentions per image-bearing session, on top of the first one
+EXTRA_MENTIONS = (0, 0, 1, 1, 2)
 EPOCH = datetime(2024, 1, 1, 8, 0)
 
 
@@ -74,6 +76,21 @@ def run(cfg, paths: Paths) -> None:
         drafts.append((p, recs, d))
     reserved = {c for _, _, d in drafts for c in d.contexts}
     forbidden_all = sorted({f for _, _, d in drafts for f in d.forbidden if f})
+    # Haystack images are consumed once each, by haystack sessions and as distractor mentions
+    # inside evidence sessions, so image-bearing sessions look alike whatever they carry.
+    sc = cfg.data.scales[cfg.data.scale]
+    usable = [r for r in haystack_imgs if r.sha256 in accepted]
+    hay_iter = iter(usable)
+
+    def distractors(rng, k: int) -> list[Mention]:
+        out = []
+        for _ in range(k):
+            rec = next(hay_iter, None)
+            if rec is None:
+                break
+            thing, _ = thing_for(rng, rec.family, reserved)
+            out.append(Mention(mention_for(rng, rec.family, thing), [rec.sha256], False, image_values(rec.truth)))
+        return out
 
     writer = SessionWriter(wcfg, rejections, forbidden=[])
     sessions: dict[str, Session] = {}
@@ -88,7 +105,10 @@ def run(cfg, paths: Paths) -> None:
             ids = [recs[k].sha256 for k in fact.image_idx]
             vals = [v for k in fact.image_idx for v in image_values(recs[k].truth)]
             m = Mention(fact.mention, ids, has_answer=True, image_values=vals)
-            s = writer.write(rng, "evidence", topic, p.subtopic, [m], extra_forbidden=d.forbidden)
+            extra = distractors(rng, rng.choice(EXTRA_MENTIONS))
+            mentions = [m, *extra]
+            rng.shuffle(mentions)
+            s = writer.write(rng, "evidence", topic, p.subtopic, mentions, extra_forbidden=d.forbidden)
             sessions[s.session_id] = s
             if fact.days_before is not None:
                 days = float(fact.days_before)
@@ -104,26 +124,22 @@ def run(cfg, paths: Paths) -> None:
             question=d.question, answer=d.answer, question_date=format_date(qdate), topic_id=p.topic_id,
             old_answer=d.old_answer, evidence=evidence, ordered_evidence=d.ordered,
             image_essential=d.image_essential, details={**d.details, "variant": p.variant, "plan_id": p.plan_id,
-                                                        "forbidden": d.forbidden}))
+                                                        "forbidden": d.forbidden, "derivation": d.derivation,
+                                                        "image_ids": [r.sha256 for r in recs]}))
 
-    # 2. haystack sessions: same writer, same mention templates, other contexts, haystack images
-    sc = cfg.data.scales[cfg.data.scale]
-    usable = [r for r in haystack_imgs if r.sha256 in accepted]
+    # 2. haystack sessions: same writer and mention phrasing; half on the questions' own topics
     topic_list = sorted(topics.values(), key=lambda t: t.topic_id)
+    q_topics = sorted({(p.topic_id, p.subtopic) for p, _, _ in drafts})
     hay_writer = SessionWriter(wcfg, rejections, forbidden=forbidden_all)
-    img_i = 0
     for i in range(int(sc.haystack_sessions)):
         rng = derive_rng(seed, "haystack", i)
-        topic = topic_list[rng.randrange(len(topic_list))]
-        sub = topic.subtopics[rng.randrange(len(topic.subtopics))] if topic.subtopics else topic.title
-        k = rng.choice([0, 1, 1, 2, 2, 3]) if usable else 0
-        mentions = []
-        for _ in range(k):
-            rec = usable[img_i % len(usable)]
-            img_i += 1
-            tmpl = rng.choice(SCENE_MENTIONS) if rec.family == "object_scene" else rng.choice(textbank_mentions(rec.family))
-            text = tmpl.format(ctx=scene_context(rng, reserved))
-            mentions.append(Mention(text, [rec.sha256], False, image_values(rec.truth)))
+        if q_topics and rng.random() < 0.5:  # related: an evidence session's topic and subtopic
+            tid, sub = q_topics[rng.randrange(len(q_topics))]
+            topic = topics[tid]
+        else:
+            topic = topic_list[rng.randrange(len(topic_list))]
+            sub = topic.subtopics[rng.randrange(len(topic.subtopics))] if topic.subtopics else topic.title
+        mentions = distractors(rng, 1 + rng.choice(EXTRA_MENTIONS))
         s = hay_writer.write(rng, "haystack", topic, sub, mentions)
         sessions[s.session_id] = s
     # 3. filler sessions: text-only, varied lengths (fine length control at assembly)
@@ -144,12 +160,3 @@ def run(cfg, paths: Paths) -> None:
                           "validators": rejections.summary()})
     log.info("generate: %d questions, sessions %s, dropped %s, regenerated turns %d/%d", len(questions), kinds,
              dropped, rejections.regenerated, rejections.turns)
-
-
-def textbank_mentions(family: str) -> list[str]:
-    from memlens.generate import textbank
-
-    kind = {"chat_screenshot": "screenshot", "app_screenshot": "screenshot", "receipt": "document",
-            "ticket": "document", "calendar_page": "document"}.get(family, "photo")
-    out = [t for t in textbank.mention_templates(kind) if "{ctx}" in t] if hasattr(textbank, "mention_templates") else []
-    return out or ["here's a picture from {ctx} <image>"]

@@ -15,11 +15,18 @@ Pipeline of :func:`score` (every task key):
    report counts it as a refusal; the official LLM judge asks for an explicit decline).
 3. ``extract_final_answer`` picks the committed final answer.
 4. Refusals: if the final answer contains a refusal phrase, only text *after the last* refusal
-   phrase can carry a committed guess ("..., but I think it is 5" is scored as 5). For typed keys
-   a guess is any parseable value or a guess phrase ("I think", "probably", "my best guess", ...);
-   for free-text keys (IE, KU, AR) a guess phrase is required. A refusal without a guess is an
-   abstention: correct only for ``AR_AnswerRefusal``, otherwise "refusal" with ``parsed=None``.
-5. The task key's matcher (one per key, in ``_TASKS``) parses and compares.
+   phrase can carry a committed guess ("..., but I think it is 5" is scored as 5). A guess holds
+   a guess phrase ("I think", "probably", "my best guess", ...) or, for typed keys, a parseable
+   value introduced by punctuation or a connective ("Insufficient information. 5"). A refusal
+   without a guess is an abstention: correct only for ``AR_AnswerRefusal`` (whatever its stored
+   reference), otherwise "refusal" with ``parsed=None``.
+5. The task key's matcher (one entry per key in ``_TASKS``) parses and compares. Typed matchers
+   read the *committed clause* of the final answer: the whole answer when it holds one distinct
+   value, else the last clause (split at sentences, ";", "=", "->", "so", "therefore", "in
+   total", "actually", ...) that holds a value. Two different counts, dates or A/B choices
+   there are "ambiguous" (wrong); arithmetic takes the clause's last amount unless the last two
+   form a range or alternative ("$10 to $15", "between ...", "15 or 20"); order ranking takes
+   the last index sequence.
 
 The question-type logic lives in one matcher per task key; shared machinery (clause splitting,
 number/amount/date finders, text normalisation) knows nothing about task keys.
@@ -31,7 +38,7 @@ import datetime as _dt
 import re
 from dataclasses import dataclass
 from functools import lru_cache
-from typing import Callable, NamedTuple, Sequence
+from typing import Callable, NamedTuple
 
 from memlens.judge.parsing import (
     extract_final_answer,
@@ -185,7 +192,7 @@ def _committed(text: str, finder: Finder) -> tuple[str, list]:
     clause (see ``_CLAUSE_SPLIT_RE``) holding any value is committed.
     """
     vals = finder(text)
-    if len(set(_keys(vals))) <= 1:
+    if len(set(vals)) <= 1:
         return text, vals
     for clause in reversed(_CLAUSE_SPLIT_RE.split(text)):
         if clause and not clause.isspace():
@@ -193,10 +200,6 @@ def _committed(text: str, finder: Finder) -> tuple[str, list]:
             if v:
                 return clause, v
     return text, vals
-
-
-def _keys(vals: Sequence) -> list:
-    return [v[0] if isinstance(v, tuple) else v for v in vals]
 
 
 # --------------------------------------------------------------------------------------------
@@ -285,6 +288,11 @@ def _to_number(raw: str) -> float:
     return float(raw.replace(",", ""))
 
 
+def _is_pronoun_one(text: str, start: int) -> bool:
+    """"the red one", "this one", "no one": not the number 1."""
+    return _PRONOUN_ONE_RE.search(text, max(0, start - 12), start) is not None
+
+
 def _find_counts(text: str) -> list[float]:
     """Every number (digits or words) in ``text`` except labels such as "session 3"."""
     vals: list[float] = []
@@ -294,7 +302,7 @@ def _find_counts(text: str) -> list[float]:
             vals.append(_to_number(m.group("num")))
         elif kind == "words":
             w = m.group("words")
-            if w.lower() == "one" and _PRONOUN_ONE_RE.search(text, max(0, m.start() - 12), m.start()):
+            if w.lower() == "one" and _is_pronoun_one(text, m.start()):
                 continue
             vals.extend(float(v) for v in _words_to_ints(w))
         elif kind == "times":
@@ -350,7 +358,8 @@ def _match_count(ref: str, text: str, ctx: _Ctx) -> _Outcome:
     if got is None:
         return _Outcome(False, None, "no-answer")
     if got == "ambiguous":
-        return _Outcome(False, None, f"ambiguous: {', '.join(_fmt(v) for v in dict.fromkeys(_find_counts(clause)))}")
+        values = ", ".join(_fmt(v) for v in dict.fromkeys(_find_counts(clause)))
+        return _Outcome(False, None, f"ambiguous: {values}")
     parsed = _fmt(got)
     if got == want:
         return _Outcome(True, parsed, "int-match")
@@ -361,8 +370,10 @@ def _match_count(ref: str, text: str, ctx: _Ctx) -> _Outcome:
 # Amounts (arithmetic)
 # --------------------------------------------------------------------------------------------
 
-_SYMBOLS = {"$": "USD", "us$": "USD", "€": "EUR", "£": "GBP", "¥": "JPY", "₹": "INR", "₩": "KRW",
-            "c$": "CAD", "ca$": "CAD", "a$": "AUD", "au$": "AUD", "%": "%"}
+_SYMBOLS = {
+    "$": "USD", "us$": "USD", "€": "EUR", "£": "GBP", "¥": "JPY", "₹": "INR", "₩": "KRW",
+    "c$": "CAD", "ca$": "CAD", "a$": "AUD", "au$": "AUD", "%": "%",
+}
 _CODES = {
     "usd": "USD", "dollar": "USD", "dollars": "USD", "bucks": "USD",
     "eur": "EUR", "euro": "EUR", "euros": "EUR",
@@ -438,7 +449,10 @@ def _currency_ok(ref: str | None, got: str | None) -> bool:
 
 
 def _fmt_amount(a: _Amount) -> str:
-    num = f"{a.value:.2f}" if a.value != int(a.value) or a.currency not in (None, "%") else _fmt(a.value)
+    """Canonical amount: "15.50 USD", "185.00 DKK", "12.5", "25%"."""
+    if a.currency == "%":
+        return f"{_fmt(a.value)}%"
+    num = f"{a.value:.2f}" if a.value != int(a.value) or a.currency else _fmt(a.value)
     return f"{num} {a.currency}" if a.currency else num
 
 
@@ -494,7 +508,8 @@ _DATE_RE = re.compile(
     r"(?<!\d)(?P<y1>\d{4})[/\-.](?P<m1>\d{1,2})[/\-.](?P<d1>\d{1,2})"
     r"(?:[T ]\d{1,2}:\d{2}(?::\d{2}(?:\.\d+)?)?(?:Z|[+-]\d{2}:?\d{2})?)?(?!\d)"
     r"|\b(?P<m2>" + _MONTH_RE + r")\.?\s+(?P<d2>\d{1,2})" + _ORD + r",?\s+(?P<y2>\d{4})(?!\d)"
-    r"|\b(?P<d3>\d{1,2})" + _ORD + r"\s+(?:of\s+)?(?P<m3>" + _MONTH_RE + r")\.?,?\s+(?P<y3>\d{4})(?!\d)"
+    r"|\b(?P<d3>\d{1,2})" + _ORD + r"\s+(?:of\s+)?(?P<m3>" + _MONTH_RE + r")\.?,?\s+"
+    r"(?P<y3>\d{4})(?!\d)"
     r"|(?<![\d/.\-])(?P<a4>\d{1,2})(?P<s4>[/\-.])(?P<b4>\d{1,2})(?P=s4)(?P<y4>\d{4})(?!\d)",
     re.I,
 )
@@ -562,16 +577,23 @@ def _match_date(ref: str, text: str, ctx: _Ctx) -> _Outcome:
 
 _SEP = r"(?:,|;|->|\u2192|=>|>|\bthen\b|\band\b)"
 _ORDER_RUN_RE = re.compile(
-    r"(?:\(\s*\d+\s*\)\s*(?:" + _SEP + r"\s*)*){2,}"
-    r"|(?<![\w.])\d+(?:(?:\s*" + _SEP + r"\s*(?:and\s+)?|\s+)\d+)+(?![\w.]\d)",
+    r"(?P<paren>(?:\(\s*\d+\s*\)\s*(?:" + _SEP + r"\s*)*){2,})"
+    r"|(?P<plain>(?<![\w.])\d+(?:(?:\s*" + _SEP + r"\s*(?:and\s+)?|\s+)\d+)+(?![\w.]\d))",
     re.I,
 )
 _INT_RE = re.compile(r"\d+")
 
 
 def _find_order(text: str) -> list[str]:
-    return ["".join(f"({int(n)})" for n in _INT_RE.findall(m.group(0)))
-            for m in _ORDER_RUN_RE.finditer(text)]
+    """Index sequences in ``text``, canonical "(2)(3)(1)"; "(i)(j)" runs win over plain lists.
+
+    Plain runs ("2, 3, 1", "[2,3,1]", "2 -> 3 -> 1") only count when no parenthesised run is
+    present, so "(2)(3)(1), from sessions 4 and 7" is read as (2)(3)(1).
+    """
+    runs: dict[str, list[str]] = {"paren": [], "plain": []}
+    for m in _ORDER_RUN_RE.finditer(text):
+        runs[m.lastgroup].append("".join(f"({int(n)})" for n in _INT_RE.findall(m.group(0))))
+    return runs["paren"] or runs["plain"]
 
 
 @lru_cache(maxsize=4096)
@@ -614,8 +636,8 @@ _CHOICE_RE = re.compile(
     + r"|(?i:\b(?P<first>the\s+first(?:\s+one|\s+option)?|the\s+former|first\s+option)\b)"
     r"|(?i:\b(?P<second>the\s+second(?:\s+one|\s+option)?|the\s+latter|second\s+option)\b)"
 )
-_QUESTION_OPTIONS_RE = re.compile(r"(?:\(A\)|\bA[).:]|option\s+A\b).*?(?:\(B\)|\bB[).:]|option\s+B\b)",
-                                  re.I | re.S)
+_QUESTION_OPTIONS_RE = re.compile(
+    r"(?:\(A\)|\bA[).:]|option\s+A\b).*?(?:\(B\)|\bB[).:]|option\s+B\b)", re.I | re.S)
 
 
 def _choice_finder(allow_ordinals: bool) -> Finder:
@@ -668,9 +690,11 @@ def _match_choice(ref: str, text: str, ctx: _Ctx) -> _Outcome:
 # Yes / No
 # --------------------------------------------------------------------------------------------
 
-_LEADING_YN_RE = re.compile(r"^[\W_]*(?:(?P<yes>yes|yep|yeah|correct|true)|(?P<no>no|nope|false))\b", re.I)
+_LEADING_YN_RE = re.compile(
+    r"^[\W_]*(?:(?P<yes>yes|yep|yeah|correct|true)|(?P<no>no|nope|false))\b", re.I)
 _TRAILING_YN_RE = re.compile(r"\b(?:(?P<yes>yes)|(?P<no>no))[\W_]*$", re.I)
-_SAME_RE = re.compile(r"\b(?:not\s+different|no\s+difference|isn't\s+different|aren't\s+different)\b", re.I)
+_SAME_RE = re.compile(
+    r"\b(?:not\s+different|no\s+difference|isn't\s+different|aren't\s+different)\b", re.I)
 _NO_PHRASE_RE = re.compile(
     r"\b(?:not\s+(?:the\s+)?same|different|distinct|isn't\s+the\s+same|aren't\s+the\s+same|"
     r"not\s+identical)\b", re.I)
@@ -720,16 +744,27 @@ _WORD_DIGITS = {w: str(i) for i, w in enumerate(
 
 @lru_cache(maxsize=65536)
 def _fold(tok: str) -> str:
-    """Number words to digits and a light, consistent plural fold."""
+    """Number words to digits, then a light stemmer applied identically to both sides.
+
+    Plural endings go (ies -> i, es, s; not ss/us/is), then a final e, and a final y becomes i,
+    so "puppies"/"puppy", "movies"/"movie", "houses"/"house", "boxes"/"box", "buses"/"bus"
+    and "glasses"/"glass" meet. Tokens of 3 characters or fewer and non-alphabetic tokens are kept.
+    """
     if tok in _WORD_DIGITS:
         return _WORD_DIGITS[tok]
-    if len(tok) > 3 and tok[-1] == "s" and not tok[-2].isdigit():
-        if tok.endswith("ies") and len(tok) > 4:
-            return tok[:-3] + "y"
-        if tok.endswith(("sses", "xes", "zes", "ches", "shes")):
-            return tok[:-2]
-        if not tok.endswith(("ss", "us", "is")):
-            return tok[:-1]
+    if len(tok) <= 3 or not tok.isalpha():
+        return tok
+    if tok.endswith("ies") and len(tok) > 4:
+        tok = tok[:-3] + "i"
+    elif tok.endswith("es"):
+        tok = tok[:-2]
+    elif tok.endswith("s") and not tok.endswith(("ss", "us", "is")):
+        tok = tok[:-1]
+    if len(tok) > 3:
+        if tok.endswith("e"):
+            tok = tok[:-1]
+        elif tok.endswith("y"):
+            tok = tok[:-1] + "i"
     return tok
 
 
@@ -752,7 +787,7 @@ def normalize_text(s: str) -> str:
     """Normalisation for containment: lowercase, punctuation to spaces (kept inside numbers),
     thousands separators and trailing decimal zeros dropped, "&" -> "and", articles dropped
     without touching option letters ("A." / "(A)" / "A is longer" keep their A), number words
-    zero..twenty as digits, a light plural fold, whitespace collapsed."""
+    zero..twenty as digits, a light stemmer (see ``_fold``), whitespace collapsed."""
     return _normalize_cached(s) if len(s) <= 256 else _normalize_uncached(s)
 
 
@@ -798,8 +833,9 @@ def _match_update(ref: str, text: str, ctx: _Ctx) -> _Outcome:
     """KU: current value present; an outdated value present must be marked as past.
 
     Both present: correct only if every clause (split at , ; ! ? sentence-final . and
-    but/while/whereas/however/now/currently/today) that mentions the old value carries a past/replacement marker ("previously",
-    "used to", "before", "was", "earlier", "changed from", "no longer", "instead of", "not", ...).
+    but/while/whereas/however/now/currently/today) that mentions the old value carries a
+    past/replacement marker ("previously", "used to", "before", "was", "earlier", "changed
+    from", "no longer", "instead of", "not", ...).
     When one value contains the other ("Paris" vs "Paris, Texas"), the longer one is removed
     before looking for the shorter.
     """
@@ -812,7 +848,7 @@ def _match_update(ref: str, text: str, ctx: _Ctx) -> _Outcome:
     has_ref = _contains(_remove(got, old) if _contains(old, want) else got, want)
     has_old = _contains(_remove(got, want) if _contains(want, old) else got, old)
     if not has_old:
-        return out if has_ref else out._replace(correct=False, reason="text-mismatch")
+        return out
     if not has_ref:
         return _Outcome(False, out.parsed, "outdated")
     for clause in _KU_CLAUSE_RE.split(text):
@@ -829,9 +865,12 @@ def _match_update(ref: str, text: str, ctx: _Ctx) -> _Outcome:
 
 
 class _Task(NamedTuple):
-    match: Callable[[str, str, _Ctx], _Outcome]
+    #: grades the (non-refusal) final answer against the reference
+    match: Callable[[str, str, _Ctx], _Outcome] | None
     #: finds a typed value in text after a refusal (None: free-text key, guess phrase required)
     finder: Finder | None
+    #: the key rewards abstaining (AR): correct iff abstained, the reference is ignored
+    expects_abstention: bool = False
 
 
 _TASKS: dict[str, _Task] = {
@@ -844,7 +883,7 @@ _TASKS: dict[str, _Task] = {
     TR_ORDER: _Task(_match_order, _find_order),
     TR_DATE: _Task(_match_date, _find_dates),
     KU_UPDATE: _Task(_match_update, None),
-    AR_REFUSAL: _Task(_match_text, None),  # never called: AR is decided by abstention alone
+    AR_REFUSAL: _Task(None, None, expects_abstention=True),
 }
 
 _GUESS_RE = re.compile(
@@ -855,18 +894,29 @@ _GUESS_RE = re.compile(
     r"my\s+estimate|estimated?\s+(?:at|to\s+be)|(?:is|was|are|were)\s+(?:about|around|roughly))\b",
     re.I,
 )
-_GUESS_LEAD_RE = re.compile(r"^[\W_]*(?:(?:but|however|though|although|that\s+said|still|yet|so)\b[\W_]*)*", re.I)
+_GUESS_LEAD_RE = re.compile(
+    r"^[\W_]*(?:(?:but|however|though|although|that\s+said|still|yet|so)\b[\W_]*)*", re.I)
 
 
 def _split_refusal(final: str, finder: Finder | None) -> tuple[bool, str]:
-    """(abstained, text to grade). A refusal keeps only a committed guess that follows it."""
+    """(abstained, text to grade). A refusal keeps only a committed guess that follows it.
+
+    The guess must follow the *last* refusal phrase and either contain a guess phrase
+    ("I think", "probably", "my best guess", ...) or, for typed keys, be introduced by
+    punctuation or a connective ("but", "however", "so") and hold a parseable value - so
+    "no information about the 2 dogs" stays a refusal while "Insufficient information. 5" and
+    "I can't tell, but 5" are graded as 5.
+    """
     span = last_refusal_span(final)
     if span is None:
         return False, final
     tail = final[span[1]:]
     if tail.strip(" .,;:!?-\n\t"):
-        guess = tail[_GUESS_LEAD_RE.match(tail).end():]
-        if _GUESS_RE.search(guess) or (finder is not None and finder(guess)):
+        lead = _GUESS_LEAD_RE.match(tail).group(0)
+        guess = tail[len(lead):]
+        if _GUESS_RE.search(guess):
+            return False, guess
+        if finder is not None and lead.strip() and finder(guess):
             return False, guess
     return True, final
 
@@ -891,6 +941,7 @@ def score(
     degeneracy diagnostic (``Verdict.degenerate``), which never changes the score. Raises
     ``ValueError`` for an unknown ``question_type``.
     """
+    reference = "" if reference is None else str(reference)  # JSON may hold ints
     key = task_key(question_type, question_subtype, reference)
     prep = prepare_prediction(prediction, diagnostics=diagnostics)
     common = dict(task_key=key, auto_zero=prep.auto_zero, truncated=prep.was_truncated,
@@ -904,7 +955,7 @@ def score(
         return Verdict(False, None, "no-answer", **common)
     task = _TASKS[key]
     abstained, text = _split_refusal(final, task.finder)
-    if key == AR_REFUSAL:
+    if task.expects_abstention:
         if abstained:
             return Verdict(True, ABSTENTION_ANSWER, "abstained", abstained=True, **common)
         return Verdict(False, final, "answered", **common)

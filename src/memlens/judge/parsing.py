@@ -168,8 +168,8 @@ def prepare_prediction(
        5-gram ratio computed; degenerate means ``hedging_count >= 6`` or ratio ``< 0.40``.
        *Fix*: markers are word-bounded and not double counted (see :func:`hedging_count`).
     4. Tail truncation: when the parsed text is longer than ``tail_char_limit`` and than
-       ``min_len_for_truncation`` characters, only ``text[int((1 - tail_fraction) * len):]`` is kept,
-       prefixed by ``TRUNCATION_MARKER`` and a newline.
+       ``min_len_for_truncation`` characters, only ``text[int((1 - tail_fraction) * len):]``
+       is kept, prefixed by ``TRUNCATION_MARKER`` and a newline.
     5. Auto-zero: ``parsed_words > max_words``. *Fix*: ``parsed_words`` counts the words of the
        kept text **excluding** the three-word truncation marker; the official judge counts the
        marker, so a truncated text could be auto-zeroed by the judge's own annotation.
@@ -178,7 +178,8 @@ def prepare_prediction(
     it, and on long outputs it costs more than everything else together.
     """
     if not text:
-        return Prepared("", 0, False, 0, False, *(_NOT_DEGENERATE if diagnostics else _NO_DIAGNOSTICS))
+        diag = _NOT_DEGENERATE if diagnostics else _NO_DIAGNOSTICS
+        return Prepared("", 0, False, 0, False, *diag)
     original_len = len(text)
     parsed = parse_model_output(text)
     diag = degeneracy(parsed) if diagnostics else _NO_DIAGNOSTICS
@@ -200,8 +201,12 @@ def prepare_prediction(
 # --------------------------------------------------------------------------------------------
 
 _INFO = r"(?:information|info|context|details?|data|evidence|records?|mention|memory)"
-_VERB = r"(?:determine|answer|provide|find|identify|tell|say|know|confirm|recall|infer|specify|locate)"
+_VERB = (
+    r"(?:determine|answer|provide|find|identify|tell|say|know|confirm|recall|infer|specify|"
+    r"locate)"
+)
 _NEG_AUX = r"(?:does\s+not|doesn't|did\s+not|didn't|do\s+not|don't|dont)"
+_ADV = r"(?:explicitly\s+|specifically\s+|directly\s+|clearly\s+|actually\s+)?"
 _REFUSAL_PATTERNS = (
     r"insufficient\s+" + _INFO,
     _INFO + r"\s+(?:is|are|was|were)\s+(?:insufficient|not\s+(?:enough|sufficient|available))",
@@ -211,21 +216,21 @@ _REFUSAL_PATTERNS = (
     r"\s+(?:be\s+)?" + _VERB,
     r"(?:can\s*not|can't|cannot)\s+be\s+(?:determined|answered|known|inferred|found|identified)",
     r"(?:i\s+)?" + _NEG_AUX + r"\s+(?:know|recall|remember)",
-    _NEG_AUX + r"\s+(?:provide|give|contain|include|have)\s+(?:enough|sufficient|any|that|this|the)?\s*"
-    + _INFO,
+    _NEG_AUX + r"\s+(?:provide|give|contain|include|have)\s+"
+    r"(?:enough|sufficient|any|that|this|the)?\s*" + _INFO,
     r"(?:conversations?|context|history|chat|sessions?|records?|memory|text|it)\s+"
     + _NEG_AUX + r"\s+(?:mention|specify|state|say|include|contain|indicate|reveal)",
     r"(?:no|without)\s+(?:relevant\s+|specific\s+|such\s+|clear\s+)?" + _INFO,
     r"lack(?:s|ing)?\s+(?:of\s+)?" + _INFO,
-    r"not[\s_]+mentioned",
-    r"never\s+(?:mentioned|discussed|stated|specified|provided)",
-    r"not\s+(?:specified|stated|provided|discussed|recorded|indicated|documented|"
-    r"given|shared|included)\s+(?:in|anywhere|within)",
+    r"(?:not|\w+n't)[\s_]+(?:been\s+)?" + _ADV + r"mentioned",
+    r"never\s+" + _ADV + r"(?:mentioned|discussed|stated|specified|provided)",
+    r"(?:not|\w+n't)\s+(?:been\s+)?" + _ADV + r"(?:specified|stated|provided|discussed|recorded|"
+    r"indicated|documented|given|shared|included)(?:\s+(?:in|anywhere|within)|(?=\s*(?:[.,;!?]|$)))",
     r"nothing\s+(?:is|was|has\s+been)\s+(?:mentioned|said|recorded|stated)",
     r"(?:un|not\s+)answerable",
     r"(?:there(?:'s|\s+is)\s+)?no\s+way\s+to\s+(?:know|tell|determine|answer)",
 )
-_REFUSAL_RE = re.compile(r"\b(?:" + "|".join(_REFUSAL_PATTERNS) + r")\b", re.I)
+_REFUSAL_RE = re.compile(r"\b(?:" + "|".join(_REFUSAL_PATTERNS) + r")(?!\w)", re.I)
 # Whole-answer abstentions: weak on their own inside a longer answer (a hedge, not a refusal).
 _WHOLE_REFUSAL_RE = re.compile(
     r"^\W*(?:unknown|n/?a|(?:i'?m|i\s+am)\s+not\s+(?:sure|certain)|not\s+sure|no\s+idea|"
@@ -268,7 +273,8 @@ _ANSWER_TAG_RE = re.compile(r"\[\s*answer\s*\]", re.I)
 _REASONING_TAG_RE = re.compile(r"\[\s*reasoning\s*\]", re.I)
 _MARKER_RE = re.compile(
     r"(?:\b(?:final|correct|short|my)\s+answer\b|(?<![\w'])answer\b)\s*(?:\*\*|__)?\s*[:\uff1a]"
-    r"|\b(?:the|my)\s+(?:final\s+|correct\s+|short\s+)?answer\s+(?:is|would\s+be|will\s+be|=)\b\s*:?",
+    r"|\b(?:the|my)\s+(?:final\s+|correct\s+|short\s+)?answer\s+"
+    r"(?:is|would\s+be|will\s+be|=)\b\s*:?",
     re.I,
 )
 _MARKER_QUESTION_RE = re.compile(r"\b(?:whether|if|what|know|sure)\s*$", re.I)
@@ -384,7 +390,7 @@ def extract_final_answer(text: str) -> str:
     if "[" in t:
         tagged = _tagged_answer(t)
         if tagged:
-            return _extract_untagged(tagged)
+            return _extract_untagged(_clean(tagged))
         if tagged is not None:  # tags present but all empty: look at the rest of the text
             t = _REASONING_TAG_RE.sub(" ", _ANSWER_TAG_RE.sub(" ", t)).strip()
             if not t:

@@ -9,7 +9,8 @@ from __future__ import annotations
 
 from .base import (FAMILIES, JPEG_QUALITY, PNG_COMPRESS_LEVEL, Family, FamilyBase, apply_photo_effects,
                    encode_image, get_family, register, render, render_bytes, sample_photo_effects)
-from . import clock, named_sign, object_scene, price_tag, receipt, ticket  # noqa: F401  (registers)
+from . import (app_screenshot, calendar_page, chat_screenshot, clock, named_sign,  # noqa: F401  (registers)
+               object_scene, price_tag, receipt, ticket)
 
 __all__ = ["FAMILIES", "Family", "FamilyBase", "apply_photo_effects", "encode_image", "get_family",
            "register", "render", "render_bytes", "sample_photo_effects", "JPEG_QUALITY",

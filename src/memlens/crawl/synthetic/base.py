@@ -86,7 +86,9 @@ class FamilyBase:
     Subclasses set `name`, `track`, optionally `tracks`, `photo_prob` (chance that sample() adds photo
     effects when the caller does not say), `photo_mode` ("document": the item lies on a surface;
     "scene": the whole frame is a photo) and `photo_like` (encode as JPEG even without effects), and
-    implement `_sample(rng, **constraints) -> spec` and `_draw(spec) -> RGB image`.
+    implement `_sample(rng, **constraints) -> spec` and `_draw(spec) -> image`. The drawing is RGB, or RGBA
+    whose alpha is the item's silhouette: clean renders show `canvas_color` behind it, document-mode photos
+    show the surface.
     """
 
     name: str = ""
@@ -95,6 +97,7 @@ class FamilyBase:
     photo_prob: float = 0.0
     photo_mode: str = "document"
     photo_like: bool = False
+    canvas_color: tuple[int, int, int] = (226, 226, 229)  # behind transparent parts of RGBA drawings
 
     # -- public API -------------------------------------------------------------------------------
     def sample(self, rng: random.Random, **constraints: Any) -> dict:
@@ -118,14 +121,17 @@ class FamilyBase:
         if spec.get("family") != self.name:
             raise ValueError(f"spec is for family {spec.get('family')!r}, not {self.name!r}")
         img = self._draw(spec)
-        if img.mode != "RGB":
-            img = img.convert("RGB")
         w, h = spec["size"]
         if img.size != (w, h):
             raise AssertionError(f"{self.name}: drew {img.size}, spec says {(w, h)}")
         if spec.get("photo"):
-            img = apply_photo_effects(img, spec["photo"])
-        return img
+            # an RGBA drawing marks the item's silhouette (e.g. a receipt's torn paper) for document photos
+            return apply_photo_effects(img, spec["photo"])
+        if img.mode == "RGBA":
+            flat = Image.new("RGB", img.size, self.canvas_color)
+            flat.paste(img, (0, 0), img)
+            return flat
+        return img.convert("RGB") if img.mode != "RGB" else img
 
     def is_photo(self, spec: dict) -> bool:
         return bool(spec.get("photo")) or self.photo_like

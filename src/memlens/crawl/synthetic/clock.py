@@ -122,7 +122,8 @@ class Clock(FamilyBase):
             d.line([p0, p1], fill=ink, width=int((5 if major else 2) * S))
         if spec["numerals"] != "none":
             labels = [str(i) for i in [12] + list(range(1, 12))] if spec["numerals"] == "arabic" else ROMAN
-            fn = font("sans-bold" if spec["numerals"] == "arabic" else "serif-bold", int(r * (0.16 if spec["numerals"] == "arabic" else 0.12)))
+            arabic = spec["numerals"] == "arabic"
+            fn = font("sans-bold" if arabic else "serif-bold", int(r * (0.16 if arabic else 0.12)))
             for i, lab in enumerate(labels):
                 x, y = pol(i * 30, r * 0.72)
                 d.text((x, y), lab, font=fn, fill=ink, anchor="mm")

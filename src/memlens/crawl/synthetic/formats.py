@@ -76,6 +76,21 @@ def parse_time(s) -> tuple[int, int]:
     return h, m
 
 
+def parse_time_any(s) -> tuple[int, int]:
+    """'19:30', '7:30 PM', '12:05 am' -> (h, m) in 24 h."""
+    t = str(s).strip().upper()
+    ampm = None
+    for suf in ("AM", "PM"):
+        if t.endswith(suf):
+            ampm, t = suf, t[: -2].strip()
+    h, m = parse_time(t)
+    if ampm:
+        if not 1 <= h <= 12:
+            raise ValueError(f"bad 12-hour time {s!r}")
+        h = h % 12 + (12 if ampm == "PM" else 0)
+    return h, m
+
+
 def canon_time(h: int, m: int) -> str:
     return f"{h:02d}:{m:02d}"
 

@@ -67,8 +67,14 @@ class NamedSign(FamilyBase):
         kind = c.pop("kind", None) or rng.choice(KINDS)
         if kind not in KINDS:
             raise ValueError(f"unknown named_sign kind {kind!r}; kinds: {', '.join(KINDS)}")
+        limit = {"shop_sign": 32, "book_cover": 60, "product_box": 36, "street_sign": 28, "license_plate": 10}[kind]
+        if c.get("text") is not None and not 0 < len(str(c["text"])) <= limit:
+            raise ValueError(f"{kind} text must be 1-{limit} characters to stay legible")
         fn = getattr(self, f"_sample_{kind}")
-        spec = fn(rng, **c)
+        try:
+            spec = fn(rng, **c)
+        except TypeError as e:
+            raise TypeError(f"named_sign/{kind}: {e}") from None
         spec["kind"] = kind
         spec["seed"] = rng.getrandbits(32)
         return spec
@@ -172,7 +178,8 @@ class NamedSign(FamilyBase):
         ink = (232, 196, 96) if sum(board) < 300 and jr.random() < 0.5 else ink_for(board)
         bx0, by0, bx1, by1 = int(W * 0.06), int(H * 0.07), int(W * 0.94), int(H * 0.33)
         d.rectangle([bx0 + 6, by0 + 8, bx1 + 6, by1 + 8], fill=shade(wall, 0.55))
-        d.rectangle([bx0, by0, bx1, by1], fill=board, outline=shade(board, 0.6) if sum(board) > 300 else mix(board, ink, 0.5), width=6)
+        edge = shade(board, 0.6) if sum(board) > 300 else mix(board, ink, 0.5)
+        d.rectangle([bx0, by0, bx1, by1], fill=board, outline=edge, width=6)
         d.rectangle([bx0 + 14, by0 + 14, bx1 - 14, by1 - 14], outline=mix(board, ink, 0.6), width=2)
         face = jr.choice(["serif-bold", "sans-bold", "serif-cond-bold", "cond-bold"])
         f = fit_font(face, spec["text"], (bx1 - bx0) * 0.88, int((by1 - by0) * 0.52))
@@ -195,7 +202,8 @@ class NamedSign(FamilyBase):
         d.rectangle([bx0 + 14, gy0 + 14, int(W * 0.64) - 14, H - 44], fill=glass)
         for k in range(3):
             x = bx0 + 60 + k * 120
-            d.polygon([(x, gy0 + 14), (x + 50, gy0 + 14), (x - 40, H - 44), (x - 90, H - 44)], fill=mix(glass, (255, 255, 255), 0.35))
+            d.polygon([(x, gy0 + 14), (x + 50, gy0 + 14), (x - 40, H - 44), (x - 90, H - 44)],
+                      fill=mix(glass, (255, 255, 255), 0.35))
         d.rectangle([int(W * 0.68), gy0, bx1, H], fill=frame)
         d.rectangle([int(W * 0.68) + 16, gy0 + 16, bx1 - 16, H], fill=mix(frame, (120, 90, 60), 0.5))
         d.rectangle([int(W * 0.68) + 34, gy0 + 40, bx1 - 34, gy0 + 180], fill=glass)
@@ -288,8 +296,10 @@ class NamedSign(FamilyBase):
             y += lh
         # illustration: a bowl
         by = y1 - (y1 - y0) * 0.3
-        d.ellipse([x0 + w * 0.2, by - 50, x1 - w * 0.2, by + 20], fill=shade(col, 1.5) if spec["box_color"] != "white" else (220, 200, 160))
-        d.chord([x0 + w * 0.18, by - 60, x1 - w * 0.18, by + 90], 0, 180, fill=(250, 250, 250), outline=(120, 120, 120), width=3)
+        food = shade(col, 1.5) if spec["box_color"] != "white" else (220, 200, 160)
+        d.ellipse([x0 + w * 0.2, by - 50, x1 - w * 0.2, by + 20], fill=food)
+        d.chord([x0 + w * 0.18, by - 60, x1 - w * 0.18, by + 90], 0, 180, fill=(250, 250, 250), outline=(120, 120, 120),
+                width=3)
         fw = font("sans-bold", 34)
         d.text((x1 - 24, y1 - 20), spec["weight"], font=fw, fill=ink, anchor="rd")
         if spec.get("badge"):
@@ -393,7 +403,8 @@ class NamedSign(FamilyBase):
         d.rounded_rectangle([px0, py0, px0 + pw, py0 + ph], radius=10, fill=bg, outline=(40, 40, 40), width=3)
         if style == "us":
             fr = fit_font("serif-bolditalic", spec["region"], pw * 0.7, 32)
-            d.text((W / 2, py0 + 8), spec["region"], font=fr, fill=(190, 30, 36) if spec["region"] == "California" else ink, anchor="ma")
+            region_ink = (190, 30, 36) if spec["region"] == "California" else ink
+            d.text((W / 2, py0 + 8), spec["region"], font=fr, fill=region_ink, anchor="ma")
             f = fit_font("cond-bold", spec["text"], pw * 0.88, int(ph * 0.5))
             d.text((W / 2, py0 + ph * 0.56), spec["text"], font=f, fill=ink, anchor="mm")
             fs = fit_font("sans-bold", st[4], pw * 0.8, 16)
@@ -408,7 +419,8 @@ class NamedSign(FamilyBase):
                     sx, sy = px0 + 3 + (sw - 3) / 2 + 15 * math.cos(a), py0 + 32 + 15 * math.sin(a)
                     d.ellipse([sx - 2.5, sy - 2.5, sx + 2.5, sy + 2.5], fill=(250, 210, 30))
                 fc = font("sans-bold", 26)
-                d.text((px0 + 3 + (sw - 3) / 2, py0 + ph - 14), spec["country_code"], font=fc, fill=(250, 250, 250), anchor="md")
+                d.text((px0 + 3 + (sw - 3) / 2, py0 + ph - 14), spec["country_code"], font=fc, fill=(250, 250, 250),
+                       anchor="md")
                 text_x0 = px0 + sw
             f = fit_font("cond-bold", spec["text"], (px0 + pw - text_x0) * 0.9, int(ph * 0.74))
             d.text(((text_x0 + px0 + pw) / 2, py0 + ph / 2), spec["text"], font=f, fill=ink, anchor="mm")

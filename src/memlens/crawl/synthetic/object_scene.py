@@ -397,7 +397,8 @@ def draw_apple(d, box, c, flip, S):
     d.ellipse([x0 + 0.16 * w, top + 0.16 * h, x0 + 0.3 * w, top + 0.36 * h], fill=shade(c, 1.4))
     cx = (x0 + x1) / 2
     d.line([cx, top + 0.1 * h, cx + (-1 if flip else 1) * 0.06 * w, y0], fill=(92, 60, 30), width=max(S, int(0.06 * w)))
-    leaf = _leaf((cx + (-1 if flip else 1) * 0.04 * w, y0 + 0.1 * h), (cx + (-1 if flip else 1) * 0.34 * w, y0 + 0.02 * h), 0.13 * w)
+    sgn = -1 if flip else 1
+    leaf = _leaf((cx + sgn * 0.04 * w, y0 + 0.1 * h), (cx + sgn * 0.34 * w, y0 + 0.02 * h), 0.13 * w)
     d.polygon(leaf, fill=(62, 140, 50), outline=(30, 80, 30), width=S)
 
 

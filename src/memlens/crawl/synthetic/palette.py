@@ -47,9 +47,23 @@ def luminance(c) -> float:
     return 0.299 * r + 0.587 * g + 0.114 * b
 
 
+def _rel_lum(c) -> float:
+    def ch(v):
+        v /= 255
+        return v / 12.92 if v <= 0.03928 else ((v + 0.055) / 1.055) ** 2.4
+    r, g, b = rgb(c)
+    return 0.2126 * ch(r) + 0.7152 * ch(g) + 0.0722 * ch(b)
+
+
+def contrast_ratio(a, b) -> float:
+    la, lb = sorted((_rel_lum(a), _rel_lum(b)), reverse=True)
+    return (la + 0.05) / (lb + 0.05)
+
+
 def ink_for(bg) -> tuple[int, int, int]:
-    """Black or white text, whichever reads better on `bg`."""
-    return (20, 20, 20) if luminance(bg) > 150 else (250, 250, 250)
+    """Near-black or near-white text, whichever has the higher WCAG contrast ratio on `bg`."""
+    dark, light = (20, 20, 20), (250, 250, 250)
+    return dark if contrast_ratio(bg, dark) >= contrast_ratio(bg, light) else light
 
 
 def outline_for(c) -> tuple[int, int, int]:

@@ -23,7 +23,7 @@ from PIL import Image, ImageDraw
 
 from . import vocab
 from .base import FamilyBase, register
-from .common import city_for_currency, code, digits, draw_barcode, phone_number, street_address
+from .common import city_for_currency, digits, draw_barcode, phone_number, street_address
 from .fonts import fit_font, font
 from .formats import (CURRENCIES, canon_date, canon_time, fmt_money, fmt_number, format_date, format_time,
                       money, money_str, parse_date, parse_time, pick_date_format, random_date, random_price)
@@ -180,6 +180,8 @@ class Receipt(FamilyBase):
         width = int(round(cols * font("mono", FS).getlength("0"))) + 2 * MARGIN_X + 2 * PAPER_PAD
         height = _content_bottom(len(lines)) + PAPER_PAD
         height = max(height, 640)
+        if height > 1200:
+            raise ValueError(f"receipt too long ({len(lines)} printed lines); use fewer items")
         return {
             "size": [width, height],
             "seed": rng.getrandbits(32),
@@ -202,7 +204,7 @@ class Receipt(FamilyBase):
 
     def _draw(self, spec: dict) -> Image.Image:
         W, H = spec["size"]
-        img = Image.new("RGB", (W, H), (226, 226, 229))
+        img = Image.new("RGBA", (W, H), (226, 226, 229, 0))
         d = ImageDraw.Draw(img)
         jr = random.Random(spec["seed"])
         paper = (253, 252, 247)

@@ -22,7 +22,7 @@ from .common import code, digits, draw_barcode, draw_qr, person_name
 from .fonts import fit_font, font
 from .formats import (add_minutes, canon_date, canon_time, fmt_money, format_date, money, money_str,
                       parse_date, parse_time, random_date, random_price)
-from .palette import mix, shade
+from .palette import mix
 
 KINDS = ("boarding_pass", "event_ticket")
 AIRLINE_COLORS = [(20, 60, 130), (150, 24, 40), (20, 110, 100), (70, 40, 120), (220, 110, 20), (30, 30, 36)]
@@ -144,7 +144,8 @@ class Ticket(FamilyBase):
         for y in range(70, H, 14):
             d.line([stub_x, y, stub_x, y + 7], fill=(170, 170, 176), width=2)
         fl, fv, fbig = font("sans", 15), font("sans-bold", 24), font("sans-bold", 58)
-        self._field(d, 28, 84, "PASSENGER", spec["passenger_printed"], fl, fit_font("sans-bold", spec["passenger_printed"], stub_x - 60, 26), ink, lab)
+        fname = fit_font("sans-bold", spec["passenger_printed"], stub_x - 60, 26)
+        self._field(d, 28, 84, "PASSENGER", spec["passenger_printed"], fl, fname, ink, lab)
         # route
         y = 150
         d.text((28, y), spec["from_code"], font=fbig, fill=ink)
@@ -203,7 +204,8 @@ class Ticket(FamilyBase):
         d.text((x0, 26), spec["event"], font=fe, fill=ink)
         vt = f"{spec['venue']}, {spec['city']}"
         d.text((x0, 84), vt, font=fit_font("sans", vt, stub_x - x0 - 24, 22), fill=ink)
-        d.text((x0, 124), spec["date_printed"], font=fit_font("sans-bold", spec["date_printed"], stub_x - x0 - 24, 28), fill=col)
+        fdate = fit_font("sans-bold", spec["date_printed"], stub_x - x0 - 24, 28)
+        d.text((x0, 124), spec["date_printed"], font=fdate, fill=col)
         d.text((x0, 166), f"Doors {spec['doors_time']}", font=font("sans", 22), fill=ink)
         d.text((x0 + 190, 166), f"Start {spec['start_time']}", font=font("sans-bold", 22), fill=ink)
         fl, fv = font("sans", 15), font("sans-bold", 26)

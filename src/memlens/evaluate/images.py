@@ -1,0 +1,268 @@
+"""Image preparation for OpenAI-compatible chat requests.
+
+:class:`ImageEncoder` turns an image reference into the URL that goes into an
+``{"type": "image_url", "image_url": {"url": ...}}`` block:
+
+* transport ``"base64"``: the file is opened, converted to RGB, downscaled so that its
+  longest side is at most ``max_side`` (LANCZOS, aspect ratio kept, never upscaled) and
+  sent as ``data:image/png;base64,...``.  This matches the official harness's
+  OpenAI-compatible/vLLM path (open, ``convert("RGB")``, resize, PNG), including its
+  rounding of the resized size; PNG is written with ``compress_level=1`` for speed,
+  which changes the bytes but not the pixels.
+* transport ``"url"``: local files become absolute ``file://`` URLs (the server must be
+  able to read them, e.g. vLLM with ``--allowed-local-media-path``); no resizing.
+
+In both modes ``http(s)://`` URLs and ``data:`` URLs are passed through unchanged.
+
+Encoded results are kept in a thread-safe LRU cache keyed by
+``(resolved path, mtime_ns, size, max_side, transport)``, bounded both by entry count
+and by total characters, so a long conversation history that is reused by many
+questions is encoded once.  Concurrent requests for the same uncached image wait for a
+single encoding instead of encoding it several times.
+
+Problems raise :class:`ImageError` with the path and a reason: missing files, files that
+are not decodable images (or are truncated/corrupt), and images above ``max_pixels``
+(a decompression-bomb guard, checked from the header before any pixel is decoded).
+"""
+
+from __future__ import annotations
+
+import base64
+import io
+import os
+import threading
+from collections import OrderedDict
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Literal
+from urllib.parse import unquote, urlparse
+
+from PIL import Image, UnidentifiedImageError
+
+__all__ = ["ImageEncoder", "ImageError", "ImageCacheInfo", "resized_size"]
+
+Transport = Literal["base64", "url"]
+
+_PASS_THROUGH_PREFIXES = ("http://", "https://", "data:")
+
+
+class ImageError(Exception):
+    """An image could not be prepared for a request.
+
+    Attributes:
+        path: the image reference as given (path or URL).
+        reason: short human-readable reason.
+    """
+
+    def __init__(self, path: str | os.PathLike[str], reason: str) -> None:
+        self.path = os.fspath(path)
+        self.reason = reason
+        super().__init__(f"{reason}: {self.path}")
+
+    def __reduce__(self) -> tuple[type[ImageError], tuple[str, str]]:  # keep picklable
+        return (type(self), (self.path, self.reason))
+
+
+@dataclass(frozen=True)
+class ImageCacheInfo:
+    """Counters of an :class:`ImageEncoder` cache."""
+
+    hits: int
+    misses: int
+    entries: int
+    chars: int
+    max_entries: int
+    max_chars: int | None
+
+
+def resized_size(width: int, height: int, max_side: int | None) -> tuple[int, int]:
+    """Size after downscaling the longest side to ``max_side``.
+
+    Images that already fit are left alone (no upscaling).  The arithmetic mirrors the
+    official harness (``int(max_side / long_side * short_side)``) so resized images have
+    exactly the same dimensions.
+    """
+    if not max_side or (width <= max_side and height <= max_side):
+        return width, height
+    if width > height:
+        return max_side, min(int(max_side / width * height), max_side)
+    return min(int(max_side / height * width), max_side), max_side
+
+
+class _Pending:
+    """A single in-progress encoding that other threads can wait for."""
+
+    __slots__ = ("event", "value", "error")
+
+    def __init__(self) -> None:
+        self.event = threading.Event()
+        self.value: str | None = None
+        self.error: BaseException | None = None
+
+
+class ImageEncoder:
+    """Encode images for chat requests, with an LRU cache.
+
+    Args:
+        max_side: longest side after resizing, ``None`` for no resizing (base64 only).
+        transport: ``"base64"`` (data URL) or ``"url"`` (``file://`` URL).
+        cache_size: maximum number of cached encodings.
+        cache_max_chars: maximum total size of cached data URLs in characters (bytes);
+            ``None`` for no limit.  Default 1 GiB.
+        max_pixels: refuse images with more pixels than this (default 64 megapixels);
+            ``None`` disables the check (Pillow's own bomb guard still applies).
+        compress_level: PNG zlib level (1 = fast).
+    """
+
+    def __init__(
+        self,
+        max_side: int | None = 800,
+        transport: Transport = "base64",
+        cache_size: int = 2048,
+        *,
+        cache_max_chars: int | None = 1 << 30,
+        max_pixels: int | None = 64_000_000,
+        compress_level: int = 1,
+    ) -> None:
+        if transport not in ("base64", "url"):
+            raise ValueError(f"transport must be 'base64' or 'url', not {transport!r}")
+        if max_side is not None and max_side <= 0:
+            raise ValueError("max_side must be positive or None")
+        if cache_size < 0:
+            raise ValueError("cache_size must be >= 0")
+        self.max_side = max_side
+        self.transport: Transport = transport
+        self.cache_size = cache_size
+        self.cache_max_chars = cache_max_chars
+        self.max_pixels = max_pixels
+        self.compress_level = compress_level
+        self._lock = threading.Lock()
+        self._cache: OrderedDict[tuple, str] = OrderedDict()
+        self._chars = 0
+        self._hits = 0
+        self._misses = 0
+        self._pending: dict[tuple, _Pending] = {}
+
+    def __repr__(self) -> str:
+        return f"ImageEncoder(max_side={self.max_side!r}, transport={self.transport!r}, cache_size={self.cache_size})"
+
+    # ------------------------------------------------------------------ public API
+    def encode(self, path: str | os.PathLike[str]) -> str:
+        """Return the request URL for ``path`` (a local path, ``file://``, ``http(s)://`` or ``data:`` URL)."""
+        ref = os.fspath(path)
+        if isinstance(ref, str) and ref.startswith(_PASS_THROUGH_PREFIXES):
+            return ref
+        local = self._local_path(ref)
+        try:
+            resolved = os.path.realpath(local)
+            st = os.stat(resolved)
+        except FileNotFoundError:
+            raise ImageError(ref, "image file not found") from None
+        except OSError as exc:
+            raise ImageError(ref, f"cannot access image file ({exc.strerror or exc})") from None
+        if not os.path.isfile(resolved):
+            raise ImageError(ref, "not a regular file")
+        if self.transport == "url":
+            return Path(resolved).as_uri()
+
+        key = (resolved, st.st_mtime_ns, st.st_size, self.max_side, self.transport)
+        with self._lock:
+            cached = self._cache.get(key)
+            if cached is not None:
+                self._cache.move_to_end(key)
+                self._hits += 1
+                return cached
+            pending = self._pending.get(key)
+            owner = pending is None
+            if owner:
+                pending = self._pending[key] = _Pending()
+                self._misses += 1
+        assert pending is not None
+        if not owner:
+            pending.event.wait()
+            if pending.error is not None:
+                raise pending.error
+            assert pending.value is not None
+            return pending.value
+
+        try:
+            value = self._encode_file(resolved, ref)
+        except BaseException as exc:
+            pending.error = exc
+            with self._lock:
+                self._pending.pop(key, None)
+            pending.event.set()
+            raise
+        pending.value = value
+        with self._lock:
+            self._pending.pop(key, None)
+            self._store(key, value)
+        pending.event.set()
+        return value
+
+    def cache_info(self) -> ImageCacheInfo:
+        """Current cache counters."""
+        with self._lock:
+            return ImageCacheInfo(
+                hits=self._hits,
+                misses=self._misses,
+                entries=len(self._cache),
+                chars=self._chars,
+                max_entries=self.cache_size,
+                max_chars=self.cache_max_chars,
+            )
+
+    def clear(self) -> None:
+        """Drop all cached encodings (counters are kept)."""
+        with self._lock:
+            self._cache.clear()
+            self._chars = 0
+
+    # ------------------------------------------------------------------ internals
+    @staticmethod
+    def _local_path(ref: str) -> str:
+        if ref.startswith("file://"):
+            parsed = urlparse(ref)
+            return unquote(parsed.path)
+        return os.path.expanduser(ref)
+
+    def _store(self, key: tuple, value: str) -> None:
+        if self.cache_size == 0:
+            return
+        if self.cache_max_chars is not None and len(value) > self.cache_max_chars:
+            return
+        self._cache[key] = value
+        self._chars += len(value)
+        while len(self._cache) > self.cache_size or (
+            self.cache_max_chars is not None and self._chars > self.cache_max_chars
+        ):
+            _, old = self._cache.popitem(last=False)
+            self._chars -= len(old)
+
+    def _encode_file(self, resolved: str, ref: str) -> str:
+        try:
+            with Image.open(resolved) as img:
+                width, height = img.size
+                if self.max_pixels is not None and width * height > self.max_pixels:
+                    raise ImageError(
+                        ref,
+                        f"image has {width}x{height} = {width * height / 1e6:.1f} megapixels, "
+                        f"over the limit of {self.max_pixels / 1e6:g}",
+                    )
+                rgb = img.convert("RGB")
+            new_size = resized_size(width, height, self.max_side)
+            if new_size != (width, height):
+                rgb = rgb.resize(new_size, Image.Resampling.LANCZOS)
+            buf = io.BytesIO()
+            rgb.save(buf, format="PNG", compress_level=self.compress_level)
+        except ImageError:
+            raise
+        except Image.DecompressionBombError as exc:
+            raise ImageError(ref, f"image exceeds Pillow's decompression-bomb limit ({exc})") from None
+        except UnidentifiedImageError:
+            raise ImageError(ref, "not a decodable image file") from None
+        except FileNotFoundError:
+            raise ImageError(ref, "image file not found") from None
+        except (OSError, SyntaxError, ValueError, EOFError) as exc:
+            raise ImageError(ref, f"corrupt or truncated image ({exc})") from None
+        return "data:image/png;base64," + base64.b64encode(buf.getbuffer()).decode("ascii")
