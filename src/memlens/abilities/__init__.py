@@ -30,9 +30,10 @@ def ability_for(question_type: str) -> Ability:
 
 def chance_answer(question: Question, rng: random.Random) -> str:
     try:
-        return ability_for(question.question_type).chance_answer(question, rng)
+        guess = ability_for(question.question_type).chance_answer(question, rng)
     except KeyError:
-        return "I am not sure."
+        guess = ""
+    return guess or "I am not sure."
 
 
 __all__ = ["Ability", "Draft", "FactDraft", "ImageRequest", "Plan", "registry", "ability_for", "chance_answer"]

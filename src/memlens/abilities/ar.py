@@ -38,4 +38,18 @@ class AnswerRefusal(Ability):
                      image_essential=False, forbidden=list(d.contexts), contexts=list(d.contexts))
 
     def chance_answer(self, question: Question, rng):
-        return REFUSAL_REFERENCE if rng.random() < 0.5 else "I am not sure."
+        """Abstain or commit to a random answer of the source question's format, 50/50."""
+        if rng.random() < 0.5:
+            return REFUSAL_REFERENCE
+        from memlens.abilities import ability_for
+
+        src_type = question.details.get("source_type")
+        proxy = Question.from_dict({**question.to_dict(), "question_type": src_type or question.question_type,
+                                    "question_subtype": question.details.get("source_subtype", ""),
+                                    "details": {k[len("source_"):]: v for k, v in question.details.items()
+                                                if k.startswith("source_")}})
+        try:
+            guess = ability_for(proxy.question_type).chance_answer(proxy, rng) if src_type else ""
+        except KeyError:
+            guess = ""
+        return guess or "I am not sure."

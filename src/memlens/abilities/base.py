@@ -95,7 +95,8 @@ class Ability:
         raise NotImplementedError
 
     def chance_answer(self, question: Question, rng: random.Random) -> str:
-        return "I am not sure."
+        """A uniform random valid answer for the question's format ("" when the format is open)."""
+        return ""
 
 
 def pick(rng: random.Random, seq):

@@ -90,7 +90,7 @@ class InformationExtraction(Ability):
 
     def chance_answer(self, question: Question, rng):
         if question.details.get("answer_format") == "integer":
-            return str(rng.randint(0, 9))
+            return str(rng.randint(1, 9))
         if question.details.get("answer_format") == "color_kind":
             return f"{pick(rng, SCENE_COLORS)} {pick(rng, SCENE_KINDS)}"
-        return "I am not sure."
+        return ""

@@ -125,7 +125,13 @@ class AppScreenshot(FamilyBase):
         city = city or cityrow[0]
         unit = unit or ("F" if cityrow[2] == "USA" else "C")
         d = parse_date(date) if date else random_date(rng)
-        base = rng.randint(-5, 32) if unit == "C" else rng.randint(25, 95)
+        south = cityrow[2] in ("Australia", "New Zealand")
+        season = (d.month % 12) // 3  # 0 winter, 1 spring, 2 summer, 3 autumn (northern hemisphere)
+        if south:
+            season = (season + 2) % 4
+        lo_c, hi_c = [(-6, 9), (6, 19), (17, 33), (5, 18)][season]
+        base_c = rng.randint(lo_c, hi_c)
+        base = base_c if unit == "C" else round(base_c * 9 / 5 + 32)
         temp = int(temp if temp is not None else base)
         high = int(high if high is not None else temp + rng.randint(1, 6))
         low = int(low if low is not None else temp - rng.randint(3, 9))
@@ -133,8 +139,8 @@ class AppScreenshot(FamilyBase):
             raise ValueError("weather needs low <= temp <= high")
         condition = condition or rng.choice(vocab.WEATHER)
         h0 = rng.randint(6, 18)
-        hourly = [{"time": f"{(h0 + k) % 24:02d}:00", "temp": temp + rng.randint(-2, 3) if k else temp}
-                  for k in range(5)]
+        hourly = [{"time": f"{(h0 + k) % 24:02d}:00",
+                   "temp": min(high, max(low, temp + rng.randint(-2, 3))) if k else temp} for k in range(5)]
         daily = []
         for k in range(1, 4):
             dd = d + dt.timedelta(days=k)

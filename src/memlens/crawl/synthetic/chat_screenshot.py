@@ -72,6 +72,8 @@ SCRIPTS = {
 ITEMS = ["coffee grinder", "yoga mat", "blender", "board game", "desk lamp", "rice cooker", "speaker",
          "plant stand"]
 FLOORS = ["2nd", "3rd", "4th", "5th", "6th"]
+HOURS = {"lunch": (11, 13), "dinner": (18, 20), "coffee": (8, 16), "brunch": (10, 12), "drinks": (17, 21),
+         "the movie": (17, 21), "the concert": (18, 20), "board games": (15, 20), "the farmers market": (8, 12)}
 
 
 class ChatScreenshot(FamilyBase):
@@ -94,9 +96,11 @@ class ChatScreenshot(FamilyBase):
         if topic not in SCRIPTS:
             raise ValueError(f"unknown chat topic {topic!r}; topics: {', '.join(sorted(SCRIPTS))}")
         h, m = (rng.randint(8, 20), rng.randrange(60))
-        meet = (rng.randint(9, 21), rng.choice([0, 15, 30, 45]))
+        activity = c.get("activity") or rng.choice(vocab.ACTIVITIES)
+        lo, hi = HOURS.get(activity, (9, 21))
+        meet = (rng.randint(lo, hi), rng.choice([0, 15, 30, 45]))
         facts = {
-            "activity": rng.choice(vocab.ACTIVITIES), "place": rng.choice(vocab.PLACES),
+            "activity": activity, "place": rng.choice(vocab.PLACES),
             "day": rng.choice(["tomorrow", "on Friday", "on Saturday", "tonight", "next Tuesday", "on Sunday"]),
             "meet_time": format_time(*meet, twelve=rng.random() < 0.4, pad=False),
             "n_people": str(rng.randint(2, 6)), "color": rng.choice(["red", "blue", "green", "yellow", "black"]),

@@ -180,8 +180,8 @@ class ObjectScene(FamilyBase):
         return spec
 
     def _layout(self, rng, items, setting, W, H):
-        base_scale = W / 960 * 1.3
         n = len(items)
+        base_scale = W / 960 * 1.3 * (1.45 if n <= 4 else 1.2 if n <= 7 else 1.0)  # few objects: closer view
         if setting == "table":
             n_rows = 1 if n <= 4 else 2 if n <= 9 else 3
         else:
