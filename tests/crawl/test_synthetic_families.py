@@ -6,7 +6,10 @@ import datetime as dt
 import io
 import json
 import math
+import os
 import random
+import subprocess
+import sys
 from decimal import Decimal
 
 import numpy as np
@@ -367,3 +370,45 @@ def test_dates_are_canonical():
             if spec.get(key):
                 assert isinstance(parse_date(spec[key]), dt.date)
                 assert len(spec[key]) == 10 and spec[key][4] == "/" and spec[key][7] == "/"
+
+
+# --------------------------------------------------------------------------------------- reproducibility
+_HASH_SCRIPT = """
+import hashlib, json, random
+from memlens.crawl.synthetic import get_family, render_bytes
+h = hashlib.sha256()
+for name in ("object_scene", "receipt", "chat_screenshot"):
+    s = get_family(name).sample(random.Random(7), photo=True)
+    h.update(json.dumps(s, sort_keys=True).encode()); h.update(render_bytes(s)[0])
+print(h.hexdigest())
+"""
+
+
+def test_bytes_identical_across_processes_and_hash_seeds():
+    outs = set()
+    for hs in ("1", "4242"):
+        env = {**os.environ, "PYTHONHASHSEED": hs}
+        r = subprocess.run([sys.executable, "-c", _HASH_SCRIPT], env=env, capture_output=True, text=True, check=True)
+        outs.add(r.stdout.strip())
+    assert len(outs) == 1
+
+
+def test_missing_fonts_fall_back_to_default(monkeypatch, tmp_path):
+    from memlens.crawl.synthetic import fonts
+
+    monkeypatch.setattr(fonts, "FONT_DIR", tmp_path)
+    fonts.font.cache_clear()
+    try:
+        spec = sample("receipt", 1, currency="USD", photo=False)
+        data, ext = render_bytes(spec)
+        assert ext == "png" and np.asarray(decode(data), dtype=np.float32).std() > 20
+        assert fonts.font_fingerprint()["DejaVuSans.ttf"] == "missing"
+    finally:
+        fonts.font.cache_clear()
+
+
+def test_render_environment_lists_versions():
+    from memlens.crawl.synthetic import render_environment
+
+    env = render_environment()
+    assert env["pillow"] and env["jpeg_quality"] == 88 and "DejaVuSansMono.ttf" in env["fonts"]

@@ -9,14 +9,32 @@ from memlens.schema import AR, IE, Question
 _REGISTRY: dict[str, Ability] = {}
 
 
+#: the answerable question types: (module, class). Answer refusal wraps all of them.
+ANSWERABLE_MODULES = (("memlens.abilities.ie", "InformationExtraction"),
+                      ("memlens.abilities.msr", "MultiSessionReasoning"),
+                      ("memlens.abilities.tr", "TemporalReasoning"),
+                      ("memlens.abilities.ku", "KnowledgeUpdate"))
+
+
 def registry() -> dict[str, Ability]:
     if not _REGISTRY:
-        from memlens.abilities.ar import AnswerRefusal
-        from memlens.abilities.ie import InformationExtraction
+        import importlib
 
-        ie = InformationExtraction()
-        _REGISTRY[IE] = ie
-        sources = [(a, sub, v) for a in (ie,) for sub, vs in a.variants.items() for v in vs]
+        from memlens.abilities.ar import AnswerRefusal
+
+        found = []
+        for mod, cls in ANSWERABLE_MODULES:
+            try:
+                m = importlib.import_module(mod)
+            except ModuleNotFoundError as exc:
+                if exc.name == mod:
+                    continue
+                raise
+            ability = getattr(m, cls)()
+            _REGISTRY[ability.question_type] = ability
+            found.append(ability)
+        sources = [(a, sub, v) for a in found for sub, vs in a.variants.items() for v in vs
+                   if a.ar_source(sub, v)]
         _REGISTRY[AR] = AnswerRefusal(sources)
     return _REGISTRY
 

@@ -58,6 +58,8 @@ class FactDraft:
     mention: str
     image_idx: list[int] = field(default_factory=list)
     days_before: float | None = None  # fixed position in time (days before the question), if any
+    at: str | None = None             # or an exact session timestamp, 'YYYY/MM/DD (Ddd) HH:MM'
+
 
 
 @dataclass
@@ -75,6 +77,8 @@ class Draft:
     contexts: list[str] = field(default_factory=list)
     #: how the answer follows from the images' ground truth (see memlens.abilities.derive)
     derivation: dict | None = None
+    #: an exact question date ('YYYY/MM/DD (Ddd) HH:MM'), when the answer depends on it
+    question_date: str | None = None
 
 
 class Ability:
@@ -93,6 +97,10 @@ class Ability:
 
     def build(self, rng: random.Random, plan: Plan, truths: list[dict]) -> Draft:
         raise NotImplementedError
+
+    def ar_source(self, subtype: str, variant: str) -> bool:
+        """Whether answer-refusal questions may be built from this variant."""
+        return True
 
     def chance_answer(self, question: Question, rng: random.Random) -> str:
         """A uniform random valid answer for the question's format ("" when the format is open)."""

@@ -11,6 +11,20 @@ Ops (``img`` indexes the question's evidence images in order):
 - ``{"op": "count", "args": [...]}``: number of sub-programs that evaluate truthy.
 - ``{"op": "const", "value": "..."}``: a value stated in the text (text-sufficient parts).
 - ``{"op": "str", "arg": {...}}``: string of a sub-program.
+- ``{"op": "eq", "a": {...}, "b": {...}}``: ``Yes`` if equal else ``No``.
+- ``{"op": "distinct", "args": [...]}``: number of distinct values.
+- ``{"op": "fact_date", "fact": k}``: ``YYYY/MM/DD`` of the k-th evidence session's timestamp
+  (session dates are text, but which session is meant is known only through its image).
+- ``{"op": "date_add", "date": {...}, "days": n}``: a ``YYYY/MM/DD`` date shifted by n days.
+- ``{"op": "days_between", "a": {...}, "b": {...}}``: whole days from date a to date b.
+- ``{"op": "minutes_between", "a": {...}, "b": {...}}``: minutes between ``HH:MM`` or dated times.
+- ``{"op": "longer", "a": [start, end], "b": [start, end], "unit": "days"|"minutes"}``: ``A`` or
+  ``B``, whichever interval is longer (ties are a construction error).
+- ``{"op": "order", "args": [...]}``: ``(i)(j)(k)``: 1-based indices of the args sorted ascending.
+- ``{"op": "last", "args": [...]}``: the value of the last sub-program (current state of a chain).
+
+``context`` carries what is not in the images: ``evidence_dates`` (release-format dates of the
+question's evidence sessions, in order).
 """
 from __future__ import annotations
 
@@ -39,8 +53,33 @@ def money(value: Any, currency: str | None = None) -> str:
     return f"{d:,.2f} {currency}"
 
 
-def evaluate(prog: dict, truths: list[dict | None] | None) -> Any:
+def _date(v: Any):
+    from datetime import datetime
+
+    s = str(v).strip()
+    for fmt in ("%Y/%m/%d %H:%M", "%Y/%m/%d", "%Y-%m-%d %H:%M", "%Y-%m-%d"):
+        try:
+            return datetime.strptime(s[:16] if " " in fmt else s[:10], fmt)
+        except ValueError:
+            continue
+    m = __import__("re").match(r"(\d{4}/\d{2}/\d{2}) \(\w{3}\) (\d{2}:\d{2})", s)
+    if m:
+        return datetime.strptime(f"{m.group(1)} {m.group(2)}", "%Y/%m/%d %H:%M")
+    raise ValueError(f"not a date: {v!r}")
+
+
+def _minutes(v: Any) -> int:
+    s = str(v).strip()
+    if len(s) <= 5 and ":" in s:
+        h, m = s.split(":")
+        return int(h) * 60 + int(m)
+    d = _date(s)
+    return int(d.timestamp() // 60)
+
+
+def evaluate(prog: dict, truths: list[dict | None] | None, context: dict | None = None) -> Any:
     op = prog["op"]
+    ev = lambda p: evaluate(p, truths, context)  # noqa: E731
     if op == "get":
         return _get(truths, prog["img"], prog["path"])
     if op == "format":
@@ -49,19 +88,53 @@ def evaluate(prog: dict, truths: list[dict | None] | None) -> Any:
     if op == "const":
         return prog["value"]
     if op == "str":
-        return str(evaluate(prog["arg"], truths))
+        return str(ev(prog["arg"]))
     if op == "sum":
-        total = sum(Decimal(str(evaluate(a, truths))) for a in prog["args"])
+        total = sum(Decimal(str(ev(a))) for a in prog["args"])
         if prog.get("fmt") == "money":
             return money(total, prog.get("currency"))
         return str(int(total)) if total == int(total) else str(total)
     if op == "count":
-        return str(sum(1 for a in prog["args"] if evaluate(a, truths)))
+        return str(sum(1 for a in prog["args"] if ev(a)))
+    if op == "eq":
+        return "Yes" if str(ev(prog["a"])).strip().lower() == str(ev(prog["b"])).strip().lower() else "No"
+    if op == "distinct":
+        return str(len({str(ev(a)).strip().lower() for a in prog["args"]}))
+    if op == "fact_date":
+        dates = (context or {}).get("evidence_dates")
+        if not dates:
+            raise MissingTruth("evidence_dates")
+        return _date(dates[prog["fact"]]).strftime("%Y/%m/%d")
+    if op == "date_add":
+        from datetime import timedelta
+
+        return (_date(ev(prog["date"])) + timedelta(days=int(prog["days"]))).strftime("%Y/%m/%d")
+    if op == "days_between":
+        return (_date(ev(prog["b"])) - _date(ev(prog["a"]))).days
+    if op == "minutes_between":
+        return _minutes(ev(prog["b"])) - _minutes(ev(prog["a"]))
+    if op == "longer":
+        unit = prog.get("unit", "days")
+        span = (lambda s, e: (_date(e) - _date(s)).total_seconds()) if unit == "days" else \
+            (lambda s, e: _minutes(e) - _minutes(s))
+        a = span(ev(prog["a"][0]), ev(prog["a"][1]))
+        b = span(ev(prog["b"][0]), ev(prog["b"][1]))
+        if a == b:
+            raise ValueError("longer: the two intervals are equal")
+        return "A" if a > b else "B"
+    if op == "order":
+        vals = [ev(a) for a in prog["args"]]
+        keyf = prog.get("key", "date")
+        conv = _date if keyf == "date" else (_minutes if keyf == "time" else float)
+        idx = sorted(range(len(vals)), key=lambda i: conv(vals[i]))
+        return "".join(f"({i + 1})" for i in idx)
+    if op == "last":
+        return ev(prog["args"][-1])
     raise ValueError(f"unknown derivation op {op!r}")
 
 
-def derive(prog: dict, truths: list[dict | None] | None) -> str | None:
+def derive(prog: dict, truths: list[dict | None] | None, context: dict | None = None) -> str | None:
     try:
-        return str(evaluate(prog, truths))
+        return str(evaluate(prog, truths, context))
     except MissingTruth:
         return None

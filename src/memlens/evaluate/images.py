@@ -16,7 +16,7 @@ In both modes ``http(s)://`` URLs and ``data:`` URLs are passed through unchange
 
 Encoded results are kept in a thread-safe LRU cache keyed by
 ``(resolved path, mtime_ns, size, max_side, transport)``, bounded both by entry count
-and by total characters, so a long conversation history that is reused by many
+and by total bytes, so a long conversation history that is reused by many
 questions is encoded once.  Concurrent requests for the same uncached image wait for a
 single encoding instead of encoding it several times.
 
@@ -30,6 +30,7 @@ from __future__ import annotations
 import base64
 import io
 import os
+import stat
 import threading
 from collections import OrderedDict
 from dataclasses import dataclass
@@ -70,9 +71,9 @@ class ImageCacheInfo:
     hits: int
     misses: int
     entries: int
-    chars: int
+    size_bytes: int
     max_entries: int
-    max_chars: int | None
+    max_size_bytes: int | None
 
 
 def resized_size(width: int, height: int, max_side: int | None) -> tuple[int, int]:
@@ -96,7 +97,7 @@ class _Pending:
 
     def __init__(self) -> None:
         self.event = threading.Event()
-        self.value: str | None = None
+        self.value: bytes | None = None
         self.error: BaseException | None = None
 
 
@@ -107,7 +108,7 @@ class ImageEncoder:
         max_side: longest side after resizing, ``None`` for no resizing (base64 only).
         transport: ``"base64"`` (data URL) or ``"url"`` (``file://`` URL).
         cache_size: maximum number of cached encodings.
-        cache_max_chars: maximum total size of cached data URLs in characters (bytes);
+        cache_max_bytes: maximum total size of cached data URLs in bytes;
             ``None`` for no limit.  Default 1 GiB.
         max_pixels: refuse images with more pixels than this (default 64 megapixels);
             ``None`` disables the check (Pillow's own bomb guard still applies).
@@ -120,7 +121,7 @@ class ImageEncoder:
         transport: Transport = "base64",
         cache_size: int = 2048,
         *,
-        cache_max_chars: int | None = 1 << 30,
+        cache_max_bytes: int | None = 1 << 30,
         max_pixels: int | None = 64_000_000,
         compress_level: int = 1,
     ) -> None:
@@ -133,12 +134,12 @@ class ImageEncoder:
         self.max_side = max_side
         self.transport: Transport = transport
         self.cache_size = cache_size
-        self.cache_max_chars = cache_max_chars
+        self.cache_max_bytes = cache_max_bytes
         self.max_pixels = max_pixels
         self.compress_level = compress_level
         self._lock = threading.Lock()
-        self._cache: OrderedDict[tuple, str] = OrderedDict()
-        self._chars = 0
+        self._cache: OrderedDict[tuple, bytes] = OrderedDict()
+        self._bytes = 0
         self._hits = 0
         self._misses = 0
         self._pending: dict[tuple, _Pending] = {}
@@ -148,10 +149,37 @@ class ImageEncoder:
 
     # ------------------------------------------------------------------ public API
     def encode(self, path: str | os.PathLike[str]) -> str:
-        """Return the request URL for ``path`` (a local path, ``file://``, ``http(s)://`` or ``data:`` URL)."""
+        """Return the request URL for ``path`` (a local path, ``file://``, ``http(s)://`` or ``data:`` URL).
+
+        Raises :class:`ImageError` when the file is missing, not decodable or too large.
+        """
         ref = os.fspath(path)
         if isinstance(ref, str) and ref.startswith(_PASS_THROUGH_PREFIXES):
             return ref
+        return self.encode_bytes(ref).decode("ascii")
+
+    def encode_bytes(self, path: str | os.PathLike[str]) -> bytes:
+        """Like :meth:`encode` but returns the ASCII bytes of the URL.
+
+        For transport ``"base64"`` this is the cached object itself (no copy), which lets
+        a request body reference it directly.  ``http(s)``/``data:`` URLs are returned
+        UTF-8 encoded.
+        """
+        return self._get(path, encode=True)  # type: ignore[return-value]
+
+    def lookup_bytes(self, path: str | os.PathLike[str]) -> bytes | None:
+        """:meth:`encode_bytes` if that needs no image encoding, else ``None``.
+
+        Cheap (a ``stat`` and a dict look-up), so callers on an event loop can try it first
+        and move only cache misses to a worker thread.  Still raises :class:`ImageError`
+        for missing files.
+        """
+        return self._get(path, encode=False)
+
+    def _get(self, path: str | os.PathLike[str], *, encode: bool) -> bytes | None:
+        ref = os.fspath(path)
+        if isinstance(ref, str) and ref.startswith(_PASS_THROUGH_PREFIXES):
+            return ref.encode("utf-8")
         local = self._local_path(ref)
         try:
             resolved = os.path.realpath(local)
@@ -160,10 +188,8 @@ class ImageEncoder:
             raise ImageError(ref, "image file not found") from None
         except OSError as exc:
             raise ImageError(ref, f"cannot access image file ({exc.strerror or exc})") from None
-        if not os.path.isfile(resolved):
+        if not stat.S_ISREG(st.st_mode):
             raise ImageError(ref, "not a regular file")
-        if self.transport == "url":
-            return Path(resolved).as_uri()
 
         key = (resolved, st.st_mtime_ns, st.st_size, self.max_side, self.transport)
         with self._lock:
@@ -172,6 +198,13 @@ class ImageEncoder:
                 self._cache.move_to_end(key)
                 self._hits += 1
                 return cached
+            if self.transport == "url":  # cheap: no single-flight needed
+                value = Path(resolved).as_uri().encode("ascii")
+                self._misses += 1
+                self._store(key, value)
+                return value
+            if not encode:
+                return None
             pending = self._pending.get(key)
             owner = pending is None
             if owner:
@@ -207,16 +240,16 @@ class ImageEncoder:
                 hits=self._hits,
                 misses=self._misses,
                 entries=len(self._cache),
-                chars=self._chars,
+                size_bytes=self._bytes,
                 max_entries=self.cache_size,
-                max_chars=self.cache_max_chars,
+                max_size_bytes=self.cache_max_bytes,
             )
 
     def clear(self) -> None:
         """Drop all cached encodings (counters are kept)."""
         with self._lock:
             self._cache.clear()
-            self._chars = 0
+            self._bytes = 0
 
     # ------------------------------------------------------------------ internals
     @staticmethod
@@ -226,20 +259,20 @@ class ImageEncoder:
             return unquote(parsed.path)
         return os.path.expanduser(ref)
 
-    def _store(self, key: tuple, value: str) -> None:
+    def _store(self, key: tuple, value: bytes) -> None:
         if self.cache_size == 0:
             return
-        if self.cache_max_chars is not None and len(value) > self.cache_max_chars:
+        if self.cache_max_bytes is not None and len(value) > self.cache_max_bytes:
             return
         self._cache[key] = value
-        self._chars += len(value)
+        self._bytes += len(value)
         while len(self._cache) > self.cache_size or (
-            self.cache_max_chars is not None and self._chars > self.cache_max_chars
+            self.cache_max_bytes is not None and self._bytes > self.cache_max_bytes
         ):
             _, old = self._cache.popitem(last=False)
-            self._chars -= len(old)
+            self._bytes -= len(old)
 
-    def _encode_file(self, resolved: str, ref: str) -> str:
+    def _encode_file(self, resolved: str, ref: str) -> bytes:
         try:
             with Image.open(resolved) as img:
                 width, height = img.size
@@ -265,4 +298,4 @@ class ImageEncoder:
             raise ImageError(ref, "image file not found") from None
         except (OSError, SyntaxError, ValueError, EOFError) as exc:
             raise ImageError(ref, f"corrupt or truncated image ({exc})") from None
-        return "data:image/png;base64," + base64.b64encode(buf.getbuffer()).decode("ascii")
+        return b"data:image/png;base64," + base64.b64encode(buf.getbuffer())

@@ -20,7 +20,7 @@ from memlens.errors import DataError
 from memlens.generate.sessions import Mention, SessionWriter, WriterConfig
 from memlens.generate.validators import RejectionLog
 from memlens.ontology.stage import load_topics
-from memlens.schema import AR, Evidence, ImageRecord, Question, Session, format_date
+from memlens.schema import AR, Evidence, ImageRecord, Question, Session, format_date, parse_date
 from memlens.schema.io import iter_jsonl, write_jsonl
 from memlens.store import derive_rng, hash_tree, short_id, write_manifest
 
@@ -99,6 +99,8 @@ def run(cfg, paths: Paths) -> None:
         topic = topics[p.topic_id]
         rng = derive_rng(seed, "sessions", p.plan_id)
         qdate = question_date_for(rng)
+        if d.question_date:
+            qdate = parse_date(d.question_date)
         evidence = []
         n = len(d.facts)
         for j, fact in enumerate(d.facts):
@@ -110,6 +112,9 @@ def run(cfg, paths: Paths) -> None:
             rng.shuffle(mentions)
             s = writer.write(rng, "evidence", topic, p.subtopic, mentions, extra_forbidden=d.forbidden)
             sessions[s.session_id] = s
+            if fact.at is not None:
+                evidence.append(Evidence(s.session_id, fact.at, fact.mention, ids))
+                continue
             if fact.days_before is not None:
                 days = float(fact.days_before)
             elif d.ordered:  # keep the facts' order in time

@@ -464,7 +464,8 @@ class FakeOpenAIServer:
                     return
                 try:
                     method, target, version, headers = self._parse_head(head)
-                    body = await self._read_body(reader, headers)
+                    keep = self.parse_bodies or self.record_requests or not target.startswith("/v1/chat/completions")
+                    body = await self._read_body(reader, headers, keep=keep)
                 except _HTTPError as exc:
                     await self._write(writer, 400, {"error": {"message": str(exc)}}, keep_alive=False)
                     return
@@ -506,9 +507,22 @@ class FakeOpenAIServer:
         return method.upper(), target, version.strip(), headers
 
     @staticmethod
-    async def _read_body(reader: asyncio.StreamReader, headers: Mapping[str, str]) -> bytes:
+    async def _read_exactly(reader: asyncio.StreamReader, n: int, keep: bool) -> bytes | int:
+        if keep:
+            return await reader.readexactly(n)
+        remaining = n
+        while remaining:
+            data = await reader.read(min(remaining, 1 << 20))
+            if not data:
+                raise asyncio.IncompleteReadError(b"", remaining)
+            remaining -= len(data)
+        return n
+
+    async def _read_body(self, reader: asyncio.StreamReader, headers: Mapping[str, str], *, keep: bool = True) -> bytes | int:
+        """Read the request body; with ``keep=False`` it is discarded and its size returned."""
         if "chunked" in headers.get("transfer-encoding", "").lower():
             chunks = bytearray()
+            total = 0
             while True:
                 size_line = await reader.readuntil(b"\r\n")
                 try:
@@ -519,17 +533,22 @@ class FakeOpenAIServer:
                     # trailers until an empty line
                     while (await reader.readuntil(b"\r\n")) != b"\r\n":
                         pass
-                    return bytes(chunks)
-                chunks += await reader.readexactly(size)
+                    return bytes(chunks) if keep else total
+                data = await self._read_exactly(reader, size, keep)
+                if keep:
+                    chunks += data  # type: ignore[operator]
+                total += size
                 await reader.readexactly(2)
         length = headers.get("content-length")
         if not length:
-            return b""
+            return b"" if keep else 0
         try:
             n = int(length)
         except ValueError as exc:
             raise _HTTPError("bad content-length") from exc
-        return await reader.readexactly(n) if n > 0 else b""
+        if n <= 0:
+            return b"" if keep else 0
+        return await self._read_exactly(reader, n, keep)
 
     async def _write(
         self,
@@ -564,7 +583,7 @@ class FakeOpenAIServer:
         method: str,
         target: str,
         headers: dict[str, str],
-        body: bytes,
+        body: bytes | int,
         writer: asyncio.StreamWriter,
         keep_alive: bool,
     ) -> bool:
@@ -584,10 +603,11 @@ class FakeOpenAIServer:
         await self._write(writer, 404, {"error": {"message": f"no route {method} {path}", "type": "not_found"}}, keep_alive=keep_alive)
         return keep_alive
 
-    async def _chat(self, headers: dict[str, str], raw: bytes, writer: asyncio.StreamWriter, keep_alive: bool) -> bool:
+    async def _chat(self, headers: dict[str, str], raw: bytes | int, writer: asyncio.StreamWriter, keep_alive: bool) -> bool:
         parsed: dict[str, Any] | None = None
         parse_error: str | None = None
-        if self.parse_bodies:
+        size = raw if isinstance(raw, int) else len(raw)
+        if self.parse_bodies and isinstance(raw, bytes):
             try:
                 value = _loads(raw)
                 if isinstance(value, dict):
@@ -601,7 +621,7 @@ class FakeOpenAIServer:
             self._chat_count += 1
             self._in_flight += 1
             self._max_in_flight = max(self._max_in_flight, self._in_flight)
-            self._bytes_received += len(raw)
+            self._bytes_received += size
             if self.record_requests:
                 self._requests.append(parsed)
                 self._headers.append(dict(headers))

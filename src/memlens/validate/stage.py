@@ -39,7 +39,7 @@ def text_leakage(questions, sessions, instances_by_len) -> dict:
             q = questions[inst.question_id]
             if not q.image_essential and q.question_type != AR:
                 continue
-            forb = [f for f in q.details.get("forbidden", []) if f]
+            forb = [f for f in q.details.get("forbidden", []) if f and not CLOSED_FORM.match(f.strip())]
             checked += 1
             for sid in inst.session_ids:
                 for f in forb:
@@ -48,7 +48,14 @@ def text_leakage(questions, sessions, instances_by_len) -> dict:
     return {"instances_checked": checked, "leaks": len(leaks), "examples": leaks[:20]}
 
 
+CLOSED_FORM = re.compile(r"^(A|B|Yes|No|(\(\d+\))+)$")
+
+
 def _canonical_forms(ans: str) -> list[str]:
+    """Text forms of an open-form answer; closed-form answers (A/B, Yes/No, orders) have none:
+    their words occur in any text, and only the derivation says whether text alone decides them."""
+    if CLOSED_FORM.match(ans.strip()):
+        return []
     forms = {ans}
     m = re.fullmatch(r"[$€£¥]?([\d,]+(?:\.\d+)?)(?:\s*[A-Z]{3})?", ans.strip())
     if m:
@@ -64,7 +71,8 @@ def answerability(questions, sessions, images: dict[str, ImageRecord]) -> dict:
         prog = q.details.get("derivation")
         ids = q.details.get("image_ids", [])
         truths = [images[i].truth if i in images else None for i in ids]
-        got = derive(prog, truths) if prog else None
+        ctx = {"evidence_dates": [e.date for e in q.evidence]}
+        got = derive(prog, truths, ctx) if prog else None
         if got is not None and got.strip().lower() == q.answer.strip().lower():
             ok_truth += 1
         else:
@@ -72,7 +80,7 @@ def answerability(questions, sessions, images: dict[str, ImageRecord]) -> dict:
         # text-only solver: no image truth, full evidence text
         ev_text = " ".join(sessions[s].text.replace(IMAGE_PLACEHOLDER, " ") for s in q.evidence_session_ids
                            if s in sessions)
-        no_truth = derive(prog, [None] * len(ids)) if prog else None
+        no_truth = derive(prog, [None] * len(ids), ctx) if prog else None
         if (no_truth is not None and no_truth == q.answer) or any(
                 contains_token_bounded(ev_text, f) for f in _canonical_forms(q.answer)):
             text_only += 1

@@ -35,6 +35,7 @@ __all__ = [
     "sample_photo_effects",
     "JPEG_QUALITY",
     "PNG_COMPRESS_LEVEL",
+    "render_environment",
 ]
 
 TRACKS = ("identification", "experience", "document")
@@ -111,6 +112,8 @@ class FamilyBase:
             effects = dict(want)
             effects.setdefault("mode", self.photo_mode)
             spec["photo"] = effects
+        elif isinstance(want, str):  # photo="light" | "medium" | "strong"
+            spec["photo"] = sample_photo_effects(rng, mode=self.photo_mode, strength=want)
         elif want:
             spec["photo"] = sample_photo_effects(rng, mode=self.photo_mode)
         else:
@@ -166,3 +169,24 @@ def render_bytes(spec: dict) -> tuple[bytes, str]:
     img = fam.render(spec)
     is_photo = fam.is_photo(spec) if hasattr(fam, "is_photo") else bool(spec.get("photo"))
     return encode_image(img, is_photo)
+
+
+def render_environment() -> dict:
+    """Versions that change rendered bytes (record them in the dataset manifest)."""
+    import numpy
+    import PIL
+    from PIL import features
+
+    from .fonts import font_fingerprint
+
+    return {
+        "pillow": PIL.__version__,
+        "freetype": features.version("freetype2"),
+        "libjpeg": features.version("jpg"),
+        "libjpeg_turbo": features.version("libjpeg_turbo"),
+        "zlib": features.version("zlib"),
+        "numpy": numpy.__version__,
+        "jpeg_quality": JPEG_QUALITY,
+        "png_compress_level": PNG_COMPRESS_LEVEL,
+        "fonts": font_fingerprint(),
+    }

@@ -4,7 +4,8 @@ Ground truth (spec keys):
   setting            "table" | "shelf"
   objects            [{id, kind, color, size, label, bbox [x0,y0,x1,y1], center [x,y], row, facing}],
                      sorted by row (top/back first) then left to right; bboxes never overlap (>= 12 px gap)
-  rows               [{index, name, baseline_y, objects_left_to_right: [ids]}]
+  rows               [{index, name, baseline_y, objects_left_to_right: [ids]}]; row 0 is the top shelf, or
+                     the back of the table (on a table, image-plane "above" means "behind")
   counts             {"red mug": 3, ...}  per (colour, kind)        counts_by_kind {"mug": 5}
   counts_by_color    {"red": 4}             counts_by_size_kind {"large mug": 2}     total_objects
   relations          [[a, "left_of", b], [a, "above", b], ...] in the image plane, listed only when the
@@ -13,7 +14,7 @@ Ground truth (spec keys):
 Constraints: counts={"red mug": 3, "blue mug": 2, "apple": 2, "small green ball": 1} (exact counts in
 the final scene; extras never change a constrained count), objects=[{"kind","color","size"}] (exact list,
 no extras), kinds=[...], colors=[...] (palettes for sampled objects), extra=int (number of unconstrained
-objects), n_objects=int (total when no counts/objects), setting="table"|"shelf", size=[w, h].
+objects), n_objects=int (total when no counts/objects; at most 20 objects in all), setting="table"|"shelf", size=[w, h].
 Coordinates are those of the clean render (photo effects move them slightly).
 """
 from __future__ import annotations
@@ -43,6 +44,7 @@ WALLS = [(214, 222, 228), (226, 214, 196), (205, 218, 200), (232, 222, 210), (20
 SURFACES = [(176, 132, 92), (150, 108, 72), (206, 178, 140), (160, 160, 162), (74, 80, 90), (226, 224, 218),
             (120, 136, 128)]
 GAP = 12
+MAX_OBJECTS = 20
 
 
 def parse_label(key: str) -> tuple[str | None, str | None, str]:
@@ -123,7 +125,7 @@ class ObjectScene(FamilyBase):
                     raise ValueError(f"counts constraint {(s, col, k)} cannot be met (got {got}, want {n})")
             if keys:
                 extra = c.get("extra")
-                extra = rng.randint(0, 4) if extra is None else int(extra)
+                extra = min(rng.randint(0, 4), max(0, 16 - len(items))) if extra is None else int(extra)
             else:
                 n_total = c.get("n_objects")
                 extra = rng.randint(4, 10) if n_total is None else int(n_total)
@@ -140,8 +142,8 @@ class ObjectScene(FamilyBase):
                 raise ValueError("could not add unconstrained objects without changing constrained counts")
         if not items:
             raise ValueError("object_scene needs at least one object")
-        if len(items) > 16:
-            raise ValueError("object_scene holds at most 16 objects")
+        if len(items) > MAX_OBJECTS:
+            raise ValueError(f"object_scene holds at most {MAX_OBJECTS} objects")
         rng.shuffle(items)
 
         setting = c.get("setting") or rng.choice(["table", "shelf"])

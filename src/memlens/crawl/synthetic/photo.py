@@ -28,9 +28,10 @@ def sample_photo_effects(rng: random.Random, mode: str = "document", strength: s
     e = {
         "mode": mode,
         "seed": rng.getrandbits(32),
-        "rotate_deg": round(rng.uniform(-1, 1) * (2.0 if scene else 4.0) * k, 2),
+        # rows of a tilted document drift by tan(angle) x width: keep it well under one text line
+        "rotate_deg": round(rng.uniform(-1, 1) * (2.0 if scene else 2.5) * k, 2),
         # corner offsets (tl, tr, br, bl) as fractions of width/height: perspective tilt
-        "perspective": [round(rng.uniform(-1, 1) * (0.015 if scene else 0.03) * k, 4) for _ in range(8)],
+        "perspective": [round(rng.uniform(-1, 1) * (0.015 if scene else 0.018) * k, 4) for _ in range(8)],
         "scale": 1.0 if scene else round(rng.uniform(0.84, 0.93), 3),
         "shift": [0.0, 0.0] if scene else [round(rng.uniform(-0.02, 0.02), 4) for _ in range(2)],
         "background": list(rng.choice(SURFACES)),
