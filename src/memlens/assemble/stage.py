@@ -88,7 +88,8 @@ def assemble_one(q: Question, length: str, pool: Pool, counter: TokenCounter, se
     text_t = sum(pool.tokens[s][0] for s in chosen)
     n_img = sum(pool.tokens[s][2] for s in chosen)
     hi_i = fi_i = 0
-    lo_bound = target * (1 - tol)
+    aim = tol / 2  # aim at half the tolerance, so every instance lands well inside it
+    lo_bound = target * (1 - aim)
     while True:
         # prefer haystack unless the history is image-richer than the pool's text-per-image ratio
         want_filler = n_img > 0 and text_t / n_img < pool.text_per_image and fi_i < len(fill)
@@ -102,7 +103,7 @@ def assemble_one(q: Question, length: str, pool: Pool, counter: TokenCounter, se
         if nxt is None:
             break
         add = pool.total(nxt) + header_tokens
-        if total + add > target * (1 + tol):
+        if total + add > target * (1 + aim):
             # the next session overshoots: finish with the best-fitting unused session
             gap = target - total
             rest = [s for s in fill[fi_i:] + hay[hi_i:] + [nxt]]
@@ -115,7 +116,7 @@ def assemble_one(q: Question, length: str, pool: Pool, counter: TokenCounter, se
             if total >= lo_bound:
                 break
             # still short: drop the finisher search and keep filling with smaller sessions
-            smaller = [s for s in rest if s not in chosen and total + pool.total(s) + header_tokens <= target * (1 + tol)]
+            smaller = [s for s in rest if s not in chosen and total + pool.total(s) + header_tokens <= target * (1 + aim)]
             if not smaller:
                 break
             s = max(smaller, key=lambda s: pool.total(s))

@@ -16,7 +16,7 @@ import shutil
 from memlens.config import Paths, length_tokens
 from memlens.evaluate.items import BuiltBenchmark
 from memlens.schema import AR, IE, KU, MSR, TR
-from memlens.schema.io import atomic_write_bytes, write_json
+from memlens.schema.io import write_json
 from memlens.store import hash_tree, write_manifest
 
 log = logging.getLogger(__name__)
@@ -48,7 +48,8 @@ def agent_subset(questions: list, seed: int = 42) -> dict:
 
 def run(cfg, paths: Paths) -> None:
     bench = BuiltBenchmark(paths)
-    out = paths.release
+    final = paths.release
+    out = final.with_name(final.name + ".partial")  # built aside, swapped in only when complete
     if out.exists():
         shutil.rmtree(out)
     img_root = out / "release_images"
@@ -68,8 +69,13 @@ def run(cfg, paths: Paths) -> None:
                 "blip_caption": f"a {rec.family.replace('_', ' ')} image"}
 
     for length in sorted(bench.lengths(), key=length_tokens):
-        items = []
-        for inst in bench.instances(length):
+        # streamed item by item: the 256K file never sits in memory whole
+        path = out / f"dataset_{length}.json"
+        tmp = path.with_name(path.name + ".tmp")
+        fh = open(tmp, "w", encoding="utf-8")
+        fh.write("[")
+        first = True
+        for inst in sorted(bench.instances(length), key=lambda i: i.question_id):
             q = bench.questions[inst.question_id]
             sessions = []
             for sid in inst.session_ids:
@@ -84,12 +90,16 @@ def run(cfg, paths: Paths) -> None:
                     "memlens_details": {k: v for k, v in q.details.items() if k != "forbidden"}}
             if q.old_answer is not None:
                 item["old_answer"] = q.old_answer
-            items.append(item)
-        items.sort(key=lambda x: x["question_id"])
-        atomic_write_bytes(out / f"dataset_{length}.json",
-                           json.dumps(items, ensure_ascii=False, sort_keys=True).encode("utf-8"))
+            fh.write(("" if first else ",\n") + json.dumps(item, ensure_ascii=False, sort_keys=True))
+            first = False
+        fh.write("]\n")
+        fh.close()
+        tmp.replace(path)
     write_json(out / "agent_subset_195.json", agent_subset(list(bench.questions.values())))
     arts = hash_tree(out)
     write_manifest(out, "export", {"format": "memlens-official-1.0"}, arts, code=("export", "schema"),
                    extra={"images": len(files), "needle_images": len([f for f in files.values() if f.startswith("needle")])})
-    log.info("export: %d lengths, %d images -> %s", len(bench.lengths()), len(files), out)
+    if final.exists():
+        shutil.rmtree(final)
+    out.rename(final)
+    log.info("export: %d lengths, %d images -> %s", len(bench.lengths()), len(files), final)

@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 
 from memlens.errors import MemLensError
 from memlens.generate import textbank
+from memlens.generate.leakage import PhraseIndex
 from memlens.generate.validators import RejectionLog, TurnSpec, check_turn
 from memlens.schema import Session, Topic, Turn
 from memlens.schema.io import canonical_bytes, sha256_bytes
@@ -47,6 +48,7 @@ class SessionWriter:
         self.w = wcfg
         self.log = log
         self.forbidden = list(forbidden or [])
+        self._index = PhraseIndex(self.forbidden)
 
     def _admit(self, make, spec_kw: dict, what: str) -> str:
         for _ in range(self.w.max_regenerations + 1):
@@ -60,7 +62,7 @@ class SessionWriter:
 
     def write(self, rng: random.Random, kind: str, topic: Topic, subtopic: str, mentions: list[Mention],
               extra_forbidden: list[str] | None = None, ambiguity: list[str] | None = None) -> Session:
-        forbidden = self.forbidden + list(extra_forbidden or [])
+        forbidden = PhraseIndex(self.forbidden + list(extra_forbidden or [])) if extra_forbidden else self._index
         lo, hi = self.w.turns
         n_pairs = max(len(mentions) + 1, rng.randint(lo // 2, hi // 2))
         # user turns 0..n_pairs-1; mentions go to random user turns (not always the first)
@@ -98,5 +100,5 @@ class SessionWriter:
         pairs = textbank.filler_session(rng, n_turns=n_turns, words=self.w.assistant_words)
         turns = [Turn(role, text, [], False) for role, text in pairs]
         for t in turns:  # filler assistants need not end with a follow-up question
-            self.log.record(check_turn(TurnSpec(role="user", text=t.content, forbidden=self.forbidden)))
+            self.log.record(check_turn(TurnSpec(role="user", text=t.content, forbidden=self._index)))
         return Session(session_id_for("filler", "", turns), "filler", "", turns)

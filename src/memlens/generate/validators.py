@@ -17,6 +17,7 @@ import re
 from collections import Counter
 from dataclasses import dataclass, field
 
+from memlens.generate.leakage import PhraseIndex, contains, tokens
 from memlens.schema import IMAGE_PLACEHOLDER
 
 CHECKS = ("length", "photo_directive", "ngram_leakage", "semantic_leakage", "ambiguity", "end_marker")
@@ -27,16 +28,9 @@ def word_count(text: str) -> int:
     return len(_WORD.findall(text.replace(IMAGE_PLACEHOLDER, " ")))
 
 
-def _norm(s: str) -> str:
-    return " " + re.sub(r"[^0-9a-z$€£¥.:/]+", " ", s.lower()).strip() + " "
-
-
 def contains_token_bounded(text: str, needle: str) -> bool:
-    n = _norm(needle).strip()
-    if not n:
-        return False
-    t = _norm(text)
-    return re.search(r"(?<![0-9a-z])" + re.escape(n) + r"(?![0-9a-z])", t) is not None
+    """Token-bounded, case-insensitive occurrence (see :mod:`memlens.generate.leakage`)."""
+    return contains(text, needle)
 
 
 @dataclass
@@ -46,7 +40,7 @@ class TurnSpec:
     n_images: int = 0
     mention: str | None = None
     words: tuple[int, int] = (1, 10_000)
-    forbidden: list[str] = field(default_factory=list)
+    forbidden: list[str] | PhraseIndex = field(default_factory=list)
     image_values: list[str] = field(default_factory=list)
     ambiguity: list[str] = field(default_factory=list)
 
@@ -64,11 +58,15 @@ def check_turn(t: TurnSpec) -> list[str]:
             and t.mention.count(IMAGE_PLACEHOLDER) == t.n_images
         if not ok:
             failed.append("photo_directive")
-    if any(contains_token_bounded(body, f) for f in t.forbidden if f):
+    body_toks = tokens(body)
+    forb = t.forbidden if isinstance(t.forbidden, PhraseIndex) else PhraseIndex(f for f in t.forbidden if f)
+    if forb and forb.find(body_toks):
         failed.append("ngram_leakage")
-    if any(contains_token_bounded(scan, v) for v in t.image_values if v and len(v) > 1):
+    vals = [v for v in t.image_values if v and len(v) > 1]
+    if vals and PhraseIndex(vals).find(scan):
         failed.append("semantic_leakage")
-    if any(contains_token_bounded(body, a) for a in t.ambiguity if a):
+    amb = [a for a in t.ambiguity if a]
+    if amb and PhraseIndex(amb).find(body_toks):
         failed.append("ambiguity")
     end = body.rstrip()
     if t.role == "assistant" and not end.endswith("?"):

@@ -23,6 +23,7 @@ import numpy as np
 from memlens.abilities.derive import derive
 from memlens.config import Paths, length_tokens
 from memlens.errors import GateError
+from memlens.generate.leakage import PhraseIndex
 from memlens.generate.validators import contains_token_bounded
 from memlens.schema import AR, IMAGE_PLACEHOLDER, ImageRecord, Instance, Question, Session
 from memlens.schema.io import iter_jsonl, read_records, write_json
@@ -31,20 +32,23 @@ log = logging.getLogger(__name__)
 
 
 def text_leakage(questions, sessions, instances_by_len) -> dict:
+    """Every forbidden string of every question, searched once per distinct session (token index),
+    then checked against each instance's history."""
+    forb_of = {qid: {f for f in q.details.get("forbidden", []) if f and not CLOSED_FORM.match(f.strip())}
+               for qid, q in questions.items() if q.image_essential or q.question_type == AR}
+    index = PhraseIndex(f for fs in forb_of.values() for f in fs)
+    found = {sid: index.find(s.text.replace(IMAGE_PLACEHOLDER, " ")) for sid, s in sessions.items()} if index else {}
     leaks = []
-    texts = {sid: s.text.replace(IMAGE_PLACEHOLDER, " ") for sid, s in sessions.items()}
     checked = 0
     for length, insts in instances_by_len.items():
         for inst in insts:
-            q = questions[inst.question_id]
-            if not q.image_essential and q.question_type != AR:
+            forb = forb_of.get(inst.question_id)
+            if forb is None:
                 continue
-            forb = [f for f in q.details.get("forbidden", []) if f and not CLOSED_FORM.match(f.strip())]
             checked += 1
             for sid in inst.session_ids:
-                for f in forb:
-                    if contains_token_bounded(texts[sid], f):
-                        leaks.append({"question_id": q.question_id, "length": length, "session_id": sid, "string": f})
+                for f in found.get(sid, ()) & forb:
+                    leaks.append({"question_id": inst.question_id, "length": length, "session_id": sid, "string": f})
     return {"instances_checked": checked, "leaks": len(leaks), "examples": leaks[:20]}
 
 
