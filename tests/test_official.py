@@ -121,3 +121,26 @@ def test_missing_length_lists_available(tmp_path):
     rel = _release(tmp_path, [_item()])
     with pytest.raises(DataError, match="available lengths: 32k"):
         rel.dataset_path("64k")
+
+
+@pytest.mark.slow
+def test_huggingface_parquet_export_loads(exported, tmp_path, monkeypatch):
+    monkeypatch.setenv("HF_DATASETS_CACHE", str(tmp_path / "hfcache"))
+    import datasets
+    import hashlib
+    import io
+
+    rel = exported / "data" / "release"
+    ds = datasets.load_dataset("parquet", data_files={"test": str(rel / "hf" / "dataset_32k.parquet")},
+                               cache_dir=str(tmp_path / "hfcache"))["test"]
+    items = list(iter_json_array(rel / "dataset_32k.json"))
+    assert ds.num_rows == len(items)
+    row, item = ds[0], items[0]
+    assert row["question_id"] == item["question_id"] and row["answer"] == item["answer"]
+    assert row["haystack_sessions"][0][0]["content"] == item["haystack_sessions"][0][0]["content"]
+    im = datasets.load_dataset("parquet", data_files={"test": str(rel / "hf" / "images.parquet")},
+                               cache_dir=str(tmp_path / "hfcache"))["test"]
+    assert isinstance(im.features["image"], datasets.Image)
+    raw = im.cast_column("image", datasets.Image(decode=False))[0]
+    on_disk = (rel / "release_images" / raw["file"]).read_bytes()
+    assert hashlib.sha256(raw["image"]["bytes"]).digest() == hashlib.sha256(on_disk).digest()

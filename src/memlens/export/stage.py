@@ -4,7 +4,8 @@
 place where sessions are repeated), ``release_images/needle_images/`` and ``haystack_images/``
 (files named by the first 12 hex characters of their SHA-256), and ``agent_subset_195.json``
 (a stratified subset: 61 IE / 35 MSR / 48 TR / 29 KU / 22 AR at paper scale, proportional below,
-seed 42). Extra MemLens fields (``memlens_details``) are ignored by the official loader.
+seed 42), and ``hf/`` (Parquet for ``datasets.load_dataset``, see :mod:`memlens.export.hf`). Extra
+MemLens fields (``memlens_details``) are ignored by the official loader.
 """
 from __future__ import annotations
 
@@ -15,6 +16,8 @@ import shutil
 
 from memlens.config import Paths, length_tokens
 from memlens.evaluate.items import BuiltBenchmark
+from memlens.export.hf import write_images_parquet, write_items_parquet
+from memlens.schema.official import iter_json_array
 from memlens.schema import AR, IE, KU, MSR, TR
 from memlens.schema.io import write_json
 from memlens.store import hash_tree, write_manifest
@@ -47,6 +50,7 @@ def agent_subset(questions: list, seed: int = 42) -> dict:
 
 
 def run(cfg, paths: Paths) -> None:
+    hf = bool((cfg.get("export") or {}).get("huggingface", True))
     bench = BuiltBenchmark(paths)
     final = paths.release
     out = final.with_name(final.name + ".partial")  # built aside, swapped in only when complete
@@ -75,6 +79,7 @@ def run(cfg, paths: Paths) -> None:
         fh = open(tmp, "w", encoding="utf-8")
         fh.write("[")
         first = True
+        hf_items = []
         for inst in sorted(bench.instances(length), key=lambda i: i.question_id):
             q = bench.questions[inst.question_id]
             sessions = []
@@ -95,6 +100,11 @@ def run(cfg, paths: Paths) -> None:
         fh.write("]\n")
         fh.close()
         tmp.replace(path)
+        if hf:
+            (out / "hf").mkdir(exist_ok=True)
+            write_items_parquet(iter_json_array(path), out / "hf" / f"dataset_{length}.parquet")
+    if hf:
+        write_images_parquet({rel: img_root / rel for rel in files.values()}, out / "hf" / "images.parquet")
     write_json(out / "agent_subset_195.json", agent_subset(list(bench.questions.values())))
     arts = hash_tree(out)
     write_manifest(out, "export", {"format": "memlens-official-1.0"}, arts, code=("export", "schema"),
