@@ -54,12 +54,16 @@ def make_plans(cfg, topics: list[Topic]) -> list[Plan]:
         if not variants:
             raise ConfigError(f"data.scales.{cfg.data.scale}.counts: {qtype}/{sub} is not a known subtype "
                               f"(known: {', '.join(ability.variants)})")
-        for i in range(n):
+        spares = int(cfg.data.get("spare_fraction", 0.1) * n + 0.999) if n else 0
+        for i in range(n + spares):  # spares replace plans whose images are rejected or whose build fails
             variant = variants[i % len(variants)]
             rng = derive_rng(seed, "plan", qtype, sub, i)
             topic = choose_topic(rng, topics, qtype, ability.families.get(variant, []))
             pid = short_id("p", seed, qtype, sub, i, n=10)
-            plans.append(ability.plan(rng, topic, sub, variant, pid, reserved))
+            plan = ability.plan(rng, topic, sub, variant, pid, reserved)
+            plan.latent["index"] = i
+            plan.latent["target"] = n
+            plans.append(plan)
     return plans
 
 

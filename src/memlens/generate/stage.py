@@ -37,6 +37,18 @@ def image_values(truth: dict) -> list[str]:
     return sorted({v for v in vals if len(v.strip()) > 2})
 
 
+def _plan_contexts(p: Plan) -> list[str]:
+    lat = p.latent.get("source", {}).get("latent", {}) if p.question_type == AR else p.latent
+    out = []
+    for k in ("context", "contexts"):
+        v = lat.get(k)
+        if isinstance(v, str):
+            out.append(v)
+        elif isinstance(v, list):
+            out += [x for x in v if isinstance(x, str)]
+    return out
+
+
 def question_date_for(rng) -> datetime:
     day = rng.randrange(0, 700)
     return EPOCH + timedelta(days=HISTORY_SPAN_DAYS + day, hours=rng.randrange(0, 13), minutes=rng.randrange(60))
@@ -59,9 +71,14 @@ def run(cfg, paths: Paths) -> None:
     rejections = RejectionLog()
     dropped = {"image_rejected": 0, "build_failed": 0}
 
-    # 1. questions from plans
+    # 1. questions from plans: the first `target` plans of each (type, subtype) that survive, in
+    #    index order (spares fill in for dropped ones, so the composition is exact)
     drafts = []
-    for p in plans:
+    kept: dict[tuple[str, str], int] = {}
+    for p in sorted(plans, key=lambda p: (p.question_type, p.question_subtype, p.latent.get("index", 0))):
+        key = (p.question_type, p.question_subtype)
+        if kept.get(key, 0) >= int(p.latent.get("target", 1 << 30)):
+            continue
         recs = [images.get((p.plan_id, k)) for k in range(len(p.images))]
         if any(r is None or r.sha256 not in accepted for r in recs):
             dropped["image_rejected"] += 1
@@ -74,7 +91,13 @@ def run(cfg, paths: Paths) -> None:
             dropped["build_failed"] += 1
             continue
         drafts.append((p, recs, d))
-    reserved = {c for _, _, d in drafts for c in d.contexts}
+        kept[key] = kept.get(key, 0) + 1
+    short = {f"{t}/{s}": int(p.latent["target"]) - kept.get((t, s), 0) for p in plans
+             for (t, s) in [(p.question_type, p.question_subtype)] if kept.get((t, s), 0) < int(p.latent.get("target", 0))}
+    if short:
+        raise DataError(f"generate: not enough valid plans for {short} (raise data.spare_fraction)")
+    # every plan's context stays reserved (spares included), so no haystack mention reuses one
+    reserved = {c for p in plans for c in _plan_contexts(p)} | {c for _, _, d in drafts for c in d.contexts}
     forbidden_all = sorted({f for _, _, d in drafts for f in d.forbidden if f})
     # Haystack images are consumed once each, by haystack sessions and as distractor mentions
     # inside evidence sessions, so image-bearing sessions look alike whatever they carry.
