@@ -57,3 +57,31 @@ def test_validate_export_evaluate_judge_report(tiny_copy):
     before = (root / "data" / "predictions" / "chance" / "standard" / "32k.jsonl").read_bytes()
     assert run_stage(root, "evaluate", *TINY, "model=chance") == 0
     assert (root / "data" / "predictions" / "chance" / "standard" / "32k.jsonl").read_bytes() == before
+
+
+def test_mlflow_runs_params_metrics_artifacts(tiny_copy, monkeypatch):
+    root = tiny_copy
+    monkeypatch.setenv("MY_SECRET_KEY", "sk-should-never-appear")
+    for st in ("validate", "evaluate", "judge", "report"):
+        assert run_stage(root, st, *TINY, "model=chance") == 0
+    import mlflow
+    from mlflow.tracking import MlflowClient
+
+    mlflow.set_tracking_uri(f"sqlite:///{root / 'mlflow.db'}")
+    client = MlflowClient()
+    exps = [e for e in client.search_experiments() if e.name.startswith("memlens-")]
+    assert len(exps) == 1
+    runs = client.search_runs([exps[0].experiment_id])
+    names = sorted(r.info.run_name for r in runs)
+    assert names == ["chance@32k", "chance@64k"]
+    r = runs[0]
+    for p in ("dataset_hash", "git_commit", "lengths", "seed", "model.name", "model.seed"):
+        assert p in r.data.params, p
+    keys = set(r.data.metrics)
+    assert {"acc", "acc_ci_low", "acc_ci_high", "acc__IE", "acc__IE_ci_low", "acc__AR"} <= keys
+    # no metric name is a path-prefix of another
+    assert not any(k2.startswith(k1 + "/") for k1 in keys for k2 in keys)
+    arts = [a.path for a in client.list_artifacts(r.info.run_id)]
+    assert any(a.endswith(".jsonl") for a in arts)
+    blob = json.dumps([dict(x.data.params) for x in runs])
+    assert "sk-should-never-appear" not in blob

@@ -42,6 +42,7 @@ from typing import Any
 from memlens.errors import ConfigError
 from memlens.judge import deterministic as det
 from memlens.judge.judges import failed_verdict
+from memlens.judge.official import official_diagnostics
 from memlens.judge.parsing import parse_model_output, prepare_prediction
 from memlens.judge.prompts import PROMPT_VERSION, build_messages
 from memlens.schema import Prediction, Question, Verdict
@@ -80,21 +81,6 @@ def cache_key(*, prompt_version: str, model_id: str, task_key: str, question: st
     payload = json.dumps([prompt_version, model_id, task_key, question, reference, old_answer or "", prediction],
                          ensure_ascii=False, separators=(",", ":"))
     return hashlib.sha256(payload.encode("utf-8")).hexdigest()
-
-
-def official_diagnostics(p: Prediction, *, max_words: int = 500) -> dict[str, Any]:
-    """The per-item diagnostics of the official ``judge_details.json`` (facts §4.8) for one prediction."""
-    prep = prepare_prediction(p.prediction if p.ok else None, max_words=max_words)
-    return {
-        "original_len": prep.original_len,
-        "was_truncated": prep.was_truncated,
-        "is_degenerate": bool(prep.is_degenerate),
-        "hedging_count": int(prep.hedging_count or 0),
-        "unique_5gram_ratio": float(prep.unique_5gram_ratio if prep.unique_5gram_ratio is not None else 1.0),
-        "auto_zero": prep.auto_zero,
-        "parsed_words": prep.parsed_words,
-        "output_len": int(p.completion_tokens or 0),
-    }
 
 
 # ---------------------------------------------------------------------------------------- cache

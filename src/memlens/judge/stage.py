@@ -39,7 +39,7 @@ def verdict_path(paths: Paths, system: str, mode: str, length: str, judge: str) 
 
 def attach_diagnostics(verdicts: list, pairs: list) -> None:
     """Add the official per-item diagnostics to each verdict's ``details`` (judge-provided values win)."""
-    from memlens.judge.llm import official_diagnostics
+    from memlens.judge.official import official_diagnostics
 
     for v, (_, p) in zip(verdicts, pairs):
         if "original_len" not in (v.details or {}):
