@@ -39,11 +39,19 @@ WHEN = ["last weekend", "the other day", "my trip", "this morning", "yesterday e
         "lunch", "my commute", "the holidays", "last week"]
 
 
+def _clashes(c: str, reserved: set[str]) -> bool:
+    """A context clashes with a reserved one when either contains the other ("the flea market"
+    vs "the flea market with Leo"): a mention of it would make that question ambiguous."""
+    if c in reserved:
+        return True
+    return any(c in r or r in c for r in reserved)
+
+
 def _draw(rng: random.Random, make, reserved: set[str] | None) -> str:
     reserved = reserved if reserved is not None else set()
     for _ in range(500):
         c = make()
-        if c not in reserved:
+        if not _clashes(c, reserved):
             return c
     raise RuntimeError("context space exhausted: enlarge the phrase lists in memlens.abilities.contexts")
 
@@ -58,7 +66,8 @@ def thing_for(rng: random.Random, family: str, reserved: set[str] | None = None)
         ctx = scene_context(rng, reserved)
         return ctx, ctx
     if family in ("receipt", "price_tag", "named_sign", "ticket"):
-        occ = _draw(rng, lambda: rng.choice(OCCASIONS) + rng.choice(["", " last month", " in spring", " on Friday"]), reserved)
+        occ = _draw(rng, lambda: rng.choice(OCCASIONS) + rng.choice(["", f" with {rng.choice(PEOPLE)}"])
+                    + rng.choice(["", " last month", " in spring", " on Friday", " back in winter"]), reserved)
         noun = {"receipt": "the receipt from", "price_tag": "the price label I saw on", "named_sign": "the place from",
                 "ticket": "the ticket for"}[family]
         return f"{noun} {occ}", occ

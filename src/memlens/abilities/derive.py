@@ -8,7 +8,8 @@ Ops (``img`` indexes the question's evidence images in order):
 - ``{"op": "get", "img": 0, "path": ["counts", "red mug"]}``: a value from a truth.
 - ``{"op": "format", "template": "{color} {kind}", "img": 0, "path": ["objects", 3]}``.
 - ``{"op": "sum", "args": [...], "fmt": "money"|"int", "currency": "EUR"}``: a sum of sub-programs.
-- ``{"op": "count", "args": [...]}``: number of sub-programs that evaluate truthy.
+- ``{"op": "count", "args": [...], "value": "Yes"}``: number of sub-programs that evaluate truthy
+  (or, with ``value``, that equal it).
 - ``{"op": "const", "value": "..."}``: a value stated in the text (text-sufficient parts).
 - ``{"op": "str", "arg": {...}}``: string of a sub-program.
 - ``{"op": "eq", "a": {...}, "b": {...}}``: ``Yes`` if equal else ``No``.
@@ -94,7 +95,10 @@ def evaluate(prog: dict, truths: list[dict | None] | None, context: dict | None 
         if prog.get("fmt") == "money":
             return money(total, prog.get("currency"))
         return str(int(total)) if total == int(total) else str(total)
-    if op == "count":
+    if op == "count":  # truthy sub-programs, or those equal to "value" (case-insensitive)
+        if "value" in prog:
+            want = str(prog["value"]).strip().lower()
+            return str(sum(1 for a in prog["args"] if str(ev(a)).strip().lower() == want))
         return str(sum(1 for a in prog["args"] if ev(a)))
     if op == "eq":
         return "Yes" if str(ev(prog["a"])).strip().lower() == str(ev(prog["b"])).strip().lower() else "No"

@@ -71,9 +71,8 @@ SHOP_WORDS = ["Luna", "Aurora", "Willow", "Copper", "Golden", "Blue Door", "Red 
               "Sparrow", "Tidewater", "Cobble", "Marigold", "Basil", "Ivy", "Driftwood", "Acorn"]
 BRANDS = ["Nordhaven", "Sunfield", "Bramble & Co", "Golden Acre", "Kitchen Hero", "Alpina", "Oatly Farms",
           "Crispin's", "Mountain Peak", "Verde", "Happy Hen", "Blue Coast", "Little Oak"]
-ORDINALS = ["first", "second", "third", "fourth", "fifth", "sixth", "seventh", "eighth"]
-TEXT_TAILS = ["and I spent {amt} there", "and the bill there came to {amt}", "where I paid {amt}",
-              "and I ended up spending {amt} there", "and it cost me {amt} in the end"]
+TEXT_TAILS = ["and I spent {amt} there", "and the bill there came to {amt}", "and I paid {amt} there",
+              "and I ended up spending {amt} there", "and I spent {amt} in total there"]
 
 
 # ----------------------------------------------------------------------------------------- helpers
@@ -123,6 +122,18 @@ def _spread(rng: random.Random, n: int, d: int) -> list[int]:
     return ids
 
 
+def _cluster_days(rng: random.Random, n: int) -> list[float]:
+    """Strictly decreasing days-before-question for n sessions that follow one outing: 1.5-5 days
+    apart (more than the writer's up-to-10-hour jitter, so the order holds), the last at least a day
+    before the question, the first within the 240-day history window."""
+    gaps = [rng.uniform(1.5, 5.0) for _ in range(n - 1)]
+    last = rng.uniform(1.0, 200.0 - sum(gaps))
+    out = [last]
+    for g in reversed(gaps):
+        out.insert(0, out[0] + g)
+    return [round(d, 3) for d in out]
+
+
 def _store_identity(rng: random.Random, name: str, stype: str, currency: str) -> dict:
     """Fixed receipt header of a store (same name, address and phone on every receipt from it)."""
     from memlens.crawl.synthetic import vocab
@@ -133,8 +144,6 @@ def _store_identity(rng: random.Random, name: str, stype: str, currency: str) ->
         address = street_address(rng, city)
         if len(address) <= 34:
             break
-    else:
-        address = street_address(rng)
     return {"store": name, "store_type": stype, "address": address, "city": city,
             "phone": phone_number(rng, currency, city), "currency": currency}
 
@@ -162,7 +171,7 @@ class MultiSessionReasoning(Ability):
         theme = _theme(rng, reserved)
         reserved.add(theme)
         n = rng.randint(3, 8)
-        latent: dict = {"theme": theme, "n": n}
+        latent: dict = {"theme": theme, "context": theme, "n": n}
         if subtype == "arithmetic":
             images = self._plan_arithmetic(rng, variant, n, latent)
         elif subtype == "counting":
@@ -220,7 +229,6 @@ class MultiSessionReasoning(Ability):
         return images
 
     def _plan_er(self, rng, variant, n, latent) -> list[ImageRequest]:
-        form, _, kind = variant.partition("_sign") if variant.endswith("_sign") else variant.partition("_receipt")
         form = variant.rsplit("_", 1)[0]
         kind = "shop_sign" if variant.endswith("_sign") else "receipt_store"
         if form == "yes_no":
@@ -240,7 +248,16 @@ class MultiSessionReasoning(Ability):
             looks = [{"subtitle": pick(rng, ["FRESH DAILY", "OPEN 7 DAYS", "FAMILY OWNED",
                                               f"EST. {rng.randint(1952, 2021)}"]),
                       "number": str(rng.randint(1, 199))} for _ in names]
-            images = [ImageRequest("named_sign", {"kind": "shop_sign", "text": names[e], **looks[e]}) for e in ids]
+            from memlens.crawl.synthetic.photo import sample_photo_effects
+
+            images = []
+            for e in ids:
+                cons = {"kind": "shop_sign", "text": names[e], **looks[e]}
+                if ids.count(e) > 1:
+                    # the same shop front photographed again: strong, explicit photo effects keep the
+                    # shots apart for the near-duplicate filter (a clean re-render is within its pHash radius)
+                    cons["photo"] = sample_photo_effects(rng, mode="scene", strength="strong")
+                images.append(ImageRequest("named_sign", cons))
         else:
             from memlens.crawl.synthetic import vocab
 
@@ -276,6 +293,10 @@ class MultiSessionReasoning(Ability):
             if _clashes(m, truths[i]):
                 raise ValueError(f"MSR: mention {m!r} repeats a string drawn in its image")
             facts.append(FactDraft(m, [i]))
+        # the outing happened once: its sessions follow it within a few weeks, in order
+        days = _cluster_days(random.Random(plan.latent["mention_seeds"][0] ^ 0x5F3759DF), len(facts))
+        for f, d in zip(facts, days):
+            f.days_before = d
         return facts
 
     def _base_details(self, plan, fmt: str) -> dict:

@@ -45,6 +45,7 @@ __all__ = ["ImageEncoder", "ImageError", "ImageCacheInfo", "resized_size"]
 Transport = Literal["base64", "url"]
 
 _PASS_THROUGH_PREFIXES = ("http://", "https://", "data:")
+_RESOLVE_MEMO_SIZE = 1 << 16
 
 
 class ImageError(Exception):
@@ -143,6 +144,7 @@ class ImageEncoder:
         self._hits = 0
         self._misses = 0
         self._pending: dict[tuple, _Pending] = {}
+        self._resolved: dict[str, str] = {}
 
     def __repr__(self) -> str:
         return f"ImageEncoder(max_side={self.max_side!r}, transport={self.transport!r}, cache_size={self.cache_size})"
@@ -180,9 +182,8 @@ class ImageEncoder:
         ref = os.fspath(path)
         if isinstance(ref, str) and ref.startswith(_PASS_THROUGH_PREFIXES):
             return ref.encode("utf-8")
-        local = self._local_path(ref)
         try:
-            resolved = os.path.realpath(local)
+            resolved = self._resolve(ref)
             st = os.stat(resolved)
         except FileNotFoundError:
             raise ImageError(ref, "image file not found") from None
@@ -210,6 +211,8 @@ class ImageEncoder:
             if owner:
                 pending = self._pending[key] = _Pending()
                 self._misses += 1
+            else:
+                self._hits += 1  # reuses an encoding in progress
         assert pending is not None
         if not owner:
             pending.event.wait()
@@ -252,6 +255,20 @@ class ImageEncoder:
             self._bytes = 0
 
     # ------------------------------------------------------------------ internals
+    def _resolve(self, ref: str) -> str:
+        """``realpath`` of a reference, memoised (it costs a few ``lstat`` calls per image).
+
+        The memo only maps names to canonical paths; the file itself is ``stat``-ed on every
+        call, so edits are always seen (only re-pointing a symlink mid-run is not).
+        """
+        resolved = self._resolved.get(ref)
+        if resolved is None:
+            resolved = os.path.realpath(self._local_path(ref))
+            if len(self._resolved) >= _RESOLVE_MEMO_SIZE:
+                self._resolved.clear()
+            self._resolved[ref] = resolved
+        return resolved
+
     @staticmethod
     def _local_path(ref: str) -> str:
         if ref.startswith("file://"):

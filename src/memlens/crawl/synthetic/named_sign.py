@@ -80,7 +80,7 @@ class NamedSign(FamilyBase):
         return spec
 
     # ------------------------------------------------------------------ samplers
-    def _sample_shop_sign(self, rng, text=None, subtitle=None, number=None, shop_type=None):
+    def _sample_shop_sign(self, rng, text=None, subtitle=None, number=None, shop_type=None, board_color=None):
         stype = shop_type or rng.choice(vocab.SHOP_TYPES_SIGN)
         name = text or f"{rng.choice(vocab.SHOP_WORDS)} {stype}"
         if subtitle is None:
@@ -88,6 +88,8 @@ class NamedSign(FamilyBase):
                                    "SINCE " + str(rng.randint(1960, 2015)), "FAMILY OWNED"])
         number = str(number if number is not None else rng.randint(1, 199))
         board = rng.choice([(24, 64, 44), (20, 36, 72), (30, 30, 34), (110, 26, 36), (244, 240, 228), (60, 40, 30)])
+        if board_color is not None:  # a shop front seen again keeps its board
+            board = tuple(int(x) for x in board_color)
         return {"size": [1000, 720], "text": name, "subtitle": subtitle, "number": number,
                 "board_color": list(board), "texts": [name, subtitle, number]}
 

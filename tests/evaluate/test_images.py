@@ -1,0 +1,198 @@
+"""Tests of memlens.evaluate.images (ImageEncoder, ImageError)."""
+from __future__ import annotations
+
+import base64
+import io
+import os
+import pickle
+import threading
+from pathlib import Path
+
+import numpy as np
+import pytest
+from PIL import Image
+
+from memlens.evaluate.images import ImageEncoder, ImageError, resized_size
+
+
+def _photo(path: Path, size: tuple[int, int], mode: str = "RGB", fmt: str | None = None, seed: int = 0) -> Path:
+    w, h = size
+    rng = np.random.default_rng(seed)
+    arr = rng.integers(0, 256, (h, w, 3), dtype=np.uint8)
+    img = Image.fromarray(arr, "RGB")
+    if mode != "RGB":
+        img = img.convert(mode)
+    img.save(path, format=fmt)
+    return path
+
+
+def _decode(url: str) -> Image.Image:
+    prefix = "data:image/png;base64,"
+    assert url.startswith(prefix)
+    img = Image.open(io.BytesIO(base64.b64decode(url[len(prefix):])))
+    assert img.format == "PNG"
+    return img
+
+
+def test_resize_longest_side_keeps_aspect(tmp_path):
+    enc = ImageEncoder(max_side=800)
+    img = _decode(enc.encode(_photo(tmp_path / "wide.jpg", (1000, 500))))
+    assert img.size == (800, 400) and img.mode == "RGB"
+    img = _decode(enc.encode(_photo(tmp_path / "tall.png", (300, 1200))))
+    assert img.size == (200, 800)
+
+
+def test_resize_matches_official_rounding():
+    # official: int(max_side / long * short), never larger than max_side, no upscaling
+    assert resized_size(1001, 333, 800) == (800, int(800 / 1001 * 333))
+    assert resized_size(333, 1001, 800) == (int(800 / 1001 * 333), 800)
+    assert resized_size(640, 480, 800) == (640, 480)
+    assert resized_size(900, 900, 800) == (800, 800)
+    assert resized_size(5000, 10, None) == (5000, 10)
+
+
+def test_small_image_not_upscaled_and_none_keeps_size(tmp_path):
+    p = _photo(tmp_path / "small.jpg", (120, 90))
+    assert _decode(ImageEncoder(max_side=800).encode(p)).size == (120, 90)
+    big = _photo(tmp_path / "big.jpg", (1200, 900))
+    assert _decode(ImageEncoder(max_side=None).encode(big)).size == (1200, 900)
+
+
+@pytest.mark.parametrize("mode", ["RGBA", "L", "P", "CMYK"])
+def test_modes_converted_to_rgb(tmp_path, mode):
+    fmt = "JPEG" if mode == "CMYK" else "PNG"
+    p = _photo(tmp_path / f"img_{mode}.{fmt.lower()}", (64, 48), mode=mode, fmt=fmt)
+    img = _decode(ImageEncoder(max_side=32).encode(p))
+    assert img.mode == "RGB" and img.size == (32, 24)
+
+
+def test_pixels_equal_official_pipeline(tmp_path):
+    p = _photo(tmp_path / "x.jpg", (1000, 700))
+    official = Image.open(p).convert("RGB").resize(resized_size(1000, 700, 800), Image.Resampling.LANCZOS)
+    ours = _decode(ImageEncoder(max_side=800).encode(p)).convert("RGB")
+    assert np.array_equal(np.asarray(official), np.asarray(ours))
+
+
+def test_cache_hit_and_invalidation_on_change(tmp_path):
+    p = _photo(tmp_path / "a.jpg", (200, 100))
+    enc = ImageEncoder(max_side=100)
+    assert enc.lookup_bytes(p) is None
+    first = enc.encode_bytes(p)
+    assert enc.encode_bytes(p) is first  # the cached object, no copy
+    assert enc.lookup_bytes(str(p)) is first
+    info = enc.cache_info()
+    assert (info.hits, info.misses, info.entries) == (2, 1, 1)
+    # same file through another spelling of its path: same cache entry
+    assert enc.encode_bytes(str(tmp_path / "." / "a.jpg")) is first
+    # rewrite the file: new mtime/size -> re-encoded
+    _photo(p, (200, 100), seed=1)
+    os.utime(p, ns=(1, 1))
+    second = enc.encode_bytes(p)
+    assert second != first and enc.cache_info().misses == 2
+
+
+def test_cache_key_includes_max_side(tmp_path):
+    p = _photo(tmp_path / "a.jpg", (400, 200))
+    assert _decode(ImageEncoder(max_side=100).encode(p)).size == (100, 50)
+    assert _decode(ImageEncoder(max_side=200).encode(p)).size == (200, 100)
+
+
+def test_lru_eviction_by_entries_and_bytes(tmp_path):
+    paths = [_photo(tmp_path / f"{i}.png", (40, 30), seed=i) for i in range(3)]
+    enc = ImageEncoder(max_side=None, cache_size=2)
+    for p in paths:
+        enc.encode(p)
+    assert enc.cache_info().entries == 2
+    assert enc.lookup_bytes(paths[0]) is None  # least recently used went first
+    assert enc.lookup_bytes(paths[2]) is not None
+    one = len(enc.encode_bytes(paths[2]))
+    small = ImageEncoder(max_side=None, cache_max_bytes=one + 10)
+    small.encode(paths[0])
+    small.encode(paths[1])
+    info = small.cache_info()
+    assert info.entries == 1 and info.size_bytes <= one + 10
+
+
+def test_url_transport_and_pass_through(tmp_path, monkeypatch):
+    p = _photo(tmp_path / "my pic.jpg", (50, 50))
+    enc = ImageEncoder(transport="url")
+    url = enc.encode(p)
+    assert url == p.resolve().as_uri() and url.startswith("file:///") and "%20" in url
+    monkeypatch.chdir(tmp_path)
+    assert enc.encode("my pic.jpg") == url  # relative path resolved to absolute
+    assert enc.encode(url) == url  # file:// input
+    for remote in ("https://example.org/a.png", "http://h/b.jpg", "data:image/png;base64,AAAA"):
+        assert enc.encode(remote) == remote
+        assert ImageEncoder().encode(remote) == remote
+
+
+def test_file_url_input_base64(tmp_path):
+    p = _photo(tmp_path / "a b.jpg", (20, 10))
+    enc = ImageEncoder()
+    assert enc.encode(p.as_uri()) == enc.encode(p)
+
+
+def test_missing_and_directory(tmp_path):
+    enc = ImageEncoder()
+    with pytest.raises(ImageError) as err:
+        enc.encode(tmp_path / "nope.jpg")
+    assert err.value.path.endswith("nope.jpg") and "not found" in err.value.reason
+    with pytest.raises(ImageError, match="not found"):
+        ImageEncoder(transport="url").encode(tmp_path / "nope.jpg")
+    with pytest.raises(ImageError, match="not a regular file"):
+        enc.encode(tmp_path)
+
+
+def test_corrupt_and_truncated(tmp_path):
+    junk = tmp_path / "junk.jpg"
+    junk.write_bytes(os.urandom(2000))
+    with pytest.raises(ImageError, match="not a decodable image"):
+        ImageEncoder().encode(junk)
+    good = _photo(tmp_path / "good.jpg", (300, 200))
+    cut = tmp_path / "cut.jpg"
+    cut.write_bytes(good.read_bytes()[: good.stat().st_size // 3])
+    with pytest.raises(ImageError, match="corrupt or truncated"):
+        ImageEncoder().encode(cut)
+    # a failure is not cached as a success, and it is raised again
+    with pytest.raises(ImageError):
+        ImageEncoder().encode(cut)
+
+
+def test_pixel_limit(tmp_path):
+    p = _photo(tmp_path / "big.png", (100, 100))
+    with pytest.raises(ImageError, match="megapixels"):
+        ImageEncoder(max_pixels=5_000).encode(p)
+    assert ImageEncoder(max_pixels=10_000).encode(p).startswith("data:image/png;base64,")
+    assert ImageEncoder(max_pixels=None).encode(p)
+
+
+def test_concurrent_requests_encode_once(tmp_path):
+    p = _photo(tmp_path / "shared.jpg", (1200, 900))
+    enc = ImageEncoder()
+    results: list[bytes] = []
+    barrier = threading.Barrier(8)
+
+    def work() -> None:
+        barrier.wait()
+        results.append(enc.encode_bytes(p))
+
+    threads = [threading.Thread(target=work) for _ in range(8)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert len(results) == 8 and all(r is results[0] for r in results)
+    assert enc.cache_info().misses == 1
+
+
+def test_image_error_is_picklable_and_readable():
+    err = pickle.loads(pickle.dumps(ImageError("/x/y.jpg", "image file not found")))
+    assert err.path == "/x/y.jpg" and err.reason == "image file not found"
+    assert str(err) == "image file not found: /x/y.jpg"
+
+
+def test_invalid_arguments():
+    with pytest.raises(ValueError):
+        ImageEncoder(transport="ftp")  # type: ignore[arg-type]
+    with pytest.raises(ValueError):
+        ImageEncoder(max_side=0)

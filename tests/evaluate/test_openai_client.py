@@ -1,0 +1,376 @@
+"""Tests of the OpenAI-compatible client against the in-process FakeOpenAIServer."""
+from __future__ import annotations
+
+import asyncio
+import base64
+import io
+import json
+import random
+import time
+import urllib.request
+
+import pytest
+from PIL import Image
+
+from memlens.evaluate.backends.openai_compatible import (
+    CompletionResult,
+    OpenAICompatibleClient,
+    OpenAICompatibleConfig,
+    run_many,
+)
+from memlens.evaluate.images import ImageEncoder
+from memlens.testing.fake_openai import FakeOpenAIServer, Fault, default_responder, faults_by_key
+
+try:
+    import aiohttp  # noqa: F401
+
+    BACKENDS = ["httpx", "aiohttp"]
+except ImportError:  # pragma: no cover
+    BACKENDS = ["httpx"]
+
+SECRET = "sk-test-Secret-123456"
+
+
+def msgs(text: str = "hello") -> list[dict]:
+    return [
+        {"role": "system", "content": [{"type": "text", "text": "Answer briefly."}]},
+        {"role": "user", "content": [{"type": "text", "text": text}]},
+    ]
+
+
+def make_client(server: FakeOpenAIServer, backend: str = "httpx", **cfg) -> OpenAICompatibleClient:
+    settings = {"backoff_base_s": 0.01, "backoff_max_s": 0.5, "timeout_s": 5.0, "max_retries": 3, **cfg}
+    config = OpenAICompatibleConfig(base_url=server.base_url, model="test-model", **settings)
+    return OpenAICompatibleClient(config, rng=random.Random(0), http_backend=backend)
+
+
+def complete(client: OpenAICompatibleClient, messages: list[dict], **overrides) -> CompletionResult:
+    async def go() -> CompletionResult:
+        async with client:
+            return await client.complete(messages, **overrides)
+
+    return asyncio.run(go())
+
+
+@pytest.fixture
+def server():
+    with FakeOpenAIServer() as srv:
+        yield srv
+
+
+# ---------------------------------------------------------------------------- success path
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_success_records_answer_and_usage(server, backend):
+    result = complete(make_client(server, backend), msgs("what is up?"))
+    assert result.ok and result.error is None and result.attempts == 1
+    body = server.requests[0]
+    assert result.text == default_responder(body) and result.text.startswith("ANSWER:")
+    assert result.finish_reason == "stop"
+    assert result.prompt_tokens and result.prompt_tokens > 0
+    assert result.completion_tokens and result.completion_tokens > 0
+    assert result.served_model == "test-model"
+    assert result.latency_s is not None and result.latency_s > 0
+    assert result.reasoning is None
+
+
+def test_reasoning_and_custom_responder():
+    def responder(body):
+        return {"content": "Paris", "reasoning_content": "capital of France", "finish_reason": "length"}
+
+    with FakeOpenAIServer(responder=responder, model_name="served-name") as srv:
+        result = complete(make_client(srv), msgs())
+    assert (result.text, result.reasoning, result.finish_reason) == ("Paris", "capital of France", "length")
+    assert result.served_model == "served-name"
+
+
+def test_request_body_fields(server):
+    client = make_client(server, max_new_tokens=77, temperature=0.3, top_p=0.9, seed=42,
+                         extra_body={"chat_template_kwargs": {"enable_thinking": False}})
+    messages = msgs("body check")
+    assert complete(client, messages).ok
+    body = server.requests[0]
+    assert body["model"] == "test-model"
+    assert body["messages"] == messages
+    assert body["temperature"] == 0.3 and body["max_tokens"] == 77
+    assert body["top_p"] == 0.9 and body["seed"] == 42
+    assert body["chat_template_kwargs"] == {"enable_thinking": False}
+
+
+def test_optional_fields_omitted_and_overrides(server):
+    client = make_client(server)
+    assert complete(client, msgs()).ok
+    body = server.requests[0]
+    assert body["temperature"] == 0.0 and body["max_tokens"] == 2048
+    assert "top_p" not in body and "seed" not in body
+    # judge API mode: max_completion_tokens instead of max_tokens, no temperature
+    assert complete(client, msgs(), max_new_tokens=None, temperature=None, max_completion_tokens=256,
+                    model="other", extra_body={"x": 1}).ok
+    body = server.requests[1]
+    assert "max_tokens" not in body and "temperature" not in body
+    assert body["max_completion_tokens"] == 256 and body["model"] == "other" and body["x"] == 1
+
+
+# ---------------------------------------------------------------------------- faults and retries
+FAULTS = ["429", "500", "503", "timeout", "malformed", "truncated", "empty_choices", "disconnect"]
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+@pytest.mark.parametrize("kind", FAULTS)
+def test_each_fault_is_retried_then_succeeds(backend, kind):
+    fault = Fault("timeout", sleep_s=5) if kind == "timeout" else kind
+    with FakeOpenAIServer(faults=[fault, "ok"], retry_after_s=0.01) as srv:
+        result = complete(make_client(srv, backend, timeout_s=0.3), msgs())
+        assert srv.fault_log == [(0, kind), (1, "ok")]
+    assert result.ok, result.error
+    assert result.attempts == 2 and result.text.startswith("ANSWER:")
+
+
+@pytest.mark.parametrize("kind", ["500", "malformed", "empty_choices", "truncated"])
+def test_retries_exhausted_gives_failure_never_an_answer(kind):
+    with FakeOpenAIServer(faults=[kind] * 10) as srv:
+        result = complete(make_client(srv, max_retries=2), msgs())
+        assert srv.request_count == 3
+    assert not result.ok and result.text is None and result.reasoning is None
+    assert result.attempts == 3 and result.latency_s is None
+    assert result.error and ":" in result.error
+
+
+@pytest.mark.parametrize("status", ["400", "401", "403", "404"])
+def test_client_errors_are_not_retried(status):
+    with FakeOpenAIServer(faults=[status, "ok"]) as srv:
+        result = complete(make_client(srv), msgs())
+        assert srv.request_count == 1
+    assert not result.ok and result.attempts == 1 and result.text is None
+    assert status in result.error
+
+
+def test_retry_after_is_honoured():
+    with FakeOpenAIServer(faults=[Fault("429", retry_after=0.4), "ok"]) as srv:
+        client = make_client(srv, backoff_base_s=0.001)
+        t0 = time.perf_counter()
+        result = complete(client, msgs())
+        elapsed = time.perf_counter() - t0
+    assert result.ok and result.attempts == 2
+    assert elapsed >= 0.4
+
+
+def test_retry_after_is_capped_by_backoff_max():
+    with FakeOpenAIServer(faults=[Fault("429", retry_after=30), "ok"]) as srv:
+        t0 = time.perf_counter()
+        result = complete(make_client(srv, backoff_max_s=0.1), msgs())
+        assert time.perf_counter() - t0 < 3
+    assert result.ok and result.attempts == 2
+
+
+def test_backoff_is_full_jitter_and_seeded(server):
+    a, b = make_client(server, backoff_base_s=1.0, backoff_max_s=5.0), make_client(server, backoff_base_s=1.0, backoff_max_s=5.0)
+    delays_a = [a.backoff_delay(n) for n in range(8)]
+    assert delays_a == [b.backoff_delay(n) for n in range(8)]  # same seed, same delays
+    for n, d in enumerate(delays_a):
+        assert 0.0 <= d <= min(5.0, 1.0 * 2**n)
+    assert a.backoff_delay(3, retry_after=2.0) == 2.0
+    assert a.backoff_delay(3, retry_after=99.0) == 5.0
+
+
+def test_timeout_handling():
+    with FakeOpenAIServer(faults=[Fault("timeout", sleep_s=10)] * 5) as srv:
+        t0 = time.perf_counter()
+        result = complete(make_client(srv, timeout_s=0.2, max_retries=1), msgs())
+        elapsed = time.perf_counter() - t0
+    assert not result.ok and result.attempts == 2
+    assert "Timeout" in result.error
+    assert elapsed < 3
+
+
+def test_connection_refused_is_a_failure_not_an_exception():
+    with FakeOpenAIServer() as srv:
+        url = srv.base_url
+    config = OpenAICompatibleConfig(base_url=url, model="m", max_retries=1, backoff_base_s=0.01, timeout_s=1)
+    result = complete(OpenAICompatibleClient(config), msgs())
+    assert not result.ok and result.attempts == 2 and result.error
+
+
+# ---------------------------------------------------------------------------- concurrency
+def test_complete_many_respects_concurrency_and_is_lazy():
+    n, cap = 40, 4
+    produced = 0
+    done: dict[int, CompletionResult] = {}
+    max_ahead = 0
+
+    def gen():
+        nonlocal produced, max_ahead
+        for i in range(n):
+            produced += 1
+            max_ahead = max(max_ahead, produced - len(done))
+            yield i, msgs(f"question {i}")
+
+    with FakeOpenAIServer(latency_s=0.05) as srv:
+        client = make_client(srv, concurrency=cap)
+        summary = client.run_many(gen(), lambda k, r: done.__setitem__(k, r), progress=False)
+        assert srv.max_in_flight == cap
+    assert sorted(done) == list(range(n)) and all(r.ok for r in done.values())
+    assert summary.total == n and summary.ok == n and summary.failed == 0
+    assert max_ahead <= cap  # never more than `concurrency` payloads alive
+
+
+def test_direct_complete_calls_share_the_cap(server):
+    with FakeOpenAIServer(latency_s=0.05) as srv:
+        client = make_client(srv, concurrency=3)
+
+        async def go():
+            async with client:
+                return await asyncio.gather(*(client.complete(msgs(str(i))) for i in range(15)))
+
+        results = asyncio.run(go())
+        assert srv.max_in_flight <= 3
+    assert all(r.ok for r in results)
+
+
+def test_complete_many_async_callback_failures_and_progress(capsys):
+    faults = faults_by_key({"Q-fail": ["500"] * 10, "Q-flaky": ["503", "429"]})
+    seen: list[tuple[str, CompletionResult]] = []
+
+    async def on_result(key, result):
+        await asyncio.sleep(0)
+        seen.append((key, result))
+
+    async def items():
+        for key in ("Q-ok", "Q-fail", "Q-flaky"):
+            yield key, msgs(key)
+
+    with FakeOpenAIServer(faults=faults, retry_after_s=0.01) as srv:
+        client = make_client(srv, concurrency=2, max_retries=2)
+
+        async def go():
+            async with client:
+                return await client.complete_many(items(), on_result, progress=True, total=3)
+
+        summary = asyncio.run(go())
+    by_key = dict(seen)
+    assert by_key["Q-ok"].ok and by_key["Q-ok"].attempts == 1
+    assert by_key["Q-flaky"].ok and by_key["Q-flaky"].attempts == 3
+    assert not by_key["Q-fail"].ok and by_key["Q-fail"].attempts == 3 and by_key["Q-fail"].text is None
+    assert (summary.ok, summary.failed, summary.attempts) == (2, 1, 7)
+    assert "failed=1" in capsys.readouterr().err
+
+
+def test_on_result_exception_propagates(server):
+    def boom(key, result):
+        raise OSError("disk full")
+
+    client = make_client(server, concurrency=2)
+    with pytest.raises(OSError, match="disk full"):
+        client.run_many(((i, msgs()) for i in range(10)), boom, progress=False)
+
+
+def test_run_many_twice_and_module_helper(server):
+    client = make_client(server, concurrency=2)
+    out: list[int] = []
+    for _ in range(2):  # a new event loop each time
+        summary = client.run_many([(i, msgs(str(i))) for i in range(3)], lambda k, r: out.append(k), progress=False)
+        assert summary.ok == 3
+    cfg = OpenAICompatibleConfig(base_url=server.base_url, model="m")
+    assert run_many(cfg, [("a", msgs())], lambda k, r: out.append(k), progress=False).ok == 1
+    assert sorted(out[:3]) == [0, 1, 2] and out[-1] == "a"
+
+
+def test_run_many_refuses_a_running_loop(server):
+    client = make_client(server)
+
+    async def go():
+        client.run_many([], lambda k, r: None, progress=False)
+
+    with pytest.raises(RuntimeError, match="complete_many"):
+        asyncio.run(go())
+
+
+# ---------------------------------------------------------------------------- secrets
+def test_api_key_from_env_sent_but_never_exposed(server, monkeypatch):
+    monkeypatch.setenv("MEMLENS_TEST_API_KEY", SECRET)
+    client = make_client(server, api_key_env="MEMLENS_TEST_API_KEY")
+    result = complete(client, msgs())
+    assert server.request_headers[0]["authorization"] == f"Bearer {SECRET}"
+    for text in (repr(client.config), str(client.config), repr(client), repr(result),
+                 json.dumps(result.to_dict()), json.dumps(client.config.to_dict())):
+        assert SECRET not in text
+    assert "MEMLENS_TEST_API_KEY" in repr(client.config)
+    assert SECRET not in client._describe(RuntimeError(f"auth failed for {SECRET}"))
+
+
+def test_missing_key_env_sends_empty(server, monkeypatch):
+    monkeypatch.delenv("MEMLENS_UNSET_KEY", raising=False)
+    assert complete(make_client(server, api_key_env="MEMLENS_UNSET_KEY"), msgs()).ok
+    assert complete(make_client(server), msgs()).ok
+    assert [h["authorization"] for h in server.request_headers] == ["Bearer EMPTY", "Bearer EMPTY"]
+
+
+# ---------------------------------------------------------------------------- images
+def _image(path, size=(1000, 500)):
+    Image.new("RGB", size, (200, 30, 30)).save(path)
+    return str(path)
+
+
+def test_local_images_inlined_as_base64(server, tmp_path):
+    path = _image(tmp_path / "a.jpg")
+    messages = [{"role": "user", "content": [
+        {"type": "text", "text": "look"},
+        {"type": "image_url", "image_url": {"url": path}},
+        {"type": "image_url", "image_url": {"url": "https://example.org/x.png"}},
+    ]}]
+    client = make_client(server, max_image_side=100)
+    assert complete(client, messages).ok
+    blocks = server.requests[0]["messages"][0]["content"]
+    url = blocks[1]["image_url"]["url"]
+    assert url.startswith("data:image/png;base64,")
+    assert Image.open(io.BytesIO(base64.b64decode(url.split(",", 1)[1]))).size == (100, 50)
+    assert blocks[2]["image_url"]["url"] == "https://example.org/x.png"
+    assert messages[0]["content"][1]["image_url"]["url"] == path  # caller's messages untouched
+    assert server.requests[0]["messages"] == client.prepare_messages(messages)
+    body = client.build_body(messages)
+    assert json.loads(body.to_bytes())["messages"] == server.requests[0]["messages"]
+
+
+def test_images_by_url_and_missing_image(server, tmp_path):
+    path = _image(tmp_path / "b.png")
+    client = make_client(server, image_transport="url")
+    assert complete(client, [{"role": "user", "content": [{"type": "image", "image": path}]}]).ok
+    assert server.requests[0]["messages"][0]["content"][0]["image_url"]["url"].startswith("file:///")
+    missing = [{"role": "user", "content": [{"type": "image_url", "image_url": {"url": str(tmp_path / "gone.jpg")}}]}]
+    result = complete(make_client(server), missing)
+    assert not result.ok and result.attempts == 0 and result.error.startswith("ImageError")
+    assert server.request_count == 1  # nothing was sent for the broken request
+
+
+def test_shared_encoder_cache_across_requests(server, tmp_path):
+    path = _image(tmp_path / "c.jpg")
+    encoder = ImageEncoder(max_side=64)
+    config = OpenAICompatibleConfig(base_url=server.base_url, model="m", concurrency=4)
+    client = OpenAICompatibleClient(config, image_encoder=encoder)
+    items = [(i, [{"role": "user", "content": [{"type": "image_url", "image_url": {"url": path}},
+                                               {"type": "text", "text": f"q{i}"}]}]) for i in range(8)]
+    assert client.run_many(items, lambda k, r: None, progress=False).ok == 8
+    info = encoder.cache_info()
+    assert info.misses == 1 and info.hits >= 7
+
+
+# ---------------------------------------------------------------------------- fake server
+def test_fake_server_endpoints_and_key_faults():
+    with FakeOpenAIServer(model_name="served") as srv:
+        root = srv.base_url[: -len("/v1")]
+        with urllib.request.urlopen(root + "/health", timeout=5) as r:
+            assert r.status == 200
+        with urllib.request.urlopen(srv.base_url + "/models", timeout=5) as r:
+            assert json.load(r)["data"][0]["id"] == "served"
+    decide = faults_by_key({"K1": ["500", "429"], "K2": ["timeout"]})
+    assert [decide(0, {"messages": msgs("about K1")}) for _ in range(3)] == ["500", "429", "ok"]
+    assert decide(0, {"messages": msgs("K2")}) == "timeout"
+    assert decide(0, {"messages": msgs("none")}) == "ok"
+    with pytest.raises(ValueError):
+        Fault("explode")
+
+
+def test_config_validation():
+    with pytest.raises(ValueError):
+        OpenAICompatibleConfig(base_url="http://x/v1", model="m", image_transport="ftp")
+    with pytest.raises(ValueError):
+        OpenAICompatibleConfig(base_url="http://x/v1", model="m", concurrency=0)
