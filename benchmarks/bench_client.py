@@ -1,14 +1,15 @@
 """Benchmark of the OpenAI-compatible evaluation client against ``FakeOpenAIServer``.
 
-Scenarios (defaults in brackets):
+Scenarios:
 
 (a) URL images: 789 requests of a realistic 128K-token history (~300 KB of text in
     ~960 messages, 90 ``file://`` image URLs) at concurrency 32 against a server with
     200 ms latency.  Ideal throughput = concurrency / latency = 160 req/s; target >= 95 %.
 (b) base64 images: the same history with the 90 images (1024x768 JPEGs, resized to
     800x600 and PNG-encoded by a real :class:`ImageEncoder`) inlined as data URLs, i.e.
-    ~100 MB per request.  Prints the rate and where the time goes: first-time image
-    encoding, per-request body building (cache look-ups + JSON), and the HTTP part.
+    ~100 MB per request (160 requests by default: each one moves ~100 MB through
+    loopback).  Prints the rate and where the time goes: first-time image encoding,
+    per-request body building (cache look-ups + JSON), and the HTTP part.
 (c) "official harness approach": a ``ThreadPoolExecutor`` of 4 workers with the sync
     ``openai.OpenAI`` client, re-encoding every image for every request (open, RGB,
     LANCZOS resize, PNG at Pillow's default level, base64) and letting the SDK serialise
@@ -18,10 +19,14 @@ Scenarios (defaults in brackets):
     path (data-URL strings + stdlib ``json``), the same with ``orjson``, and ours
     (:meth:`OpenAICompatibleClient.build_body`: placeholders + cached bytes spliced in).
     Target <= 20 ms.
+(e) capacity of the fake server itself: a minimal keep-alive client with 64 connections
+    at 200 ms latency (requirement: >= 200 req/s), in-thread and in a child process.
 
+In (a) the fake server does not parse request bodies (``--server-parse`` turns it on),
+so that the measured latency beyond 200 ms is the client's.
 By default the fake server runs in a child process (like a real vLLM server, so its CPU
 does not compete with the client for the GIL); ``--server thread`` runs it in-process.
-The machine may be shared: every throughput figure is the median of ``--repeat`` runs.
+The machine may be shared (the load average is printed): (a) is the median of ``--repeat`` runs.
 
 Run: ``.venv/bin/python benchmarks/bench_client.py`` (``--quick`` for a short smoke run).
 """
@@ -179,6 +184,7 @@ class RunResult:
     http_s: float
     bytes_sent: int
     server: dict
+    cpu_s: float
 
 
 def run_ours(placement: str, history: list[dict], n: int, *, concurrency: int, latency: float, transport: str,
@@ -195,12 +201,14 @@ def run_ours(placement: str, history: list[dict], n: int, *, concurrency: int, l
                 failures.append(result)
 
         gc.collect()
+        cpu0 = time.process_time()
         summary = client.run_many(items(history, n), on_result, progress=False, total=n, ramp_up_s=ramp_up_s)
+        cpu = time.process_time() - cpu0
     if failures:
         print(f"    ! {len(failures)} failures, first: {failures[0].error}")
     st = client.stats
     return RunResult(summary.requests_per_s, summary.elapsed_s, summary.ok, summary.failed, st.build_s, st.http_s,
-                     st.bytes_sent, server.stats())
+                     st.bytes_sent, server.stats(), cpu)
 
 
 def official_encode(path: str, max_side: int = 800) -> str:
@@ -284,6 +292,34 @@ def measure_build(history_b64: list[dict], encoder: ImageEncoder, repeat: int = 
     return out
 
 
+async def _raw_load(port: int, connections: int, n: int) -> float:
+    """Minimal keep-alive HTTP/1.1 client (a few microseconds per request) to load the server."""
+    body = json.dumps({"model": "m", "messages": [{"role": "user", "content": "hi"}]}).encode()
+    request = (b"POST /v1/chat/completions HTTP/1.1\r\nhost: bench\r\ncontent-type: application/json\r\n"
+               b"content-length: %d\r\n\r\n%s" % (len(body), body))
+    todo = iter(range(n))
+
+    async def conn() -> None:
+        reader, writer = await asyncio.open_connection("127.0.0.1", port)
+        for _ in todo:
+            writer.write(request)
+            await writer.drain()
+            head = await reader.readuntil(b"\r\n\r\n")
+            length = next(int(line.split(b":")[1]) for line in head.split(b"\r\n") if line.lower().startswith(b"content-length"))
+            await reader.readexactly(length)
+        writer.close()
+
+    t0 = time.perf_counter()
+    await asyncio.gather(*(conn() for _ in range(connections)))
+    return n / (time.perf_counter() - t0)
+
+
+def server_capacity(placement: str, latency: float, connections: int = 64, n: int = 1280) -> tuple[float, int]:
+    with ServerHandle(placement, latency_s=latency) as server:
+        rate = asyncio.run(_raw_load(server.port, connections, n))
+    return rate, server.stats()["max_in_flight"]
+
+
 # ---------------------------------------------------------------------------- main
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
@@ -291,21 +327,27 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--concurrency", type=int, default=32)
     ap.add_argument("--latency", type=float, default=0.2)
     ap.add_argument("--images", type=int, default=90)
-    ap.add_argument("--b-requests", type=int, default=789)
-    ap.add_argument("--c-requests", type=int, default=8, help="requests for the official approach with base64 images")
-    ap.add_argument("--c-url-requests", type=int, default=160)
+    ap.add_argument("--b-requests", type=int, default=160,
+                    help="requests in (b); each moves ~100 MB, so fewer than in (a)")
+    ap.add_argument("--c-requests", type=int, default=4, help="requests for the official approach with base64 images")
+    ap.add_argument("--c-url-requests", type=int, default=80)
     ap.add_argument("--server", choices=("process", "thread"), default="process")
-    ap.add_argument("--repeat", type=int, default=3)
+    ap.add_argument("--repeat", type=int, default=3, help="runs of (a) (median reported)")
+    ap.add_argument("--b-repeat", type=int, default=1, help="runs of (b) (median reported)")
     ap.add_argument("--ramp-up", type=float, default=None, help="ramp-up seconds for (a) (default: latency)")
     ap.add_argument("--http-backend", default="auto", choices=("auto", "aiohttp", "httpx"))
+    ap.add_argument("--server-parse", action="store_true",
+                    help="let the fake server JSON-parse bodies in (a) (adds server CPU to the measured latency)")
     ap.add_argument("--quick", action="store_true", help="small smoke run")
-    ap.add_argument("--only", default="abcd", help="subset of scenarios to run, e.g. 'ad'")
+    ap.add_argument("--only", default="abcde", help="subset of scenarios to run, e.g. 'ad'")
     args = ap.parse_args(argv)
     if args.quick:
         args.requests, args.b_requests, args.c_requests, args.c_url_requests, args.repeat = 96, 32, 2, 20, 1
+        args.b_repeat = 1
     ramp = args.latency if args.ramp_up is None else args.ramp_up
     ideal = args.concurrency / args.latency
-    print(f"python {sys.version.split()[0]}, {os.cpu_count()} CPUs, server placement: {args.server}, "
+    print(f"python {sys.version.split()[0]}, {os.cpu_count()} CPUs, load average {os.getloadavg()[0]:.1f}, "
+          f"server placement: {args.server}, "
           f"http backend: {OpenAICompatibleClient(OpenAICompatibleConfig('http://x/v1', 'm'), http_backend=args.http_backend).http_backend}, "
           f"orjson: {orjson is not None}")
 
@@ -325,14 +367,16 @@ def main(argv: list[str] | None = None) -> int:
                   f"file:// image URLs; ideal {ideal:.0f} req/s")
             for label, r_up in (("no ramp-up", 0.0), (f"ramp-up {ramp:g}s", ramp)):
                 runs = [run_ours(args.server, history, args.requests, concurrency=args.concurrency, latency=args.latency,
-                                 transport="url", ramp_up_s=r_up, http_backend=args.http_backend)
+                                 transport="url", ramp_up_s=r_up, http_backend=args.http_backend,
+                                 parse_bodies=args.server_parse)
                         for _ in range(args.repeat)]
                 rates = sorted(r.rate for r in runs)
                 med = statistics.median(rates)
                 r0 = runs[0]
                 print(f"    {label:>14}: {med:6.1f} req/s = {med / ideal:6.1%} of ideal "
                       f"(runs: {', '.join(f'{x:.1f}' for x in rates)}); body {r0.bytes_sent / max(1, r0.ok) / 1e3:.0f} KB, "
-                      f"build {r0.build_s / max(1, r0.ok) * 1e3:.2f} ms/req, server max in flight {r0.server['max_in_flight']}")
+                      f"build {r0.build_s / max(1, r0.ok) * 1e3:.2f} ms/req, client CPU {r0.cpu_s / max(1, r0.ok) * 1e3:.2f} ms/req, "
+                      f"server max in flight {r0.server['max_in_flight']}")
 
         if "b" in args.only or "c" in args.only or "d" in args.only:
             t0 = time.perf_counter()
@@ -347,7 +391,7 @@ def main(argv: list[str] | None = None) -> int:
         if "b" in args.only:
             print(f"\n(b) {args.b_requests} requests, concurrency {args.concurrency}, latency {args.latency * 1e3:.0f} ms, "
                   f"{len(paths)} base64 images per request (warm encoder cache)")
-            for _ in range(args.repeat):
+            for _ in range(args.b_repeat):
                 results_b.append(run_ours(args.server, history, args.b_requests, concurrency=args.concurrency,
                                           latency=args.latency, transport="base64", encoder=encoder,
                                           parse_bodies=False, ramp_up_s=ramp, http_backend=args.http_backend))
@@ -356,7 +400,9 @@ def main(argv: list[str] | None = None) -> int:
             http_ms = rb.http_s / per * 1e3
             print(f"    {rb.rate:.1f} req/s = {rb.rate / ideal:.1%} of ideal (runs: {', '.join(f'{r.rate:.1f}' for r in results_b)}); "
                   f"payload {rb.bytes_sent / per / 1e6:.1f} MB/request, {rb.bytes_sent / rb.elapsed / 1e9:.2f} GB/s sent")
-            print(f"    time per request: build {rb.build_s / per * 1e3:.1f} ms (cache look-ups + JSON + splice), "
+            print(f"    client CPU {rb.cpu_s / per * 1e3:.1f} ms/request (of which building the body "
+                  f"{rb.build_s / per * 1e3:.1f} ms: cache look-ups + JSON + splice; the rest is pushing the bytes)")
+            print(f"    time per request: build {rb.build_s / per * 1e3:.1f} ms, "
                   f"HTTP {http_ms:.1f} ms = server latency {args.latency * 1e3:.0f} ms + transfer/queueing "
                   f"{http_ms - args.latency * 1e3:.1f} ms; first-time encoding {cold / len(paths) * 1e3:.1f} ms/image, "
                   f"paid once per image")
@@ -382,6 +428,14 @@ def main(argv: list[str] | None = None) -> int:
                 flag = "  <= 20 ms target" if label.startswith("ours") else ""
                 print(f"    {label:<52} {ms:7.1f} ms{flag}")
             print(f"    request size {size:.1f} MB")
+
+    if "e" in args.only:
+        print(f"\n(e) fake server capacity: 64 keep-alive connections, latency {args.latency * 1e3:.0f} ms, "
+              f"minimal client; ideal {64 / args.latency:.0f} req/s (requirement >= 200 req/s)")
+        for placement in ("thread", "process"):
+            rate, peak = server_capacity(placement, args.latency, n=320 if args.quick else 1280)
+            print(f"    {placement:>7}: {rate:6.1f} req/s = {rate / (64 / args.latency):.1%} of ideal, {peak} in flight")
+    print(f"\nload average at the end: {os.getloadavg()[0]:.1f}")
     return 0
 
 

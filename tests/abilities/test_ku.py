@@ -92,7 +92,7 @@ def test_mentions_keep_identity_in_images_only(topics):
             m = f.mention
             assert m.count("<image>") == 1 == len(f.image_idx)
             desc = d.details["descriptors"][j]
-            assert desc.split()[0] in ("this", "that") and len(desc.split()) <= MAX_DESCRIPTOR_WORDS
+            assert desc.split()[0] in ("this", "that", "the") and len(desc.split()) <= MAX_DESCRIPTOR_WORDS
             assert desc in m and m.index(desc) < m.index("<image>")
             assert d.details["attribute"] in m, "every fact restates the attribute it updates"
             for s in d.forbidden:
@@ -111,7 +111,7 @@ def test_descriptors_are_short_and_neutral():
         assert len(cat.descriptors) >= CHAIN + 1, cat.key
         words = tokens(cat.key.replace("_", " "))
         for desc in cat.descriptors:
-            assert desc.startswith("this ")  # the plan may say "that" instead
+            assert desc.startswith("this ")  # the plan may say "that" or "the" instead
             assert len(desc.split()) <= MAX_DESCRIPTOR_WORDS, desc
             assert not tokens(desc) & words, (cat.key, desc)
         for role, question in cat.roles:
@@ -186,3 +186,19 @@ def test_bad_subtype_or_variant(topics):
         ku.plan(random.Random(0), topics[0], "update", "shop_sign", "p", set())
     with pytest.raises(ValueError):
         ku.plan(random.Random(0), topics[0], "", "nope", "p", set())
+
+
+def test_occasions_avoid_other_questions_contexts(topics):
+    from memlens.abilities.contexts import OCCASIONS
+    from memlens.abilities.ku import OCCASION_SUFFIXES
+
+    reserved = {o + s for o in OCCASIONS for s in OCCASION_SUFFIXES if o != "the flea market"}
+    reserved.add("the flea market on Friday with Leo")  # clashes with "the flea market on Friday"
+    before, added = set(reserved), set()
+    for i, variant in enumerate(VARIANTS):
+        plan = KnowledgeUpdate().plan(random.Random(i), topics[i], "", variant, f"p{i}", reserved)
+        occs = {s["occ"] for s in plan.latent["slots"]}
+        assert occs <= {"the flea market", "the flea market last month", "the flea market in spring"}
+        added.add(plan.latent["context"])
+    assert reserved - before == added, "only the attributes are reserved"
+    assert not any(r.startswith("the flea market") for r in added), "occasions are shared phrase space"

@@ -296,3 +296,9 @@ def test_entity_anchors_with_pick(monkeypatch, ability, topics):
                 sw[ents[0]], sw[ents[1]] = sw[ents[1]], sw[ents[0]]
                 got = derive(d.derivation, sw, ctx)
                 assert got is not None
+
+
+def test_show_phrase():
+    assert T.show_phrase("Velvet Static", "concert") == 'the "Velvet Static" concert'
+    assert T.show_phrase("The Printmakers' Year", "exhibition") == '"The Printmakers\' Year" exhibition'
+    assert T.show_phrase("Lantern River Festival", "festival") == 'the "Lantern River Festival"'

@@ -70,7 +70,8 @@ def responder(body: dict) -> str:
     if "FMT_GARBAGE" in ans:
         return "I am not able to grade this."
     pts = "point" if s == 1 else "points"
-    return f"The final answer is given. The answer deserves {s} {pts}.\n[Score]: {s} {pts}\n[JSON]: {{\"answer_score\": {s}}}"
+    return (f"The final answer is given. The answer deserves {s} {pts}.\n[Score]: {s} {pts}\n"
+            f'[JSON]: {{"answer_score": {s}}}')
 
 
 def make_judge(server: FakeOpenAIServer, tmp_path: Path, **kw) -> LLMJudge:

@@ -194,6 +194,7 @@ def test_spearman_and_hard_questions(vroot):
     assert set(hq["mean_by_length"]) <= set(LENGTHS)
     few = an.hard_questions(an.load_cube(vroot, "deterministic", systems=["alpha", "beta"]))
     assert few["n_hard"] is None
+    assert an.hard_questions(cube, reference_length="512k")["n_hard"] is None
 
 
 # ----------------------------------------------------------------------------------- judges
@@ -225,7 +226,7 @@ def test_agreement_table_llm_vs_rules(tmp_path):
     assert "IE_Entity" not in keys and "KU_KnowledgeUpdate" not in keys and "MSR_Counting" in keys
     tr = [r for r in res["rows"] if r["group"] == "TR_DurationComparison"][0]
     assert tr["n"] == 6 * 3 and tr["n"] - tr["n_agree"] == 6
-    assert [r["group"] for r in res["by_length"]] == ["32k", "64k"]
+    assert [r["group"] for r in res["by_length"]] == ["length 32k", "length 64k"]
     assert sum(r["n"] for r in res["by_length"]) == overall["n"]
     assert [r["n_systems"] for r in res["leaderboard_spearman"]] == [3, 3]
     full = an.agreement_records(root, "llm", "deterministic")

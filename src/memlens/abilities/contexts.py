@@ -16,13 +16,20 @@ PLACES = ["kitchen shelf", "hallway shelf", "study bookshelf", "living room side
           "balcony table", "office desk", "garden table", "bedroom dresser", "kitchen counter",
           "workshop bench", "studio shelf", "reading nook shelf", "window sill", "coffee table",
           "breakfast bar", "pantry shelf", "craft table", "entryway console", "bathroom shelf"]
+ROOMS = ["kitchen", "hallway", "office", "study", "living room", "bedroom", "workshop", "studio", "dining room",
+         "guest room", "waiting room", "classroom", "break room"]
 OCCASIONS = ["that bakery run", "the farmers market trip", "lunch with the team", "the late dinner downtown",
              "my sister's birthday shopping", "the hardware store visit", "the weekend grocery haul",
              "the airport stopover", "the bookshop detour", "the pharmacy stop", "the office supplies order",
              "the picnic shopping", "the camping gear run", "the garden centre visit", "the brunch outing",
              "the school supplies trip", "the museum cafe", "the holiday market", "the bike shop repair",
              "the pet store errand", "the night market", "the conference lunch", "the beach kiosk",
-             "the train station snack stop", "the street food walk", "the flea market"]
+             "the train station snack stop", "the street food walk", "the flea market",
+             "the antique fair", "the harbour walk", "the ski weekend", "the vineyard tour", "the craft fair",
+             "the food hall visit", "the outlet mall trip", "the lake cabin weekend", "the zoo outing",
+             "the car boot sale", "the book fair", "the design fair", "the cheese shop stop", "the spice market",
+             "the record fair", "the aquarium trip", "the festival weekend", "the college reunion",
+             "the cooking class", "the pottery market", "the wine bar evening", "the ferry crossing"]
 PEOPLE = ["Maya", "Jonas", "Lena", "Tariq", "Sofia", "Ben", "Aiko", "Marco", "Nadia", "Owen", "Chloe", "Ravi",
           "Ines", "Felix", "Hana", "Leo", "Zara", "Tomás", "Elif", "Sam"]
 PLANS = ["the dinner plans", "the weekend hike", "the concert tickets", "the study group", "the moving day",
@@ -78,7 +85,7 @@ def thing_for(rng: random.Random, family: str, reserved: set[str] | None = None)
         ctx = _draw(rng, lambda: f"{rng.choice(APPS)} page for {rng.choice(PLANS)}", reserved)
         return f"{ctx}", ctx
     if family in ("clock", "calendar_page"):
-        ctx = _draw(rng, lambda: f"the {'clock' if family == 'clock' else 'calendar'} in {rng.choice(OWNERS)} {rng.choice(PLACES).split()[0]}", reserved)
+        ctx = _draw(rng, lambda: f"the {'clock' if family == 'clock' else 'calendar'} in {rng.choice(OWNERS)} {rng.choice(ROOMS)}", reserved)
         return ctx, ctx
     ctx = _draw(rng, lambda: f"{rng.choice(OWNERS)} {rng.choice(PLACES)}", reserved)
     return ctx, ctx

@@ -23,6 +23,9 @@ Ops (``img`` indexes the question's evidence images in order):
   ``B``, whichever interval is longer (ties are a construction error).
 - ``{"op": "order", "args": [...]}``: ``(i)(j)(k)``: 1-based indices of the args sorted ascending.
 - ``{"op": "last", "args": [...]}``: the value of the last sub-program (current state of a chain).
+- ``{"op": "pick", "match": "Larkspur Books", "cases": [[key, value], ...]}``: the value of the first
+  case whose key (usually a name read from an image) equals ``match``: it ties a text-side value such
+  as a session date to the image that identifies it.
 
 ``context`` carries what is not in the images: ``evidence_dates`` (release-format dates of the
 question's evidence sessions, in order).
@@ -134,6 +137,12 @@ def evaluate(prog: dict, truths: list[dict | None] | None, context: dict | None 
         return "".join(f"({i + 1})" for i in idx)
     if op == "last":
         return ev(prog["args"][-1])
+    if op == "pick":  # the value of the first case whose key (read from an image) equals `match`
+        want = str(prog["match"]).strip().lower()
+        for key, val in prog["cases"]:
+            if str(ev(key)).strip().lower() == want:
+                return ev(val)
+        raise ValueError("pick: no case matches")
     raise ValueError(f"unknown derivation op {op!r}")
 
 

@@ -160,11 +160,15 @@ def _counting_plan(rng: random.Random) -> tuple[dict, dict]:
     return {"counts": counts}, {"kind": kind, "color": c1}
 
 
-def _pick_kind(rng: random.Random, topic, options: dict[str, str]) -> str:
-    """A sub-kind (key of ``options``, value = its image family), preferring the topic's families."""
-    kinds = sorted(options)
-    fit = [k for k in kinds if options[k] in (getattr(topic, "families", None) or [])]
-    return pick(rng, fit or kinds)
+def _turn(reserved: set[str], key: str, options: list) -> list:
+    """``options`` rotated by the number of earlier plans of ``key`` in this run, so sub-kinds cycle
+    evenly over the plans (the run-wide ``reserved`` set carries one marker per plan; markers are
+    never context phrases). The rest of the rotation is the fallback order."""
+    prefix = f"ie-turn:{key}:"
+    n = sum(1 for r in reserved if r.startswith(prefix))
+    reserved.add(f"{prefix}{n}")
+    k = n % len(options)
+    return list(options[k:]) + list(options[:k])
 
 
 def _occasion(rng: random.Random, family: str, reserved: set[str]) -> tuple[str, str]:
@@ -290,9 +294,8 @@ class InformationExtraction(Ability):
 
     # ---- disambiguation: look-alike named things from one outing, one named in the question
     def _plan_disambiguation(self, rng, topic, reserved):
-        kind = _pick_kind(rng, topic, {"shop_sign": "named_sign", "street_sign": "named_sign",
-                                       "book_cover": "named_sign", "product_box": "named_sign",
-                                       "license_plate": "named_sign"})
+        kind = _turn(reserved, "disambiguation",
+                     ["shop_sign", "book_cover", "license_plate", "street_sign", "product_box"])[0]
         n = 2 if kind == "product_box" else rng.choice([2, 3])
         thing, ctx = _occasion(rng, "named_sign", reserved)
         reqs = []
@@ -339,8 +342,7 @@ class InformationExtraction(Ability):
 
     # ---- alignment: several images from one outing, the question describes one by an element
     def _plan_alignment(self, rng, topic, reserved):
-        kind = _pick_kind(rng, topic, {"price_tag": "price_tag", "receipt": "receipt",
-                                       "license_plate": "named_sign", "ticket": "ticket"})
+        kind = _turn(reserved, "alignment", ["price_tag", "receipt", "license_plate", "ticket"])[0]
         family = {"license_plate": "named_sign"}.get(kind, kind)
         n = rng.choice([2, 3])
         thing, ctx = _occasion(rng, family, reserved)
@@ -374,8 +376,7 @@ class InformationExtraction(Ability):
 
     # ---- arithmetic: a value computed from numbers the image shows
     def _plan_arithmetic(self, rng, topic, reserved):
-        kind = _pick_kind(rng, topic, {"receipt_pair": "receipt", "price_multiple": "price_tag",
-                                       "ticket_multiple": "ticket"})
+        kind = _turn(reserved, "arithmetic", ["receipt_pair", "price_multiple", "ticket_multiple"])[0]
         family = {"receipt_pair": "receipt", "price_multiple": "price_tag", "ticket_multiple": "ticket"}[kind]
         thing, ctx = _occasion(rng, family, reserved)
         cur = rng.choice(["USD", "USD", "EUR", "EUR", "GBP", "DKK", "JPY"])
@@ -396,8 +397,7 @@ class InformationExtraction(Ability):
         from memlens.generate.validators import contains_token_bounded
 
         people = [p for p in PEOPLE if not any(contains_token_bounded(p, n) for n in vocab.FIRST_NAMES)]
-        keys = list(CHAT_QUESTIONS)
-        rng.shuffle(keys)
+        keys = _turn(reserved, "chat_screenshot", list(CHAT_QUESTIONS))
         ctx = None
         for script, slot in keys:
             ctx = _draw_free(rng, [f"my chat with {p} about {pl}" for p in people for pl in CHAT_PLANS[script]],
@@ -422,8 +422,7 @@ class InformationExtraction(Ability):
 
     # ---- previnfo: app / web screenshots
     def _plan_app_interface(self, rng, topic, reserved):
-        kinds = sorted(APP_KINDS)
-        rng.shuffle(kinds)
+        kinds = _turn(reserved, "app_interface", sorted(APP_KINDS))
         ctx = None
         for kind in kinds:
             cands = [f"{a} page for {pl}" for a in APP_KINDS[kind][0] for pl in PLANS]
@@ -433,14 +432,14 @@ class InformationExtraction(Ability):
         if ctx is None:
             raise RuntimeError("IE app_interface: context space exhausted (contexts.APPS x PLANS)")
         reserved.add(ctx)
-        field, _, _ = pick(rng, APP_KINDS[kind][1])
+        field, _, _ = _turn(reserved, f"app_interface/{kind}", APP_KINDS[kind][1])[0]
         latent = {"kind_q": f"{kind}/{field}", "app_kind": kind, "field": field, "context": ctx,
                   "mentions": [mention_for(rng, "app_screenshot", ctx)], "wording": rng.randrange(2)}
         return [ImageRequest("app_screenshot", {"kind": kind})], latent
 
     # ---- previnfo: natural photos
     def _plan_natural_photo(self, rng, topic, reserved):
-        kind = rng.choice(["count", "count", "color", "plate", "car_color"])
+        kind = _turn(reserved, "natural_photo", ["count", "color", "plate", "count", "car_color"])[0]
         if kind in ("count", "color"):
             ctx, mention = self._scene_ctx(rng, reserved)
             if kind == "count":

@@ -15,8 +15,15 @@ price_tag (brand on a shelf label), app_screenshot (streaming service, online sh
 chat_screenshot (the meeting place agreed in a chat). ``details.category`` names the attribute
 category (cafe, book, granola, car, ...): 27 categories in all.
 
+Facts read like haystack mentions: ``contexts.mention_for`` templates, and things from the shared
+phrase space with the descriptor in it ("this cosy little spot from the bakery run", "the price label
+I saw on the night market for this nutty spread", "my chat with Maya about this new hangout", "my
+delivery app page for this newer site"); the descriptor's determiner varies (this/that/the). The
+update itself is a clause after the image (", and it's the café I go to before work now").
+
 The attribute phrase (e.g. "the café I go to before work") is the question's reserved context: no
-two questions share one, and haystack mentions never use it.
+two questions share one, and haystack mentions never use it. Occasions come from the shared space
+but never one another question reserved.
 """
 from __future__ import annotations
 
@@ -25,7 +32,7 @@ import re
 from dataclasses import dataclass, field
 
 from memlens.abilities.base import Ability, Draft, FactDraft, ImageRequest, Plan, pick
-from memlens.abilities.contexts import APPS, OCCASIONS, PEOPLE, WHEN, mention_for
+from memlens.abilities.contexts import OCCASIONS, PEOPLE, WHEN, mention_for
 from memlens.crawl.synthetic import vocab
 from memlens.crawl.synthetic.named_sign import EU_COUNTRIES, US_STATES
 from memlens.schema import KU, Question
@@ -196,7 +203,8 @@ CATEGORIES: tuple[Category, ...] = (
           "as a late-night snack"),
          ("this crunchy morning staple", "this big cardboard box", "this clustery breakfast pick",
           "this toasty-smelling box", "this sweet crunchy stuff", "this supermarket find")),
-    _box("tea", ["Earl Grey Tea", "Chamomile Tea"], (("the tea I drink {q}", "Which brand of tea do I drink {q} now?"),),
+    _box("tea", ["Earl Grey Tea", "Chamomile Tea"],
+         (("the tea I drink {q}", "Which brand of tea do I drink {q} now?"),),
          ("in the afternoons", "at the office", "before bed", "with breakfast", "on rainy days", "after dinner",
           "when I'm studying"),
          ("this fragrant little box", "this soothing afternoon staple", "this boxed blend", "this calming box",
@@ -258,8 +266,10 @@ CATEGORIES: tuple[Category, ...] = (
              ("to work", "on weekends", "for the school run", "on road trips", "to the coast", "to the allotment",
               "to my parents' place", "for errands", "to band practice", "on camping trips", "to the climbing gym",
               "to football practice", "for the grocery run", "on night shifts", "to the lake", "to my evening class",
-              "for my deliveries", "to the airport"),
-             ("this trusty runabout", "this new set of wheels", "this zippy little runaround", "this roomy family wagon",
+              "for my deliveries", "to the airport", "to the ski hill", "to choir practice", "to weekend markets",
+              "to my night class"),
+             ("this trusty runabout", "this new set of wheels", "this zippy little runaround",
+              "this roomy family wagon",
               "this practical commuter ride", "this secondhand bargain", "this sensible little motor",
               "this comfy cruiser"),
              "Answer with the plate exactly as shown.", ("text",)),
@@ -269,7 +279,8 @@ CATEGORIES: tuple[Category, ...] = (
              ("my flat", "my office", "my studio", "my coworking desk", "my band's rehearsal room", "my sister's flat",
               "my storage unit", "my parking spot", "my climbing gym", "my pottery studio", "my dentist",
               "our team's office", "my therapist's practice", "my favourite food truck", "my piano teacher",
-              "my physio"),
+              "my physio", "my hairdresser", "my vet", "my daughter's nursery", "my language school",
+              "my weekend market stall", "my dance class", "my accountant", "my doctor's surgery", "my tailor"),
              ("this quiet leafy stretch", "this busy stretch downtown", "this tucked-away spot", "this corner of town",
               "this hilly part of town", "this stretch by the shops", "this lively neighbourhood",
               "this sleepy residential bit"),
@@ -469,6 +480,11 @@ def _constraints(rng: random.Random, cat: Category, setup: dict, name: str, qual
     raise ValueError(f"KU: no constraints for category {cat.key!r}")
 
 
+def clashes(c: str, reserved: set[str]) -> bool:
+    """``c`` is, contains or is contained in a reserved context (the rule of ``contexts.thing_for``)."""
+    return c in reserved or any(c in r or r in c for r in reserved)
+
+
 def name_of(truth: dict, path) -> str:
     v = truth
     for k in path:
@@ -498,7 +514,7 @@ class KnowledgeUpdate(Ability):
         cats = [c for c in CATEGORIES if c.variant == variant]
         rng.shuffle(cats)
         for cat in cats:
-            free = [(r, q) for r in cat.roles for q in cat.quals if r[0].format(q=q) not in reserved]
+            free = [(r, q) for r in cat.roles for q in cat.quals if not clashes(r[0].format(q=q), reserved)]
             if free:
                 break
         else:
@@ -507,7 +523,8 @@ class KnowledgeUpdate(Ability):
         (attr_tpl, q_tpl), qual = pick(rng, free)
         attr, question = attr_tpl.format(q=qual), q_tpl.format(q=qual)
         reserved.add(attr)
-        descriptors = [d if rng.random() < 0.7 else "that" + d[len("this"):]
+        # "this cosy little spot", sometimes "that ..." or "the ..." (haystack things start with "the")
+        descriptors = [rng.choices(["this", "that", "the"], weights=[5, 2, 3])[0] + d[len("this"):]
                        for d in rng.sample(list(cat.descriptors), CHAIN)]
         setup = _chain_setup(rng, cat)
         banned = banned_tokens(cat, attr, question, descriptors)
@@ -530,8 +547,9 @@ class KnowledgeUpdate(Ability):
                 req.constraints.update({"style": st, "topic": tp})
         if cat.family in PHOTO_FAMILIES:
             # same-layout renders of one kind can be perceptual near-duplicates (the filter drops them):
-            # at most one image of the chain is a flat render, the others are photographed
-            flat = rng.randrange(CHAIN)
+            # at most one image of the chain is a flat render, the others are photographed (flat street
+            # signs of one style differ only in their lettering: none of them is flat)
+            flat = rng.randrange(CHAIN) if cat.key != "street" else -1
             for k, req in enumerate(images):
                 req.constraints["photo"] = k != flat
         slots = [self._slots(rng, cat, reserved) for _ in range(CHAIN)]
@@ -545,7 +563,7 @@ class KnowledgeUpdate(Ability):
         """Shared-phrase-space pieces of one fact's thing: an occasion (never one another question
         reserved), an app, a person. Occasions are not this question's context (the attribute is),
         so they are not reserved: haystack mentions of them cannot make the question ambiguous."""
-        free = [o + sfx for o in OCCASIONS for sfx in OCCASION_SUFFIXES if o + sfx not in reserved]
+        free = [o + sfx for o in OCCASIONS for sfx in OCCASION_SUFFIXES if not clashes(o + sfx, reserved)]
         return {"wrap": pick(rng, list(cat.wraps)), "occ": pick(rng, free or list(OCCASIONS)),
                 "app": pick(rng, list(cat.extra.get("apps", ("the app",)))), "p": pick(rng, PEOPLE)}
 

@@ -24,6 +24,14 @@ session that shares them. Mode C textual dates are stated, but which entity they
 visible only in the image; they never equal a reference answer (TR answers that are dates come
 from artifacts or session timestamps only).
 
+Time line: the plan fixes the question date and every evidence session's exact timestamp
+(``FactDraft.at``), all inside the haystack's window and strictly before the question date, one
+session per day; printed dates are constrained into the images. Only contexts a question names are
+reserved (the calendar page of a calendar question); the occasion of a ticket, receipt or place is
+never named, so it is drawn from the shared phrase space without using it up, and a time suffix
+(" on Friday", " last month", ...) is used only when true. Dates and times in mentions are written
+in words (no digits), and the subtopic avoids strings that images print (see :func:`_subtopic`).
+
 Derivations: ``get`` on artifact truths, ``const`` for textual dates/times, ``fact_date`` (and
 ``date_add``) for session anchors, combined by ``longer`` / ``order``. Entity anchors are wrapped in
 a ``pick`` (select the value whose image shows the named entity) when the derivation module
@@ -36,6 +44,7 @@ import calendar as _calendar
 import random
 import re
 from datetime import date, datetime, timedelta
+from functools import lru_cache
 
 from memlens.abilities import contexts as ctxs
 from memlens.abilities.base import Ability, Draft, FactDraft, ImageRequest, Plan, pick
@@ -181,6 +190,13 @@ def time_words(hhmm: str) -> str:
     return f"{s} {part}"
 
 
+def show_phrase(name: str, etype: str) -> str:
+    """'the "Velvet Static" concert', '"The Printmakers' Year" exhibition', 'the "Lantern River Festival"'."""
+    noun = SHOW_NOUN[etype]
+    art = "" if name.startswith(("The ", "A ")) else "the "
+    return f'{art}"{name}"' + ("" if name.lower().endswith(noun) else f" {noun}")
+
+
 def answer_forms(ans: str) -> list[str]:
     """Text forms of a YYYY/MM/DD answer (all of them are forbidden in the history)."""
     d = _day(ans)
@@ -209,6 +225,11 @@ def _render_mention(rng: random.Random, family: str, thing: str, when: str | Non
 # --------------------------------------------------------------------------------------------------
 # Plan building blocks
 # --------------------------------------------------------------------------------------------------
+def _clashes(c: str, taken) -> bool:
+    """Same rule as ``contexts``: a context clashes with a taken one when either contains the other."""
+    return c in taken or any(c in r or r in c for r in taken)
+
+
 class _Retry(Exception):
     """The sampled time line does not fit; sample again (same rng stream, so deterministic)."""
 
@@ -233,6 +254,9 @@ class _Builder:
         self.used_ctx: set[str] = set()
         self.forbidden: list[str] = []
         self.sources: set[str] = set()
+        # the user: one home airport and one name on every pass and ticket of the question
+        self.home = pick(rng, vocab.CITIES)
+        self.me = f"{pick(rng, vocab.FIRST_NAMES)} {pick(rng, vocab.LAST_NAMES)}"
 
     # ---------------------------------------------------------------- names
     def _word(self) -> str:
@@ -273,9 +297,12 @@ class _Builder:
                 if event_day.month in (3, 4, 5) and session_day.month in (3, 4, 5, 6) \
                         and event_day.year == session_day.year:
                     suffixes.append(" in spring")
+                if event_day.month in (12, 1, 2) and session_day.month in range(3, 11) and gap >= 45:
+                    suffixes.append(" back in winter")
 
             def draw():
-                occ = pick(self.rng, ctxs.OCCASIONS) + pick(self.rng, suffixes)
+                occ = (pick(self.rng, ctxs.OCCASIONS) + pick(self.rng, ["", f" with {pick(self.rng, ctxs.PEOPLE)}"])
+                       + pick(self.rng, suffixes))
                 return f"{OCCASION_NOUN[family]} {occ}", occ
         else:
             def draw():
@@ -285,7 +312,7 @@ class _Builder:
             thing, ctx = draw()
             if any(a in ctx.lower() for a in avoid):
                 continue
-            if ctx in self.reserved or ctx in self.used_ctx:
+            if _clashes(ctx, self.reserved) or _clashes(ctx, self.used_ctx):
                 fallback = fallback or (thing, ctx)
                 continue
             break
@@ -301,8 +328,9 @@ class _Builder:
 
     def _friday_ctx(self, avoid: list[str]) -> tuple[str, str]:
         for _ in range(300):
-            occ = pick(self.rng, ctxs.OCCASIONS) + " on Friday"
-            if not any(a in occ.lower() for a in avoid) and occ not in self.used_ctx:
+            occ = (pick(self.rng, ctxs.OCCASIONS) + pick(self.rng, ["", f" with {pick(self.rng, ctxs.PEOPLE)}"])
+                   + " on Friday")
+            if not any(a in occ.lower() for a in avoid) and not _clashes(occ, self.used_ctx):
                 self.used_ctx.add(occ)
                 return f"{OCCASION_NOUN['named_sign']} {occ}", occ
         raise RuntimeError("TR: no 'on Friday' context free of clashes")
@@ -344,10 +372,10 @@ class _Builder:
             name, code = self._fresh_city()
         else:
             name, code = city
-        hname, hcode, _ = home or pick(self.rng, vocab.CITIES)
+        hname, hcode, _ = home or self.home
         sday = self._share_day(day, shared, before=(1, 6), after=(1, 15))
         thing, ctx = self._ctx("ticket", [], day, sday)
-        cons = {"kind": "boarding_pass", "date": _ds(day),
+        cons = {"kind": "boarding_pass", "date": _ds(day), "passenger": self.me,
                 "from_code": code if back else hcode, "from_city": name if back else hname,
                 "to_code": hcode if back else code, "to_city": hname if back else name}
         k = self._fact("ticket", cons, self._session_at(sday), thing, ctx,
@@ -371,14 +399,13 @@ class _Builder:
         name = self._fresh(lambda: pick(self.rng, SHOWS[etype]))
         sday = self._share_day(day, shared, before=(2, 25), after=(1, 15))
         thing, ctx = self._ctx("ticket", [], day, sday)
-        cons = {"kind": "event_ticket", "event": name, "event_type": etype, "date": _ds(day)}
+        cons = {"kind": "event_ticket", "event": name, "event_type": etype, "date": _ds(day), "holder": self.me}
         k = self._fact("ticket", cons, self._session_at(sday), thing, ctx,
                        when=self._loose_when(day, sday) if sday > day else None)
         self.forbidden.append(name)
         self.sources.add("ticket")
-        noun = SHOW_NOUN[etype]
-        return self._event(fact=k, src="get", path=["date"], day=_ds(day), desc=f'the "{name}" {noun}',
-                           show=name, noun=noun)
+        return self._event(fact=k, src="get", path=["date"], day=_ds(day), desc=show_phrase(name, etype),
+                           show=name)
 
     def receipt(self, day: date) -> dict:
         self._in_window(day)
@@ -519,6 +546,39 @@ class _Builder:
         return [ImageRequest(f["family"], dict(f["constraints"])) for f in self.facts]
 
 
+@lru_cache(maxsize=1)
+def _generic_drawn() -> frozenset[str]:
+    """Strings that images of any family print again and again ("BOARDING PASS", "FESTIVAL",
+    "ADMIT ONE", weekday headers): the distractor images the generate stage adds to an evidence
+    session are checked against its text too."""
+    from collections import Counter
+
+    from memlens.crawl.synthetic import FAMILIES, get_family
+    from memlens.generate.stage import image_values
+
+    rng = random.Random(20240531)
+    seen: Counter = Counter()
+    for fam in sorted(FAMILIES):
+        for _ in range(100):
+            seen.update(set(image_values(get_family(fam).sample(rng))))
+    return frozenset(v for v, n in seen.items() if n >= 4)
+
+
+def _subtopic(rng: random.Random, topic, requests: list[ImageRequest]) -> str:
+    """A subtopic whose words do not name a string these images always print ("BOARDING PASS",
+    "ADMIT ONE", ...): session text about it would repeat what only the image should show, and
+    the writer's semantic-leakage check could never admit the turn."""
+    from memlens.crawl.synthetic import get_family
+    from memlens.generate.stage import image_values
+
+    vrng = random.Random(rng.getrandbits(64))
+    drawn = {v for r in requests for _ in range(2)
+             for v in image_values(get_family(r.family).sample(vrng, **r.constraints))} | _generic_drawn()
+    options = topic.subtopics or [topic.title]
+    ok = [sub for sub in options if not any(contains_token_bounded(f"{topic.title} {sub}", v) for v in drawn)]
+    return pick(rng, ok or options)
+
+
 def _sample(rng: random.Random, make):
     for _ in range(400):
         try:
@@ -552,8 +612,6 @@ class TemporalReasoning(Ability):
                   "temporal_info_extraction": self._plan_tie}
         if subtype not in makers:
             raise ValueError(f"TR: unknown subtype {subtype!r}")
-        subtopic = pick(rng, topic.subtopics or [topic.title])
-
         def attempt():
             trial = set(reserved)
             b = _Builder(rng, trial)
@@ -561,6 +619,7 @@ class TemporalReasoning(Ability):
             return b, latent
 
         b, latent = _sample(rng, attempt)
+        subtopic = _subtopic(rng, topic, b.plan_images())
         reserved.update(b.new_ctx)
         latent.update({"qdate": format_date(b.qdt), "facts": b.facts, "events": b.events, "contexts": b.new_ctx,
                        "forbidden": b.forbidden, "sources": sorted(b.sources)})
@@ -702,7 +761,7 @@ class TemporalReasoning(Ability):
                 q = f"When did I fly to {ev['city']}? Answer in YYYY/MM/DD."
             else:
                 ev = b.show(day)
-                q = f'When did I go to the "{ev["show"]}" {ev["noun"]}? Answer in YYYY/MM/DD.'
+                q = f"When did I go to {ev['desc']}? Answer in YYYY/MM/DD."
         elif variant == "B_receipt":
             ev = b.receipt(day)
             q = f"When did I shop at {ev['store']}? Answer in YYYY/MM/DD."
@@ -719,7 +778,7 @@ class TemporalReasoning(Ability):
             raise ValueError(f"TR: unknown variant {variant!r}")
         mode = variant[0]
         b.forbidden.extend(answer_forms(ev["day"]))
-        return {"mode": mode, "answer_format": "date", "question": q, "target": self._ev_index(b, ev),
+        return {"mode": mode, "answer_format": "date", "question": q, "target_event": self._ev_index(b, ev),
                 "planned_answer": ev["day"]}
 
     # ------------------------------------------------------------------------------------ build
@@ -738,7 +797,7 @@ class TemporalReasoning(Ability):
         elif sub == "order_ranking":
             prog = {"op": "order", "args": [progs[i] for i in lat["listed"]], "key": "date"}
         else:
-            prog = progs[lat["target"]]
+            prog = progs[lat["target_event"]]
         ctx = {"evidence_dates": [f["at"] for f in facts]}
         answer = derive(prog, truths, ctx)
         if answer != lat["planned_answer"]:

@@ -61,8 +61,8 @@ def make_plans(cfg, topics: list[Topic]) -> list[Plan]:
             topic = choose_topic(rng, topics, qtype, ability.families.get(variant, []))
             pid = short_id("p", seed, qtype, sub, i, n=10)
             plan = ability.plan(rng, topic, sub, variant, pid, reserved)
-            plan.latent["index"] = i
-            plan.latent["target"] = n
+            plan.latent["_index"] = i
+            plan.latent["_target"] = n
             plans.append(plan)
     return plans
 

@@ -6,9 +6,9 @@ application over the same ``conf/`` folder, so Hydra's sweeper and launchers app
     # locally, one job after the other
     python -m memlens.evaluate.sweep -m model=refuse,chance eval.lengths=[32k],[64k]
 
-    # on a SLURM cluster (conf/hydra/launcher/submitit_slurm.yaml): one array job per command,
-    # each job starting its own vLLM server on its node
-    python -m memlens.evaluate.sweep -m hydra/launcher=submitit_slurm hydra.launcher.gpus_per_node=8 \\
+    # on a SLURM cluster (conf/hydra/launcher/slurm_a100.yaml, which extends the submitit plugin's
+    # submitit_slurm): one array job per command, each job starting its own vLLM server on its node
+    python -m memlens.evaluate.sweep -m hydra/launcher=slurm_a100 hydra.launcher.gpus_per_node=8 \\
         model=qwen3-vl-235b-a22b-instruct,glm-4.6v eval.lengths=[32k],[64k],[128k]
 
 Each job runs the evaluate stage (``+stages=[evaluate,judge,report]`` runs more) on the project
@@ -17,7 +17,7 @@ store as ``memlens evaluate``: a job that is killed or times out is resumed by r
 same command. A SLURM array has one resource shape, so models are grouped by GPU count;
 ``--plan`` prints the commands, one per group::
 
-    python -m memlens.evaluate.sweep --plan [--models a,b] [--lengths 32k,64k,128k] [--launcher submitit_slurm]
+    python -m memlens.evaluate.sweep --plan [--models a,b] [--lengths 32k,64k,128k] [--launcher slurm_a100]
 
 ``--gpu-models`` prints the GPU models of ``conf/model/`` as JSON (the CI workflow's matrix).
 """
@@ -78,7 +78,7 @@ def plan(root: Path, models: list[str] | None, lengths: list[str], launcher: str
     for gpus in sorted(groups):
         names = groups[gpus]
         parts = ["python -m memlens.evaluate.sweep -m", f"hydra/launcher={launcher}"]
-        if launcher.startswith("submitit"):
+        if launcher != "basic":
             parts.append(f"hydra.launcher.gpus_per_node={gpus or 'null'}")
         parts += [f"model={','.join(names)}", f"'eval.lengths={sweep}'"]
         cmds.append(f"# {gpus or 'no'} GPU(s): {', '.join(names)}\n" + " ".join(parts))
@@ -115,7 +115,7 @@ def main(argv: list[str] | None = None) -> None:
         p.add_argument("--gpu-models", action="store_true")
         p.add_argument("--models", default=None, help="comma-separated model names (default: the whole roster)")
         p.add_argument("--lengths", default="32k,64k,128k")
-        p.add_argument("--launcher", default="submitit_slurm")
+        p.add_argument("--launcher", default="slurm_a100", help="hydra/launcher option (basic: run locally)")
         a = p.parse_args(argv)
         if a.gpu_models:
             print(json.dumps(gpu_models(root)))

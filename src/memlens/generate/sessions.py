@@ -63,6 +63,11 @@ class SessionWriter:
     def write(self, rng: random.Random, kind: str, topic: Topic, subtopic: str, mentions: list[Mention],
               extra_forbidden: list[str] | None = None, ambiguity: list[str] | None = None) -> Session:
         forbidden = PhraseIndex(self.forbidden + list(extra_forbidden or [])) if extra_forbidden else self._index
+        # an image value that the session's own topic words contain ("laundry detergent") reveals nothing
+        for m in mentions:
+            if m.image_values:
+                m.image_values = [v for v in m.image_values
+                                  if not PhraseIndex([v]).find(f"{topic.title} {subtopic}")]
         lo, hi = self.w.turns
         n_pairs = max(len(mentions) + 1, rng.randint(lo // 2, hi // 2))
         # user turns 0..n_pairs-1; mentions go to random user turns (not always the first)

@@ -16,7 +16,7 @@ from memlens.abilities import ability_for
 from memlens.abilities.base import Plan
 from memlens.abilities.contexts import mention_for, thing_for
 from memlens.config import Paths, section
-from memlens.errors import DataError
+from memlens.errors import DataError, MemLensError
 from memlens.generate.sessions import Mention, SessionWriter, WriterConfig
 from memlens.generate.validators import RejectionLog
 from memlens.ontology.stage import load_topics
@@ -31,10 +31,31 @@ EXTRA_MENTIONS = (0, 0, 1, 1, 2)
 EPOCH = datetime(2024, 1, 1, 8, 0)
 
 
+#: drawn strings printed on many images of a family ("BOARDING PASS", "TOTAL") say nothing specific
+BOILERPLATE: set[str] = set()
+
+
 def image_values(truth: dict) -> list[str]:
-    """Strings only the image shows (drawn text), for the semantic-leakage check."""
-    vals = [str(t) for t in truth.get("texts", []) if isinstance(t, (str, int, float))]
-    return sorted({v for v in vals if len(v.strip()) > 2})
+    """Strings only this image shows (its drawn text), for the semantic-leakage check: boilerplate
+    printed on many images of the family and very short codes are not image-specific."""
+    vals = [str(t).strip() for t in truth.get("texts", []) if isinstance(t, (str, int, float))]
+    return sorted({v for v in vals if (len(v) >= 5 or any(c.isdigit() for c in v) or " " in v)
+                   and v.lower() not in BOILERPLATE})
+
+
+def find_boilerplate(records) -> set[str]:
+    by_family: dict[str, list] = {}
+    for r in records:
+        by_family.setdefault(r.family, []).append(r)
+    out = set()
+    for fam, recs in by_family.items():
+        counts: dict[str, int] = {}
+        for r in recs:
+            for t in {str(x).strip().lower() for x in r.truth.get("texts", [])}:
+                counts[t] = counts.get(t, 0) + 1
+        floor = max(3, int(0.05 * len(recs)))
+        out |= {t for t, c in counts.items() if c >= floor}
+    return out
 
 
 def _plan_contexts(p: Plan) -> list[str]:
@@ -67,6 +88,8 @@ def run(cfg, paths: Paths) -> None:
         else:
             haystack_imgs.append(rec)
     accepted = {r["sha256"] for r in iter_jsonl(paths.filtered / "index.jsonl") if r["accepted"]}
+    BOILERPLATE.clear()
+    BOILERPLATE.update(find_boilerplate(list(images.values()) + haystack_imgs))
     wcfg = WriterConfig.from_cfg(cfg.generator)
     rejections = RejectionLog()
     dropped = {"image_rejected": 0, "build_failed": 0}
@@ -75,9 +98,9 @@ def run(cfg, paths: Paths) -> None:
     #    index order (spares fill in for dropped ones, so the composition is exact)
     drafts = []
     kept: dict[tuple[str, str], int] = {}
-    for p in sorted(plans, key=lambda p: (p.question_type, p.question_subtype, p.latent.get("index", 0))):
+    for p in sorted(plans, key=lambda p: (p.question_type, p.question_subtype, p.latent.get("_index", 0))):
         key = (p.question_type, p.question_subtype)
-        if kept.get(key, 0) >= int(p.latent.get("target", 1 << 30)):
+        if kept.get(key, 0) >= int(p.latent.get("_target", 1 << 30)):
             continue
         recs = [images.get((p.plan_id, k)) for k in range(len(p.images))]
         if any(r is None or r.sha256 not in accepted for r in recs):
@@ -92,8 +115,8 @@ def run(cfg, paths: Paths) -> None:
             continue
         drafts.append((p, recs, d))
         kept[key] = kept.get(key, 0) + 1
-    short = {f"{t}/{s}": int(p.latent["target"]) - kept.get((t, s), 0) for p in plans
-             for (t, s) in [(p.question_type, p.question_subtype)] if kept.get((t, s), 0) < int(p.latent.get("target", 0))}
+    short = {f"{t}/{s}": int(p.latent["_target"]) - kept.get((t, s), 0) for p in plans
+             for (t, s) in [(p.question_type, p.question_subtype)] if kept.get((t, s), 0) < int(p.latent.get("_target", 0))}
     if short:
         raise DataError(f"generate: not enough valid plans for {short} (raise data.spare_fraction)")
     # every plan's context stays reserved (spares included), so no haystack mention reuses one
@@ -133,7 +156,8 @@ def run(cfg, paths: Paths) -> None:
             extra = distractors(rng, rng.choice(EXTRA_MENTIONS))
             mentions = [m, *extra]
             rng.shuffle(mentions)
-            s = writer.write(rng, "evidence", topic, p.subtopic, mentions, extra_forbidden=d.forbidden)
+            s = writer.write(rng, "evidence", topic, p.subtopic, mentions, extra_forbidden=d.forbidden,
+                             ambiguity=d.details.get("ambiguity"))
             sessions[s.session_id] = s
             if fact.at is not None:
                 evidence.append(Evidence(s.session_id, fact.at, fact.mention, ids))
@@ -168,7 +192,11 @@ def run(cfg, paths: Paths) -> None:
             topic = topic_list[rng.randrange(len(topic_list))]
             sub = topic.subtopics[rng.randrange(len(topic.subtopics))] if topic.subtopics else topic.title
         mentions = distractors(rng, 1 + rng.choice(EXTRA_MENTIONS))
-        s = hay_writer.write(rng, "haystack", topic, sub, mentions)
+        try:
+            s = hay_writer.write(rng, "haystack", topic, sub, mentions)
+        except MemLensError:  # a mention that cannot be written here: keep the session text-only
+            dropped["haystack_mentions"] = dropped.get("haystack_mentions", 0) + len(mentions)
+            s = hay_writer.write(rng, "haystack", topic, sub, [])
         sessions[s.session_id] = s
     # 3. filler sessions: text-only, varied lengths (fine length control at assembly)
     for i in range(int(sc.filler_sessions)):

@@ -108,7 +108,8 @@ class JudgeCache:
             self.conn.execute(self._SCHEMA)
             self.conn.commit()
         except sqlite3.DatabaseError as exc:
-            raise ConfigError(f"{self.path}: cannot open the judge cache ({exc}); delete it or set judge.cache_path") from None
+            raise ConfigError(f"{self.path}: cannot open the judge cache ({exc}); "
+                              "delete it or set judge.cache_path") from None
         self._pending: list[tuple] = []
 
     def get_many(self, keys: Sequence[str]) -> dict[str, tuple[int, str]]:
@@ -213,6 +214,7 @@ class LLMJudge:
         self.progress = progress
         self.root = Path(root) if root else None
         self.last_stats = JudgeRunStats()
+        self._client = None
 
     # ------------------------------------------------------------------ config
     def set_root(self, root: str | Path) -> None:
@@ -338,7 +340,9 @@ class LLMJudge:
     def _call(self, todo: dict[str, _Pending], results: dict, cache: JudgeCache | None, stats: JudgeRunStats) -> None:
         from memlens.evaluate.backends.openai_compatible import OpenAICompatibleClient
 
-        client = OpenAICompatibleClient(self.client_config())
+        if self._client is None:  # one client per judge: built (and the key read) once
+            self._client = OpenAICompatibleClient(self.client_config())
+        client = self._client
         stats.requests = len(todo)
 
         def on_result(key: str, res) -> None:

@@ -187,7 +187,8 @@ def load_cube(verdicts_dir: str | Path, judge: str, mode: str = "standard", *,
            and (systems is None or f.system in systems) and (lengths is None or f.length in lengths)]
     if not sel:
         raise DataError(f"{verdicts_dir}: no verdict files of judge {judge!r} in mode {mode!r}")
-    sys_names = sorted({f.system for f in sel}) if systems is None else [s for s in systems if any(f.system == s for f in sel)]
+    found = {f.system for f in sel}
+    sys_names = sorted(found) if systems is None else [s for s in systems if s in found]
     len_names = _length_sorted(f.length for f in sel)
     data: dict[tuple[str, str], list[dict]] = {(f.system, f.length): _read_rows(f.path) for f in sel}
     meta: dict[str, tuple[str, str, str]] = {}
@@ -404,11 +405,10 @@ def hard_questions(cube: OutcomeCube, *, threshold: float = 0.2, reference_lengt
     """
     if not cube.lengths:
         return {}
-    ref = reference_length or cube.lengths[0]
-    if ref not in cube.lengths:
-        raise DataError(f"hard questions: no verdicts at reference length {ref!r}")
-    j0 = cube.lengths.index(ref)
-    seen = cube.observed[:, j0].any(axis=1)
+    ref = str(reference_length or cube.lengths[0])
+    seen = cube.observed[:, cube.lengths.index(ref)].any(axis=1) if ref in cube.lengths \
+        else np.zeros(len(cube.systems), dtype=bool)
+    j0 = cube.lengths.index(ref) if ref in cube.lengths else 0
     base = {"reference_length": ref, "threshold": threshold, "n_systems": int(seen.sum())}
     if seen.sum() < min_systems:
         return {**base, "n_hard": None, "by_type": {}, "question_ids": [], "rows": [], "mean_by_length": {}}
@@ -441,7 +441,8 @@ def agreement_records(verdicts_dir: str | Path, judge: str, reference: str, mode
     audit). Returns ``{"judge", "reference", "task_keys", "rows": [{"group", n, agreement, kappa,
     n_fp, n_fn, fp_rate, fn_rate, fp_share, fn_share, ...}], "by_length": [...],
     "leaderboard_spearman": [{"length", "rho", "p", "n_systems"}]}``; rows start with ``overall``
-    then one row per task key. ``n_fp``: the judge says correct, the reference says wrong.
+    then one row per task key; ``by_length`` rows are named ``length <name>``. ``n_fp``: the judge
+    says correct, the reference says wrong.
     """
     files = scan_verdicts(verdicts_dir) if files is None else list(files)
     a = load_cube(verdicts_dir, judge, mode, files=files, failed_as="missing")
@@ -488,7 +489,7 @@ def agreement_records(verdicts_dir: str | Path, judge: str, reference: str, mode
             continue
         mj = np.zeros_like(both)
         mj[:, j] = both[:, j]
-        by_length.append(row(length, mj))
+        by_length.append({**row(f"length {length}", mj), "length": length})
         # leaderboard of each judge on the compared items: systems with items at this length
         acc_a, acc_b = [], []
         for s in range(len(systems)):

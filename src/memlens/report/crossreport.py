@@ -87,7 +87,8 @@ def _wide(records: list[dict], columns: list[str]) -> list[dict]:
 
 def build_analyses(verdicts_dir: Path, reports: Path, *, judge: str, mode: str = "standard",
                    questions: dict | None = None, n_resamples: int = 1000, seed: int = 0, alpha: float = 0.05,
-                   hard_threshold: float = 0.2, reference_length: str | None = None) -> AnalysisBundle:
+                   hard_threshold: float = 0.2, reference_length: str | None = None,
+                   test_direction: str = "any") -> AnalysisBundle:
     """Compute and write every cross-system analysis (see the module docstring)."""
     out_dir = reports / ANALYSIS_DIR
     out_dir.mkdir(parents=True, exist_ok=True)
@@ -153,7 +154,7 @@ def build_analyses(verdicts_dir: Path, reports: Path, *, judge: str, mode: str =
             table_html=render_html(cov_sorted, spec), files=cov_files, scroll=True)]))
 
     # --- length degradation -----------------------------------------------------------------
-    deg = an.degradation_records(cube, alpha=alpha)
+    deg = an.degradation_records(cube, alpha=alpha, test_direction=test_direction)
     summary["degradation"] = deg
     spec = [("system", "system", "str"), ("group", "group", "str"), ("from", "from", "str"), ("to", "to", "str"),
             ("n", "n", "int"), ("acc_before", "acc before", "pct"), ("acc_after", "acc after", "pct"),
@@ -162,8 +163,10 @@ def build_analyses(verdicts_dir: Path, reports: Path, *, judge: str, mode: str =
             ("p_bonferroni", "p (Bonferroni)", "p"), ("significant", "significant", "bool")]
     if deg:
         fam = deg[0]["n_tests"]
+        which = "" if test_direction == "any" else f" with a nominal accuracy {test_direction}"
         note = (f"Exact McNemar test on paired per-question outcomes of adjacent lengths; Bonferroni correction over "
-                f"all {fam} transitions in the table (systems x groups x transitions), alpha={alpha}. Churn = share "
+                f"the {fam} transitions{which} in the table (systems x groups x transitions), alpha={alpha}. "
+                f"Churn = share "
                 f"of questions that flip; reverts = flips undone at the next transition.")
         deg_files = table("degradation", deg, spec, "Length degradation (McNemar exact, Bonferroni)", note)
         overall = [r for r in deg if r["group"] == "overall"]

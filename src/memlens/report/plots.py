@@ -139,7 +139,7 @@ def plot_coverage_pa(records: list[dict], out: Path) -> Path:
     questions (coverage x per-answer accuracy)."""
     import numpy as np
 
-    recs = [r for r in records if r.get("coverage") is not None and r.get("per_answer_accuracy") is not None]
+    recs = [r for r in records if r.get("coverage") is not None]
     lengths = sorted({r["length"] for r in recs}, key=length_tokens)
     systems = sorted({r["system"] for r in recs})
     styles = system_styles(systems)
@@ -147,9 +147,10 @@ def plot_coverage_pa(records: list[dict], out: Path) -> Path:
     nr, nc = _grid(len(lengths))
     fig, axes = plt.subplots(nr, nc, figsize=(4.6 * nc, 4.2 * nr), squeeze=False)
     xs_all = [100 * r["coverage"] for r in recs] or [0.0]
-    ys_all = [100 * r["per_answer_accuracy"] for r in recs] or [0.0]
-    x0 = max(0.0, 10 * np.floor((min(xs_all) - 3) / 10))
-    y0 = max(0.0, 10 * np.floor((min(ys_all) - 3) / 10))
+    ys_all = [100 * r["per_answer_accuracy"] for r in recs if r.get("per_answer_accuracy") is not None] or [0.0]
+    # zoom on the data, but always show at least the top 30 points of each axis
+    x0 = min(70.0, max(0.0, 10 * np.floor((min(xs_all) - 3) / 10)))
+    y0 = min(70.0, max(0.0, 10 * np.floor((min(ys_all) - 3) / 10)))
     xs = np.linspace(max(x0, 1.0), 100, 300)
     for ax, ln in zip(axes.flat, lengths):
         for acc in (10, 20, 30, 40, 50, 60, 70, 80, 90):
@@ -161,9 +162,16 @@ def plot_coverage_pa(records: list[dict], out: Path) -> Path:
             i = int(np.flatnonzero(ok)[-1])
             ax.text(xs[i] - 0.5, ys[i] + 0.6, f"{acc}%", fontsize=7, color="0.45", ha="right", va="bottom")
         for r in sorted((r for r in recs if r["length"] == ln), key=lambda r: r["system"]):
-            x, y = 100 * r["coverage"], 100 * r["per_answer_accuracy"]
-            ax.scatter([x], [y], s=30, zorder=3, label=r["system"], edgecolors="white", linewidths=0.5,
-                       **styles[r["system"]])
+            x = 100 * r["coverage"]
+            st = styles[r["system"]]
+            if r.get("per_answer_accuracy") is None:  # refused every answerable question: no PA
+                ax.scatter([x], [y0], s=40, zorder=3, marker="x", color=st["color"], clip_on=False)
+                if label_points:
+                    ax.annotate(f"{r['system']} (no answers)", (x, y0), xytext=(4, 4), textcoords="offset points",
+                                fontsize=7)
+                continue
+            y = 100 * r["per_answer_accuracy"]
+            ax.scatter([x], [y], s=30, zorder=3, edgecolors="white", linewidths=0.5, **st)
             if label_points:
                 ax.annotate(r["system"], (x, y), xytext=(4, 3), textcoords="offset points", fontsize=7)
         ax.set_xlim(x0 - 1, 101)
@@ -174,7 +182,8 @@ def plot_coverage_pa(records: list[dict], out: Path) -> Path:
         ax.grid(alpha=0.3)
     for ax in list(axes.flat)[len(lengths):]:
         ax.axis("off")
-    fig.suptitle("Coverage vs per-answer accuracy (dotted: equal accuracy on answerable questions)", fontsize=10)
+    fig.suptitle("Coverage vs per-answer accuracy (dotted: equal accuracy on answerable questions; "
+                 "x: no answer attempted)", fontsize=10)
     fig.tight_layout()
     if not label_points:
         handles = [plt.Line2D([], [], ls="", ms=6, label=s, **styles[s]) for s in systems]

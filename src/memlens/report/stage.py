@@ -129,8 +129,9 @@ def run(cfg, paths: Paths) -> None:
     # DVC metrics: the current system, per length
     dvc_metrics = {"system": system, "mode": mode, "judge": judge}
     for ln, m in per_length.items():
-        keep = ["acc", "acc_ci_low", "acc_ci_high", *type_columns(m), "n", "n_failed", "refusal_rate",
-                "per_answer_acc"]
+        keep = ["acc", "acc_ci_low", "acc_ci_high",
+                *[f"{c}{suffix}" for c in type_columns(m) for suffix in ("", "_ci_low", "_ci_high")],
+                "n", "n_failed", "refusal_rate", "per_answer_acc"]
         dvc_metrics[ln] = {k: m[k] for k in keep if k in m}
         if "refusal_rate" in m:
             dvc_metrics[ln]["coverage"] = round(1.0 - m["refusal_rate"], 6)
@@ -157,7 +158,8 @@ def run(cfg, paths: Paths) -> None:
                             questions=questions, n_resamples=n_res, seed=seed,
                             alpha=float(_report_option(cfg, "alpha", 0.05)),
                             hard_threshold=float(_report_option(cfg, "hard_threshold", 0.2)),
-                            reference_length=_report_option(cfg, "hard_reference_length", None))
+                            reference_length=_report_option(cfg, "hard_reference_length", None),
+                            test_direction=str(_report_option(cfg, "degradation_test_direction", "any")))
 
     ds_hash = dataset_hash(cfg, paths)
     rows = [{"system": system, "mode": mode, "length": ln, "metrics": m} for ln, m in per_length.items()]

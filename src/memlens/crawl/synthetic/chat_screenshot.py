@@ -110,12 +110,12 @@ class ChatScreenshot(FamilyBase):
             "item": rng.choice(ITEMS),
             "price": rng.choice(["$", "€", "£"]) + f"{rng.randint(12, 240)}.{rng.choice([0, 49, 99, 50]):02d}",
         }
+        is_group = c.pop("is_group", None)
         for k in list(c):
             if k in facts:
                 facts[k] = str(c.pop(k))
         if c:
             raise TypeError(f"chat_screenshot: unknown constraints {sorted(c)}")
-        is_group = c.pop("is_group", None)
         if is_group is None:
             is_group = (title is not None and contact is None) or (given is None and rng.random() < 0.3)
         members = rng.sample([n for n in vocab.FIRST_NAMES if n != me], 3)

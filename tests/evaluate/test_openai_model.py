@@ -1,0 +1,197 @@
+"""OpenAICompatibleModel end to end against FakeOpenAIServer: through the evaluate stage on the tiny
+benchmark, with injected faults, request contents checked against the protocol."""
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from memlens.config import Paths
+from memlens.evaluate.backends.openai_compatible import OpenAICompatibleClient, OpenAICompatibleConfig
+from memlens.evaluate.backends.openai_model import OpenAICompatibleModel, prefix_ordered, run_items
+from memlens.evaluate.items import BuiltBenchmark, EvalItem, HistorySession
+from memlens.evaluate.prompt import build_messages
+from memlens.schema import Question, Turn
+from memlens.testing.fake_openai import FakeOpenAIServer, default_responder
+from tests.conftest import run_stage
+from tests.evaluate.eval_support import TINY, call_stats, openai_overrides, predictions, request_key
+
+
+def _questions(root: Path, length: str = "32k") -> list[EvalItem]:
+    return list(BuiltBenchmark(Paths(root)).items(length))
+
+
+def test_stage_end_to_end_and_request_contents(tiny_copy):
+    root = tiny_copy
+    with FakeOpenAIServer(latency_s=0.01) as server:
+        assert run_stage(root, "evaluate", *TINY, *openai_overrides(server, "model.concurrency=3")) == 0
+        bodies = server.requests
+        max_in_flight = server.max_in_flight
+    preds = predictions(root, "fake-vl")
+    bench = BuiltBenchmark(Paths(root))
+    assert sorted(preds) == bench.lengths()
+    assert max_in_flight <= 3
+    n_items = sum(bench.count(n) for n in bench.lengths())
+    assert len(bodies) == n_items  # one request per item, no retries needed
+    encoder_client = OpenAICompatibleClient(OpenAICompatibleConfig(base_url=server.base_url, model="x"))
+    for length in bench.lengths():
+        items = {i.question.question: i for i in bench.items(length)}
+        rows = preds[length]
+        assert len(rows) == len(items)
+        for body in bodies:
+            item = items.get(request_key(body))
+            if item is None:
+                continue
+            expected = encoder_client.prepare_messages(build_messages(item, "standard"))
+            if body["messages"] != expected:  # the same question at the other length
+                continue
+            row = rows[item.question_id]
+            assert row["ok"] is True and row["error"] is None
+            assert row["raw_prediction"] == default_responder(body)
+            assert row["prediction"] == row["raw_prediction"]
+            assert row["prompt_tokens"] > 0 and row["completion_tokens"] > 0
+            assert row["meta"] == {"finish_reason": "stop"}
+            assert body["model"] == "fake-vl" and body["max_tokens"] == 2048 and body["temperature"] == 0.0
+            urls = [b["image_url"]["url"] for m in body["messages"] for b in m["content"] if b["type"] == "image_url"]
+            assert len(urls) == len(item.image_ids) and all(u.startswith("data:image/png;base64,") for u in urls)
+            item.checked = True
+        assert all(getattr(i, "checked", False) for i in items.values()), length
+    stats = call_stats(root, "fake-vl")
+    assert all(r["attempts"] == 1 and r["latency_s"] > 0 for rows in stats.values() for r in rows)
+
+
+def test_faults_retries_failure_records_and_retry_on_rerun(tiny_copy):
+    root = tiny_copy
+    qs = [i.question.question for i in _questions(root)]
+    assert len(set(qs)) == len(qs) >= 6
+    script = {qs[0]: ["429", "500"], qs[1]: ["malformed", "truncated", "empty_choices"], qs[2]: ["timeout"],
+              qs[3]: ["400"], qs[4]: ["503", "503", "503", "503"], qs[5]: ["disconnect"]}
+    with FakeOpenAIServer(faults=script, retry_after_s=0.01, timeout_sleep_s=30) as server:
+        ov = openai_overrides(server, "model.max_retries=3", "model.timeout_s=2", "model.concurrency=4",
+                              "eval.lengths=[32k]")
+        assert run_stage(root, "evaluate", *TINY, *ov) == 0
+        by_q = {i.question.question: i.question_id for i in _questions(root)}
+        rows = predictions(root, "fake-vl")["32k"]
+        attempts = {r["question_id"]: r["attempts"] for r in call_stats(root, "fake-vl")["32k"]}
+        assert rows[by_q[qs[0]]]["ok"] and attempts[by_q[qs[0]]] == 3
+        assert rows[by_q[qs[1]]]["ok"] and attempts[by_q[qs[1]]] == 4
+        assert rows[by_q[qs[2]]]["ok"] and attempts[by_q[qs[2]]] == 2
+        assert rows[by_q[qs[5]]]["ok"] and attempts[by_q[qs[5]]] == 2
+        bad400, bad503 = rows[by_q[qs[3]]], rows[by_q[qs[4]]]
+        assert not bad400["ok"] and "400" in bad400["error"] and attempts[by_q[qs[3]]] == 1
+        assert bad400["raw_prediction"] is None and bad400["prediction"] is None
+        assert not bad503["ok"] and "503" in bad503["error"] and attempts[by_q[qs[4]]] == 4
+        n_before = server.request_count
+        # re-run: finished items are skipped, failed ones retried (the fault script is used up)
+        assert run_stage(root, "evaluate", *TINY, *ov) == 0
+        assert server.request_count - n_before == 2
+    rows = predictions(root, "fake-vl")["32k"]
+    assert all(r["ok"] for r in rows.values()) and len(rows) == len(qs)
+    lines = (root / "data" / "predictions" / "fake-vl" / "standard" / "32k.jsonl").read_text().splitlines()
+    assert len(lines) == len(qs)  # compacted: one line per item, no duplicates
+
+
+def test_missing_image_fails_only_that_item(tiny_copy):
+    root = tiny_copy
+    items = _questions(root)
+    victim = next(i for i in items if i.image_ids)
+    path = victim.resolve_image(victim.image_ids[0])
+    users = [i.question_id for i in items if victim.image_ids[0] in i.image_ids]
+    path.unlink()
+    with FakeOpenAIServer() as server:
+        assert run_stage(root, "evaluate", *TINY, *openai_overrides(server, "eval.lengths=[32k]")) == 0
+        sent = server.request_count
+    rows = predictions(root, "fake-vl")["32k"]
+    for qid, row in rows.items():
+        if qid in users:
+            assert not row["ok"] and "missing" in row["error"] and row["error"].startswith("prompt: ")
+        else:
+            assert row["ok"]
+    assert sent == len(items) - len(users)
+
+
+def test_direct_run_is_lazy_and_encodes_each_image_once(tiny_project):
+    bench = BuiltBenchmark(Paths(tiny_project))
+    items = list(bench.items("32k")) + list(bench.items("32k"))  # every history twice
+    distinct = {i for it in items for i in it.image_ids}
+    consumed = delivered = 0
+    worst = 0
+
+    def source():
+        nonlocal consumed
+        for it in items:
+            consumed += 1
+            yield it
+
+    with FakeOpenAIServer(latency_s=0.02) as server:
+        model = OpenAICompatibleModel("m", base_url=server.base_url, model="m", concurrency=2, reorder_window=3)
+
+        def on_result(item, out):
+            nonlocal delivered, worst
+            delivered += 1
+            worst = max(worst, consumed - delivered)
+            assert out.ok and out.attempts == 1 and out.latency_s > 0
+
+        model.run(source(), "standard", on_result)
+        info = model._encoder.cache_info()
+        model.close()
+    assert delivered == len(items)
+    assert worst <= 2 + 3  # never more than concurrency + one reorder window ahead of the results
+    assert info.misses == len(distinct)  # each image encoded once, although every history is sent twice
+    assert info.hits >= sum(len(it.image_ids) for it in items) - len(distinct)
+
+
+def _synthetic_item(qid: str, sids: list[str]) -> EvalItem:
+    q = Question(question_id=qid, question_type="answer_refusal", question_subtype="", question=f"Q {qid}?",
+                 answer="Insufficient information", question_date="2024/05/31 (Fri) 07:58")
+    return EvalItem(q, "32k", [HistorySession(s, "2024/05/01 (Wed) 10:00", [Turn("user", f"hi {s}")]) for s in sids],
+                    lambda i: Path(i))
+
+
+def test_prefix_ordering_groups_shared_histories():
+    items = [_synthetic_item("a", ["s9", "s1"]), _synthetic_item("b", ["s1", "s2", "s3"]),
+             _synthetic_item("c", ["s9", "s1", "s4"]), _synthetic_item("d", ["s1", "s2"]),
+             _synthetic_item("e", ["s0"])]
+    assert [i.question_id for i in prefix_ordered(items, "standard", 4)] == ["d", "b", "a", "c", "e"]
+    assert [i.question_id for i in prefix_ordered(items, "standard", 1)] == ["a", "b", "c", "d", "e"]
+    # no_context: every history is empty, the order is kept (stable sort)
+    assert [i.question_id for i in prefix_ordered(items, "no_context", 10)] == ["a", "b", "c", "d", "e"]
+
+
+def test_reasoning_content_token_param_and_no_temperature(tiny_copy):
+    def responder(body):
+        return {"content": "[ANSWER] Insufficient information", "reasoning_content": "I looked everywhere."}
+
+    root = tiny_copy
+    with FakeOpenAIServer(responder=responder) as server:
+        ov = openai_overrides(server, "model.token_param=max_completion_tokens", "model.temperature=null",
+                              "model.max_new_tokens=16384", "eval.mode=reasoning", "eval.lengths=[32k]",
+                              "model.layout=legacy")
+        assert run_stage(root, "evaluate", *TINY, *ov) == 0
+        body = server.requests[0]
+    assert body["max_completion_tokens"] == 16384 and "max_tokens" not in body and "temperature" not in body
+    assert [m["role"] for m in body["messages"]] == ["user"]  # legacy layout: one message
+    assert "[REASONING]" in body["messages"][0]["content"][-1]["text"]
+    rows = predictions(root, "fake-vl", "reasoning")["32k"]
+    row = next(iter(rows.values()))
+    assert row["raw_prediction"] == "<think>\nI looked everywhere.\n</think>\n[ANSWER] Insufficient information"
+    assert row["prediction"] == "Insufficient information"
+
+
+def test_unreachable_server_records_failures(tiny_project):
+    bench = BuiltBenchmark(Paths(tiny_project))
+    items = list(bench.items("32k"))[:2]
+    with FakeOpenAIServer() as server:
+        url = server.base_url
+    model = OpenAICompatibleModel("m", base_url=url, model="m", max_retries=1, backoff_base_s=0.01, timeout_s=2)
+    outs = [o for _, o in run_items(model, items, "no_context")]
+    assert len(outs) == 2 and all(not o.ok and o.attempts == 2 and o.error for o in outs)
+
+
+def test_bad_settings_fail_at_instantiation():
+    with pytest.raises(ValueError, match="image_transport"):
+        OpenAICompatibleModel("m", base_url="http://127.0.0.1:1/v1", model="m", image_transport="ftp")
+    with pytest.raises(ValueError, match="token_param"):
+        OpenAICompatibleModel("m", base_url="http://127.0.0.1:1/v1", model="m", token_param="max_len")
+    with pytest.raises(ValueError, match="layout"):
+        OpenAICompatibleModel("m", base_url="http://127.0.0.1:1/v1", model="m", layout="flat")

@@ -1,0 +1,239 @@
+"""The prompt protocol: hand-written expected messages for a small item, per mode and layout."""
+from __future__ import annotations
+
+import pytest
+
+from memlens.errors import ImageError
+from memlens.evaluate.items import EvalItem, HistorySession
+from memlens.evaluate.models import MODES
+from memlens.evaluate.prompt import (INSTRUCTIONS, SYSTEM_PROMPT, ImageRef, build_messages, history_key,
+                                     instruction_for, iter_images)
+from memlens.schema import Question, Turn
+
+SYS = ('Provide answers based on the given conversation history. If the question cannot be answered based on '
+       'the given conversation, respond with "Insufficient information".')
+D1, D2, D3 = "2024/05/01 (Wed) 10:00", "2024/05/03 (Fri) 09:30", "2024/05/07 (Tue) 18:05"
+QDATE = "2024/05/31 (Fri) 07:58"
+
+
+def _item(tmp_path, *, missing: str | None = None) -> EvalItem:
+    files = {}
+    for name in ("a", "b", "c"):
+        p = tmp_path / f"{name}.png"
+        p.write_bytes(b"not decoded by the prompt builder")
+        files[name] = p
+    q = Question(question_id="q_1", question_type="information_extraction", question_subtype="entity",
+                 question="What colour was the mug in <image>?", answer="red", question_date=QDATE)
+    s1 = HistorySession("s1", D1, [
+        Turn("user", "Look at my mug <image> and my cat <image>", ["a", "b"]),
+        Turn("assistant", "  Nice mug!  "),
+    ])
+    s2 = HistorySession("s2", D2, [  # starts with an assistant turn
+        Turn("assistant", "Welcome back."),
+        Turn("user", "<image>", ["c"]),
+        Turn("user", "   "),
+    ], is_evidence=True)
+    s3 = HistorySession("s3", D3, [
+        Turn("user", "<image> second time", ["a"]),
+        Turn("assistant", "Same mug."),
+    ])
+
+    def resolve(image_id: str):
+        if image_id == missing:
+            raise ImageError(tmp_path / "gone.png", "missing file")
+        return files[image_id]
+
+    return EvalItem(q, "32k", [s1, s2, s3], resolve)
+
+
+def T(text):  # noqa: N802 - short helpers for the expected messages
+    return {"type": "text", "text": text}
+
+
+def I(path):  # noqa: N802
+    return {"type": "image_url", "image_url": {"url": str(path)}}
+
+
+def Q(instruction):  # noqa: N802
+    return {"role": "user", "content": [T(f"{instruction}\nQuestion Date: {QDATE}\nQuestion: What colour was the mug in <image>?\n")]}
+
+
+def test_official_strings_are_verbatim():
+    assert SYSTEM_PROMPT == SYS
+    assert instruction_for("standard") == "Directly output the answer with no extra output."
+    assert instruction_for("cot") == "Think step by step before providing your answer."
+    assert instruction_for("reasoning") == ("First provide your reasoning inside [REASONING], then provide your final "
+                                            "answer inside [ANSWER].\nFormat:\n[REASONING] your reasoning here\n"
+                                            "[ANSWER] your answer here")
+    for mode in ("text_only", "no_context", "label_images", "oracle_evidence"):
+        assert instruction_for(mode) == INSTRUCTIONS["standard"]
+    with pytest.raises(ValueError, match="unknown mode"):
+        instruction_for("bogus")
+
+
+def test_standard_messages_exact(tmp_path):
+    item = _item(tmp_path)
+    a, b, c = (tmp_path / f"{n}.png" for n in "abc")
+    expected = [
+        {"role": "system", "content": [T(SYS)]},
+        {"role": "user", "content": [T(f"=== Session 1 (Date: {D1}) ===\nLook at my mug "), I(a), T(" and my cat "), I(b)]},
+        {"role": "assistant", "content": [T("Nice mug!")]},
+        # the session starts with an assistant turn: its header sits in the assistant message
+        {"role": "assistant", "content": [T(f"=== Session 2 (Date: {D2}) ===\nWelcome back.")]},
+        # an image-only first block: no header here (not the session's first turn), image alone
+        {"role": "user", "content": [I(c)]},
+        # the whitespace-only turn produces no message at all; consecutive user turns are not merged
+        {"role": "user", "content": [T(f"=== Session 3 (Date: {D3}) ==="), I(a), T(" second time")]},
+        {"role": "assistant", "content": [T("Same mug.")]},
+        Q(INSTRUCTIONS["standard"]),
+    ]
+    got = build_messages(item, "standard")
+    assert got == expected
+    refs = list(iter_images(got))
+    assert [r.image_id for r in refs] == ["a", "b", "c", "a"] and all(isinstance(r, ImageRef) for r in refs)
+
+
+@pytest.mark.parametrize("mode", ["cot", "reasoning"])
+def test_instruction_modes_change_only_the_question(tmp_path, mode):
+    item = _item(tmp_path)
+    std, other = build_messages(item, "standard"), build_messages(item, mode)
+    assert other[:-1] == std[:-1]
+    assert other[-1] == Q(INSTRUCTIONS[mode])
+
+
+def test_label_images_counter_runs_across_the_item(tmp_path):
+    item = _item(tmp_path)
+    a, b, c = (tmp_path / f"{n}.png" for n in "abc")
+    got = build_messages(item, "label_images")
+    assert got == build_messages(item, "standard", label_images=True)
+    assert got[1]["content"] == [T(f"=== Session 1 (Date: {D1}) ===\nLook at my mug "), T("[Image 1]"), I(a),
+                                 T(" and my cat "), T("[Image 2]"), I(b)]
+    assert got[4]["content"] == [T("[Image 3]"), I(c)]
+    # a label block is text: the next session's header is prefixed to it
+    assert got[5]["content"] == [T(f"=== Session 3 (Date: {D3}) ===\n[Image 4]"), I(a), T(" second time")]
+    assert got[-1] == Q(INSTRUCTIONS["standard"])
+
+
+def test_text_only_strips_images_keeps_headers(tmp_path):
+    item = _item(tmp_path, missing="c")  # text_only never resolves images
+    got = build_messages(item, "text_only")
+    assert not list(iter_images(got))
+    assert got == [
+        {"role": "system", "content": [T(SYS)]},
+        {"role": "user", "content": [T(f"=== Session 1 (Date: {D1}) ===\nLook at my mug  and my cat")]},
+        {"role": "assistant", "content": [T("Nice mug!")]},
+        {"role": "assistant", "content": [T(f"=== Session 2 (Date: {D2}) ===\nWelcome back.")]},
+        {"role": "user", "content": [T(f"=== Session 3 (Date: {D3}) ===\nsecond time")]},
+        {"role": "assistant", "content": [T("Same mug.")]},
+        Q(INSTRUCTIONS["standard"]),
+    ]
+
+
+def test_no_context(tmp_path):
+    item = _item(tmp_path, missing="a")
+    assert build_messages(item, "no_context") == [{"role": "system", "content": [T(SYS)]}, Q(INSTRUCTIONS["standard"])]
+    assert history_key(item, "no_context") == ()
+
+
+def test_oracle_evidence_keeps_only_evidence_sessions_in_order(tmp_path):
+    item = _item(tmp_path)
+    item.sessions[2].is_evidence = True  # s2 and s3 are evidence, s1 is not
+    c, a = tmp_path / "c.png", tmp_path / "a.png"
+    got = build_messages(item, "oracle_evidence")
+    assert got == [
+        {"role": "system", "content": [T(SYS)]},
+        {"role": "assistant", "content": [T(f"=== Session 1 (Date: {D2}) ===\nWelcome back.")]},
+        {"role": "user", "content": [I(c)]},
+        {"role": "user", "content": [T(f"=== Session 2 (Date: {D3}) ==="), I(a), T(" second time")]},
+        {"role": "assistant", "content": [T("Same mug.")]},
+        Q(INSTRUCTIONS["standard"]),
+    ]
+    assert history_key(item, "oracle_evidence") == ("s2", "s3")
+    assert history_key(item, "standard") == ("s1", "s2", "s3")
+
+
+def test_oracle_without_evidence_equals_no_context(tmp_path):
+    item = _item(tmp_path)
+    for s in item.sessions:
+        s.is_evidence = False
+    assert build_messages(item, "oracle_evidence") == build_messages(item, "no_context")
+
+
+def test_legacy_layout_exact(tmp_path):
+    item = _item(tmp_path)
+    a, b, c = (tmp_path / f"{n}.png" for n in "abc")
+    got = build_messages(item, "standard", layout="legacy")
+    head = f"{SYS}\nConversation:\n\n=== Session 1 (Date: {D1}) ===\n[User]: Look at my mug "
+    assert got == [{"role": "user", "content": [
+        T(head), I(a), T(" and my cat "), I(b),
+        T(f"\n[Assistant]: Nice mug!\n\n=== Session 2 (Date: {D2}) ===\n[Assistant]: Welcome back.\n[User]: "), I(c),
+        T(f"\n[User]: \n\n=== Session 3 (Date: {D3}) ===\n[User]: "), I(a),
+        T(f" second time\n[Assistant]: Same mug.\n\n\n{INSTRUCTIONS['standard']}\nQuestion Date: {QDATE}\n"
+          "Question: What colour was the mug in <image>?\n"),
+    ]}]
+
+
+def test_legacy_labels_text_only_and_no_context(tmp_path):
+    item = _item(tmp_path)
+    labelled = build_messages(item, "label_images", layout="legacy")
+    texts = "".join(b["text"] for b in labelled[0]["content"] if b["type"] == "text")
+    assert "[User]: Look at my mug [Image 1] " in texts and " and my cat [Image 2] " in texts
+    assert "[User]: [Image 3] " in texts and "[User]: [Image 4] " in texts
+    assert len(list(iter_images(labelled))) == 4
+    text_only = build_messages(item, "text_only", layout="legacy")
+    assert len(text_only[0]["content"]) == 1 and "<image>" not in text_only[0]["content"][0]["text"].split("Question:")[0]
+    assert "[User]: Look at my mug  and my cat\n" in text_only[0]["content"][0]["text"]
+    nc = build_messages(item, "no_context", layout="legacy")
+    assert nc == [{"role": "user", "content": [T(f"{SYS}\nConversation:\n\n\n{INSTRUCTIONS['standard']}\n"
+                                                f"Question Date: {QDATE}\nQuestion: What colour was the mug in <image>?\n")]}]
+
+
+def test_system_prefix(tmp_path):
+    item = _item(tmp_path)
+    assert build_messages(item, "no_context", system_prefix="/no_think\n")[0] == {
+        "role": "system", "content": [T("/no_think\n" + SYS)]}
+    legacy = build_messages(item, "no_context", layout="legacy", system_prefix="/no_think\n")
+    assert legacy[0]["content"][0]["text"].startswith("/no_think\n" + SYS)
+
+
+def test_missing_image_is_an_error_not_a_silent_drop(tmp_path):
+    item = _item(tmp_path, missing="b")
+    for layout in ("messages", "legacy"):
+        with pytest.raises(ImageError, match="missing"):
+            build_messages(item, "standard", layout=layout)
+    # modes that do not show the image are unaffected
+    build_messages(item, "text_only")
+    build_messages(item, "oracle_evidence")
+
+
+def test_unknown_layout_and_mode(tmp_path):
+    item = _item(tmp_path)
+    with pytest.raises(ValueError, match="layout"):
+        build_messages(item, "standard", layout="flat")
+    with pytest.raises(ValueError, match="mode"):
+        build_messages(item, "bogus")
+
+
+def test_every_mode_builds(tmp_path):
+    item = _item(tmp_path)
+    for mode in MODES:
+        for layout in ("messages", "legacy"):
+            msgs = build_messages(item, mode, layout=layout)
+            assert msgs[-1]["role"] == "user"
+            assert msgs[-1]["content"][-1]["text"].endswith("Question: What colour was the mug in <image>?\n")
+
+
+def test_built_benchmark_item(tiny_project):
+    """On a real built item: one message per turn plus system and question; images in order."""
+    from memlens.config import Paths
+    from memlens.evaluate.items import BuiltBenchmark
+
+    bench = BuiltBenchmark(Paths(tiny_project))
+    item = next(bench.items(bench.lengths()[0]))
+    msgs = build_messages(item, "standard")
+    n_turns = sum(1 for s in item.sessions for t in s.turns if t.content.strip() or t.images)
+    assert len(msgs) == n_turns + 2
+    assert [r.image_id for r in iter_images(msgs)] == item.image_ids
+    headers = [b["text"].split("\n")[0] for m in msgs[1:-1] for b in m["content"][:1]
+               if b["type"] == "text" and b["text"].startswith("=== Session ")]
+    assert headers == [f"=== Session {i} (Date: {s.date}) ===" for i, s in enumerate(item.sessions, 1)]

@@ -1,0 +1,78 @@
+"""A killed and resumed evaluation gives the same predictions file as an uninterrupted one.
+
+``memlens evaluate`` runs in a subprocess against a FakeOpenAIServer of this process (its answers are
+a deterministic function of the request); the subprocess is killed with SIGKILL twice at different
+points, then re-run to completion. The final prediction files must be byte-identical to those of an
+uninterrupted run, with no duplicated item.
+"""
+from __future__ import annotations
+
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from memlens.testing.fake_openai import FakeOpenAIServer
+from tests.evaluate.eval_support import TINY, openai_overrides
+
+
+def _cmd(root: Path, server) -> list[str]:
+    return [sys.executable, "-m", "memlens.cli", "evaluate", "--root", str(root), *TINY,
+            *openai_overrides(server, "model.concurrency=2")]
+
+
+def _env() -> dict[str, str]:
+    env = dict(os.environ)
+    src = str(Path(__file__).resolve().parents[2] / "src")
+    env["PYTHONPATH"] = src + os.pathsep + env.get("PYTHONPATH", "")
+    return env
+
+
+def _lines(path: Path) -> int:
+    try:
+        return path.read_bytes().count(b"\n")
+    except FileNotFoundError:
+        return 0
+
+
+def _run_and_kill(root: Path, server, watch: Path, after_lines: int, timeout: float = 120) -> None:
+    proc = subprocess.Popen(_cmd(root, server), env=_env(), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        t0 = time.monotonic()
+        while _lines(watch) < after_lines:
+            if proc.poll() is not None:
+                pytest.fail(f"evaluate finished (status {proc.returncode}) before it could be killed")
+            if time.monotonic() - t0 > timeout:
+                pytest.fail("evaluate made no progress")
+            time.sleep(0.005)
+    finally:
+        proc.send_signal(signal.SIGKILL)
+        proc.wait()
+
+
+@pytest.mark.slow
+def test_kill9_and_resume_gives_identical_predictions(tiny_project, tmp_path):
+    a, b = tmp_path / "uninterrupted", tmp_path / "killed"
+    shutil.copytree(tiny_project, a)
+    shutil.copytree(tiny_project, b)
+    pred = lambda root, n: root / "data" / "predictions" / "fake-vl" / "standard" / f"{n}.jsonl"  # noqa: E731
+    with FakeOpenAIServer(latency_s=0.15, record_requests=False) as server:
+        done = subprocess.run(_cmd(a, server), env=_env(), capture_output=True, text=True, timeout=300)
+        assert done.returncode == 0, done.stderr[-2000:]
+
+        _run_and_kill(b, server, pred(b, "32k"), after_lines=2)
+        mid = pred(b, "32k").read_bytes()
+        _run_and_kill(b, server, pred(b, "64k"), after_lines=1)  # killed again, in the second length
+        done = subprocess.run(_cmd(b, server), env=_env(), capture_output=True, text=True, timeout=300)
+        assert done.returncode == 0, done.stderr[-2000:]
+    assert 2 <= mid.count(b"\n") < 8  # the first kill happened mid-run, with results already stored
+    for length in ("32k", "64k"):
+        ref, got = pred(a, length).read_bytes(), pred(b, length).read_bytes()
+        assert got == ref, length
+        ids = [line.split(b'"question_id":')[1][:16] for line in got.splitlines()]
+        assert len(ids) == len(set(ids)) == 8
