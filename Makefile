@@ -16,15 +16,23 @@ export TOKENIZERS_PARALLELISM := false
 UI_PORT ?= 5000
 BASELINES ?= chance
 
-.PHONY: install repro test test-fast ui leaderboard bench clean-data params
+.PHONY: install install-ml repro test test-fast ui leaderboard bench params
 
 install: $(VENV)/.installed
+
+# The ML stack (transformers backend, open_clip filter channels): torch 2.14.1 + torchvision 0.29.1
+# (from local disk here), transformers, open_clip; replaces no pin of requirements.lock.
+install-ml: $(VENV)/.installed-ml
 
 $(VENV)/.installed: requirements.lock pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install -q pip==26.3
 	$(PY) -m pip install -q --no-deps -r requirements.lock
 	$(PY) -m pip install -q --no-deps --no-build-isolation -e .
+	touch $@
+
+$(VENV)/.installed-ml: requirements-ml.lock $(VENV)/.installed
+	$(PY) -m pip install -q --no-deps -r requirements-ml.lock
 	touch $@
 
 # Build the benchmark and evaluate the default system (refuse) with DVC, then every other built-in
@@ -37,7 +45,7 @@ repro: install
 	memlens leaderboard
 	@echo "Leaderboard: reports/leaderboard.md   (MLflow UI: make ui)"
 
-test: install
+test: install install-ml
 	$(PY) -m pytest -n 2 --dist loadfile
 
 test-fast: install

@@ -196,3 +196,16 @@ def test_invalid_arguments():
         ImageEncoder(transport="ftp")  # type: ignore[arg-type]
     with pytest.raises(ValueError):
         ImageEncoder(max_side=0)
+
+
+def test_relative_paths_follow_the_working_directory(tmp_path, monkeypatch):
+    (tmp_path / "a").mkdir()
+    (tmp_path / "b").mkdir()
+    _photo(tmp_path / "a" / "x.png", (10, 10), seed=1)
+    _photo(tmp_path / "b" / "x.png", (12, 12), seed=2)
+    enc = ImageEncoder(max_side=None)
+    monkeypatch.chdir(tmp_path / "a")
+    first = enc.encode("x.png")
+    monkeypatch.chdir(tmp_path / "b")
+    assert _decode(enc.encode("x.png")).size == (12, 12)
+    assert _decode(first).size == (10, 10)

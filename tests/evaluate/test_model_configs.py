@@ -170,10 +170,14 @@ def test_sweep_multirun_entry_point(tiny_project, tmp_path):
                            "eval.lengths=[32k],[64k]", "data.scale=tiny", f"hydra.sweep.dir={tmp_path / 'sweep'}"],
                           cwd=root, env=env, capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, done.stderr[-3000:]
+    from memlens.config import Paths
+    from memlens.evaluate.items import BuiltBenchmark
+
+    bench = BuiltBenchmark(Paths(root))
     for m in ("refuse", "chance"):
         for n in ("32k", "64k"):
             path = root / "data" / "predictions" / m / "standard" / f"{n}.jsonl"
-            assert len(path.read_text().splitlines()) == 8
+            assert len(path.read_text().splitlines()) == bench.count(n)
     assert len(list((tmp_path / "sweep").glob("[0-9]*"))) == 4
     listing = subprocess.run([sys.executable, "-m", "memlens.evaluate.sweep", "--gpu-models"], cwd=root, env=env,
                              capture_output=True, text=True, timeout=120)

@@ -263,10 +263,12 @@ class ImageEncoder:
         """
         resolved = self._resolved.get(ref)
         if resolved is None:
-            resolved = os.path.realpath(self._local_path(ref))
-            if len(self._resolved) >= _RESOLVE_MEMO_SIZE:
-                self._resolved.clear()
-            self._resolved[ref] = resolved
+            local = self._local_path(ref)
+            resolved = os.path.realpath(local)
+            if os.path.isabs(local):  # a relative name depends on the working directory
+                if len(self._resolved) >= _RESOLVE_MEMO_SIZE:
+                    self._resolved.clear()
+                self._resolved[ref] = resolved
         return resolved
 
     @staticmethod

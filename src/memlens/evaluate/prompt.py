@@ -60,6 +60,10 @@ Deliberate differences from the official code (its behaviour in brackets)
     * Every turn holds exactly one ``<image>`` per image (the schema guarantees it; the release
       loader normalises turns where the counts differ), so placeholders and images never
       mismatch. [Extra placeholders are dropped, extra images appended, mismatches only warned.]
+      Caveat: for a release turn with images but *no* placeholder, the official builder puts the
+      images before the (stripped) text, while the release loader currently appends the
+      placeholders after it. MemLens exports always carry placeholders, so only third-party
+      releases with such turns are affected.
     * The question is never truncated and the history is never cut: the length is chosen by the
       split. An over-long request fails on the server and is recorded as a failed item
       (``ok=False``), never dropped. [``--input_max_length`` is ignored and failed samples vanish

@@ -114,5 +114,7 @@ def run(cfg, paths: Paths) -> None:
         model.close()
     out = paths.predictions / model.name
     arts = hash_tree(out)
-    write_manifest(out, "evaluate", section(cfg, "model", "eval"), arts, code=("evaluate",),
-                   extra={"system": model.name, "mode": mode, "lengths": lengths})
+    extra = {"system": model.name, "mode": mode, "lengths": lengths}
+    if hasattr(source, "dataset_hash"):  # an official release: record what was evaluated
+        extra["dataset_sha256"] = source.dataset_hash()
+    write_manifest(out, "evaluate", section(cfg, "model", "eval"), arts, code=("evaluate",), extra=extra)

@@ -13,7 +13,8 @@ application over the same ``conf/`` folder, so Hydra's sweeper and launchers app
 
 Each job runs the evaluate stage (``+stages=[evaluate,judge,report]`` runs more) on the project
 found from the current directory (or ``$MEMLENS_ROOT``), writing to the same resumable prediction
-store as ``memlens evaluate``: a job that is killed or times out is resumed by re-submitting the
+store as ``memlens evaluate`` (Hydra's job folders go to ``data/sweeps/`` unless
+``hydra.sweep.dir`` is given): a job that is killed or times out is resumed by re-submitting the
 same command. A SLURM array has one resource shape, so models are grouped by GPU count;
 ``--plan`` prints the commands, one per group::
 
@@ -131,6 +132,11 @@ def main(argv: list[str] | None = None) -> None:
                  "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1", "TOKENIZERS_PARALLELISM": "false"}.items():
         os.environ.setdefault(k, v)
     os.environ.setdefault("MEMLENS_ROOT", str(root))  # jobs on other nodes / in other dirs find the project
+    # Hydra's own output folders go under data/ (git-ignored), not into the project root.
+    if not any(a.startswith("hydra.sweep.dir=") for a in argv):
+        argv.append("hydra.sweep.dir=data/sweeps/${now:%Y-%m-%d}/${now:%H-%M-%S}")
+    if not any(a.startswith("hydra.run.dir=") for a in argv):
+        argv.append("hydra.run.dir=data/sweeps/runs/${now:%Y-%m-%d}/${now:%H-%M-%S}")
     sys.argv = [sys.argv[0], *argv]
     app = hydra.main(version_base=None, config_path=str(root / "conf"), config_name="config")(_task)
     app()

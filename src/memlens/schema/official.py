@@ -146,7 +146,9 @@ def parse_item(item: Any, where: str) -> tuple[Question, list[tuple[str, str, li
             content = t.get("content", "")
             role = "assistant" if t.get("role") == "assistant" else "user"
             n = content.count("<image>")
-            if n < len(paths):  # official rule: extra images go after the text
+            if n == 0 and paths:  # official rule: images without placeholders come before the text
+                content = " ".join(["<image>"] * len(paths)) + " " + content
+            elif n < len(paths):  # official rule: images beyond the placeholders go after the text
                 content = content + " " + " ".join(["<image>"] * (len(paths) - n))
             elif n > len(paths):  # placeholders without an image are dropped
                 parts = content.split("<image>")
