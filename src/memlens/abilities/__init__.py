@@ -51,7 +51,12 @@ def chance_answer(question: Question, rng: random.Random) -> str:
         guess = ability_for(question.question_type).chance_answer(question, rng)
     except KeyError:
         guess = ""
-    return guess or "I am not sure."
+    # open-form questions have no answer space to draw from: commit to an arbitrary name, never
+    # an abstention (that would make chance a partial refuser)
+    return guess or f"My guess: {rng.choice(OPEN_FORM_GUESSES)}"
+
+
+OPEN_FORM_GUESSES = ("Maple", "Orchid", "Harbor", "Cedar", "Willow", "Juniper", "Aster", "Beacon")
 
 
 __all__ = ["Ability", "Draft", "FactDraft", "ImageRequest", "Plan", "registry", "ability_for", "chance_answer"]

@@ -52,4 +52,6 @@ class AnswerRefusal(Ability):
             guess = ability_for(proxy.question_type).chance_answer(proxy, rng) if src_type else ""
         except KeyError:
             guess = ""
-        return guess or "I am not sure."
+        from memlens.abilities import OPEN_FORM_GUESSES
+
+        return guess or f"My guess: {rng.choice(OPEN_FORM_GUESSES)}"
