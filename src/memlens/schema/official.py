@@ -251,3 +251,15 @@ class OfficialRelease:
                 while block := fh.read(1 << 22):
                     h.update(block)
         return h.hexdigest()
+
+
+def load_release(folder: str | Path) -> OfficialRelease:
+    """Open a MEMLENS release folder (``dataset_*.json``, ``release_images/``, ``agent_subset_195.json``)."""
+    return OfficialRelease(folder)
+
+
+def iter_items(path: str | Path):
+    """Stream ``(Question, [(session_id, date, turns)])`` from one ``dataset_<length>.json`` file."""
+    path = Path(path)
+    for i, item in enumerate(iter_json_array(path)):
+        yield parse_item(item, f"{path.name}[{i}]")
