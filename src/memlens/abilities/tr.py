@@ -210,16 +210,7 @@ def _render_mention(rng: random.Random, family: str, thing: str, when: str | Non
     """A mention in the shared haystack phrasing (``textbank`` templates); ``force_when`` picks a
     template that states ``when`` (mode D: the session's own day is the anchor)."""
     kind = ctxs.FAMILY_KIND.get(family, "photo")
-    if not force_when:
-        return textbank.render_mention(rng, kind=kind, thing=thing, when=when, tail=tail)
-    tpls = [t for t in textbank.mention_templates(kind) if "{when}" in t]
-    text = rng.choice(tpls).format(thing=thing, when=when)
-    if tail:
-        tail = tail.strip()
-        text = text + ("" if tail[:1] in ",;:" else " ") + tail
-    if text[-1] not in ".!?":
-        text += "."
-    return text
+    return textbank.render_mention(rng, kind=kind, thing=thing, when=when, tail=tail, require_when=force_when)
 
 
 # --------------------------------------------------------------------------------------------------

@@ -2149,12 +2149,13 @@ def mention_templates(kind: str) -> list[str]:
 
 
 def render_mention(
-    rng: random.Random, *, kind: str, thing: str, when: str | None = None, tail: str | None = None
+    rng: random.Random, *, kind: str, thing: str, when: str | None = None, tail: str | None = None, require_when: bool = False
 ) -> str:
     """Fill a mention template: ``thing`` (e.g. "the receipt from lunch"), optional ``when`` and
     ``tail`` (a clause appended after the image, e.g. "and I'm trying to keep my spending in check").
     Returns a sentence ending in punctuation."""
-    options = [t for t in mention_templates(kind) if when or "{when}" not in t]
+    options = [t for t in mention_templates(kind) if (when or "{when}" not in t)
+               and (not require_when or "{when}" in t)]
     text = rng.choice(options).format(thing=thing, when=when or "")
     if tail:
         tail = tail.strip()

@@ -347,9 +347,8 @@ class Instance(Record):
 
 
 @dataclass
-class Prediction(Record):
-    """One system output for one (system, mode, length, question). ``ok`` is False for a request
-    that failed after its retries: it carries ``error`` and is never scored as an answer."""
+class ItemKey(Record):
+    """What identifies a scored item: the system, prompt mode, length and question."""
 
     system: str
     mode: str
@@ -357,6 +356,13 @@ class Prediction(Record):
     question_id: str
     question_type: str
     question_subtype: str
+
+
+@dataclass
+class Prediction(ItemKey):
+    """One system output for one (system, mode, length, question). ``ok`` is False for a request
+    that failed after its retries: it carries ``error`` and is never scored as an answer."""
+
     ok: bool
     raw_prediction: str | None = None
     prediction: str | None = None
@@ -371,15 +377,9 @@ class Prediction(Record):
 
 
 @dataclass
-class Verdict(Record):
+class Verdict(ItemKey):
     """A judge's decision on one prediction."""
 
-    system: str
-    mode: str
-    length: str
-    question_id: str
-    question_type: str
-    question_subtype: str
     judge: str
     correct: bool | None  # None: the judge failed (recorded as a failure, not as wrong)
     parsed: str | None = None
