@@ -245,6 +245,24 @@ def _unique_names(rng: random.Random, n: int, make, reserved: set[str], key=lamb
     raise RuntimeError("IE: invented-name space exhausted; enlarge NAME_WORDS/BOOK_A/BOOK_B")
 
 
+def _anaphor_mention(rng: random.Random, mention: str, truth: dict, ctx: str, forbidden: list[str]) -> str:
+    """The vague mention of a named-entity image, phrased with an anaphor of its category for a
+    share ``abstraction.ANAPHOR_SHARE`` of images (haystack mentions of named_sign images use the same
+    share and frames), else the plan's shared-style mention. The images of one question share the
+    category (same shop type, all books, all cars...), so the anaphor names no distinguishing trait."""
+    from memlens.generate import abstraction
+    from memlens.generate.validators import contains_token_bounded
+
+    if rng.random() >= abstraction.ANAPHOR_SHARE:
+        return mention
+    cat = abstraction.classify(str(truth.get("text", "")), truth.get("kind"))
+    m = abstraction.mention(rng, abstraction.anaphor(rng, cat), ctx)
+    drawn = [str(x) for x in truth.get("texts", []) if isinstance(x, (str, int, float)) and len(str(x).strip()) > 1]
+    if m.count("<image>") != 1 or any(contains_token_bounded(m, s) for s in forbidden + drawn):
+        return mention
+    return m
+
+
 def _plan_obj(plan_id, subtype, variant, topic, rng, images, latent) -> Plan:
     return Plan(plan_id, IE, subtype, variant, topic.topic_id, pick(rng, topic.subtopics or [topic.title]),
                 images, latent)
@@ -478,7 +496,11 @@ class InformationExtraction(Ability):
         if fmt == "currency":
             forb += _amount_forms(answer)
         forb += [f for f in forbidden if f]
-        facts = [FactDraft(m, [k]) for k, m in enumerate(lat["mentions"])]
+        mentions = list(lat["mentions"])
+        if plan.variant == "disambiguation" or (plan.variant == "alignment" and lat.get("kind_q") == "license_plate"):
+            mentions = [_anaphor_mention(rng, m, truths[k], lat["context"], forb + [f for f in forbidden if f])
+                        for k, m in enumerate(mentions)]
+        facts = [FactDraft(m, [k]) for k, m in enumerate(mentions)]
         return Draft(question=q, answer=answer, facts=facts, details=details,
                      forbidden=list(dict.fromkeys(forb)), contexts=[lat["context"]], derivation=prog)
 

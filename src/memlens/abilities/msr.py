@@ -283,13 +283,24 @@ class MultiSessionReasoning(Ability):
             return self._build_er(rng, plan, truths)
         raise ValueError(f"MSR: unknown subtype {sub!r}")
 
-    def _mentions(self, plan, truths, tails: list[str | None]) -> list[FactDraft]:
+    def _mentions(self, plan, truths, tails: list[str | None], anaphors: bool = False,
+                  forbidden: list[str] | None = None) -> list[FactDraft]:
+        """``anaphors``: phrase a share of the (named_sign) mentions with an anaphor of the entity's
+        category ("that bakery I showed you <image>"), as haystack mentions of such images are."""
+        from memlens.generate import abstraction
+
         theme = plan.latent["theme"]
         facts = []
         for i, (req, seed, tail) in enumerate(zip(plan.images, plan.latent["mention_seeds"], tails)):
             mrng = random.Random(seed)
             thing = f"{_noun(req.family)} {theme}"
             m = mention_for(mrng, req.family, thing, tail=tail)
+            if anaphors and req.family == "named_sign" and mrng.random() < abstraction.ANAPHOR_SHARE:
+                t = truths[i]
+                cat = abstraction.classify(str(t.get("text", "")), t.get("kind"))
+                a = abstraction.mention(mrng, abstraction.anaphor(mrng, cat), theme, tail=tail)
+                if not _clashes(a, t) and not any(contains_token_bounded(a, f) for f in forbidden or []):
+                    m = a
             if _clashes(m, truths[i]):
                 raise ValueError(f"MSR: mention {m!r} repeats a string drawn in its image")
             facts.append(FactDraft(m, [i]))
@@ -454,7 +465,7 @@ class MultiSessionReasoning(Ability):
         got = evaluate_local(prog, truths)
         if got != answer:
             raise ValueError(f"MSR entity resolution: derivation {got!r} != {answer!r}")
-        facts = self._mentions(plan, truths, [None] * n)
+        facts = self._mentions(plan, truths, [None] * n, anaphors=True, forbidden=list(forbidden) + [answer])
         details = self._base_details(plan, fmt)
         details.update({"er_form": form, "entity_kind": kind, "n_entities": len({x.lower() for x in names}),
                         "entity_of_session": plan.latent["entity_ids"], "visual_skill": "entity_resolution",

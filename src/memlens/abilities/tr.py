@@ -802,6 +802,9 @@ class TemporalReasoning(Ability):
                    "n_images": len(facts), "families": sorted({f["family"] for f in facts})}
         if ents:
             details["entity_kinds"] = ents
+            # the abstracted entities (named only in their images) and their kinds
+            details["entities"] = {f["constraints"]["text"]: named_kind(f) for f in facts
+                                   if f["family"] == "named_sign" and f["constraints"].get("text")}
         if sub == "duration_comparison":
             details.update({"unit": lat["unit"], "durations": lat["durations"], "interval_kinds": lat["interval_kinds"]})
         if sub == "order_ranking":
@@ -857,8 +860,18 @@ class TemporalReasoning(Ability):
     @staticmethod
     def _mention(rng: random.Random, f: dict, truth: dict, forbidden: list[str]) -> str:
         drawn = [str(x) for x in truth.get("texts", []) if isinstance(x, (str, int, float)) and len(str(x).strip()) > 1]
-        for _ in range(30):
-            m = _render_mention(rng, f["family"], f["thing"], f["when"], f["tail"], f["force_when"])
+        from memlens.generate import abstraction
+
+        # entity images (modes C/D): a share phrased with an anaphor; its category is the generic
+        # "thing" (a shop type or "book" would tell the question's entities apart by text)
+        use_anaphor = (f["family"] == "named_sign" and f["constraints"].get("kind") in ("shop_sign", "book_cover")
+                       and rng.random() < abstraction.ANAPHOR_SHARE)
+        for i in range(30):
+            if use_anaphor and i < 15:
+                m = abstraction.mention(rng, abstraction.anaphor(rng, "thing"), f["ctx"], when=f["when"],
+                                        tail=f["tail"], force_when=f["force_when"])
+            else:
+                m = _render_mention(rng, f["family"], f["thing"], f["when"], f["tail"], f["force_when"])
             if m.count(IMAGE_PLACEHOLDER) != 1:
                 continue
             if any(contains_token_bounded(m, s) for s in forbidden + drawn):

@@ -17,8 +17,9 @@ from memlens.abilities.base import Plan
 from memlens.abilities.contexts import mention_for, thing_for
 from memlens.config import Paths, section
 from memlens.errors import DataError, MemLensError
+from memlens.generate import abstraction
 from memlens.generate.sessions import Mention, SessionWriter, WriterConfig
-from memlens.generate.validators import RejectionLog
+from memlens.generate.validators import RejectionLog, contains_token_bounded
 from memlens.ontology.stage import load_topics
 from memlens.schema import AR, Evidence, ImageRecord, Question, Session, format_date, parse_date
 from memlens.schema.io import iter_jsonl, write_jsonl
@@ -68,6 +69,48 @@ def _plan_contexts(p: Plan) -> list[str]:
         elif isinstance(v, list):
             out += [x for x in v if isinstance(x, str)]
     return out
+
+
+def _anaphor_mention(seed: int, rec: ImageRecord, ctx: str) -> str | None:
+    """A haystack mention of a named-entity image phrased with an anaphor (a share
+    ``abstraction.ANAPHOR_SHARE`` of them, like evidence mentions), or None for the shared phrasing.
+    Drawn from its own rng (keyed by the image), so the session rng and every other draw is unchanged."""
+    if rec.family != "named_sign":
+        return None
+    arng = derive_rng(seed, "anaphor", rec.sha256)
+    if arng.random() >= abstraction.ANAPHOR_SHARE:
+        return None
+    truth = rec.truth or {}
+    cat = abstraction.classify(str(truth.get("text", "")), truth.get("kind")) if arng.random() < 0.7 else "thing"
+    m = abstraction.mention(arng, abstraction.anaphor(arng, cat), ctx)
+    if any(contains_token_bounded(m, v) for v in image_values(truth)):
+        return None
+    return m
+
+
+def _abstraction_of(d, qtype: str) -> dict:
+    """Category per abstracted entity: the ability's ``details["entities"]`` (names, or name -> kind), else
+    its forbidden names (not the answer, nor printed values with digits), classified with the
+    ability's entity kind hint."""
+    if qtype == AR:
+        return {}
+    det = d.details or {}
+    kinds = det.get("entity_kinds") or []
+    hint = det.get("entity_kind") or det.get("kind") or (kinds[0] if len(kinds) == 1 else None)
+    ents = det.get("entities")
+    named: dict[str, str | None] = {}
+    if isinstance(ents, dict):
+        named.update({str(k): (v if isinstance(v, str) else hint) for k, v in ents.items()})
+    elif isinstance(ents, list):
+        named.update({str(x): hint for x in ents if isinstance(x, str)})
+    answer = (d.answer or "").strip().lower()
+    for f in ([] if named else d.forbidden):  # the ability's own list, when given, is complete
+        if not f or str(f).strip().lower() == answer or any(c.isdigit() for c in str(f)):
+            continue
+        if not any(c.isalpha() for c in str(f)):
+            continue
+        named.setdefault(str(f), hint)
+    return {n: abstraction.classify(n, h if isinstance(h, str) else None) for n, h in sorted(named.items())}
 
 
 def question_date_for(rng) -> datetime:
@@ -134,8 +177,10 @@ def run(cfg, paths: Paths) -> None:
             rec = next(hay_iter, None)
             if rec is None:
                 break
-            thing, _ = thing_for(rng, rec.family, reserved)
-            out.append(Mention(mention_for(rng, rec.family, thing), [rec.sha256], False, image_values(rec.truth)))
+            thing, ctx = thing_for(rng, rec.family, reserved)
+            text = mention_for(rng, rec.family, thing)
+            text = _anaphor_mention(seed, rec, ctx) or text
+            out.append(Mention(text, [rec.sha256], False, image_values(rec.truth)))
         return out
 
     writer = SessionWriter(wcfg, rejections, forbidden=[])
@@ -171,11 +216,18 @@ def run(cfg, paths: Paths) -> None:
             when = qdate - timedelta(days=days, minutes=rng.randrange(0, 600))
             evidence.append(Evidence(s.session_id, format_date(when), fact.mention, ids))
         qid = short_id("q", seed, p.plan_id, n=8)
+        # the abstracted background paragraph (paper step 1/3) and the categories of the abstracted
+        # entities; details only, from their own rng (the history text is unchanged)
+        brng = derive_rng(seed, "background", p.plan_id)
+        extra_details = {"background": abstraction.background(brng, topic.title, p.subtopic, topic.track,
+                                                              [f.mention for f in d.facts]),
+                         "abstraction": _abstraction_of(d, p.question_type)}
         questions.append(Question(
             question_id=qid, question_type=p.question_type, question_subtype=p.question_subtype,
             question=d.question, answer=d.answer, question_date=format_date(qdate), topic_id=p.topic_id,
             old_answer=d.old_answer, evidence=evidence, ordered_evidence=d.ordered,
-            image_essential=d.image_essential, details={**d.details, "variant": p.variant, "plan_id": p.plan_id,
+            image_essential=d.image_essential, details={**d.details, **extra_details, "variant": p.variant,
+                                                        "plan_id": p.plan_id,
                                                         "forbidden": d.forbidden, "derivation": d.derivation,
                                                         "image_ids": [r.sha256 for r in recs]}))
 
@@ -213,6 +265,8 @@ def run(cfg, paths: Paths) -> None:
     write_manifest(out, "generate", {**section(cfg, "generator"), "seed": seed, "scale": str(cfg.data.scale)},
                    hash_tree(out), code=("generate", "abilities"),
                    extra={"questions": len(questions), "sessions": kinds, "dropped_plans": dropped,
-                          "validators": rejections.summary()})
+                          "validators": rejections.summary(),
+                          "abstraction": {k: v for k, v in abstraction.inventory().items()
+                                          if k in ("categories", "templates", "groups", "mention_frames")}})
     log.info("generate: %d questions, sessions %s, dropped %s, regenerated turns %d/%d", len(questions), kinds,
              dropped, rejections.regenerated, rejections.turns)
