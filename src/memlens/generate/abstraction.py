@@ -285,13 +285,9 @@ def mention(rng: random.Random, anaphor_phrase: str, ctx: str, when: str | None 
     to an occasion context; ``force_when`` picks a frame that states ``when``."""
     frames = list(MENTION_FRAMES_WHEN) if (when and force_when) else list(MENTION_FRAMES) + (
         list(MENTION_FRAMES_WHEN) if when else [])
-    text = rng.choice(frames).format(a=anaphor_phrase, ctx=ctx, when=when or "")
-    if tail:
-        tail = tail.strip()
-        text = text + ("" if tail[:1] in ",;:" else " ") + tail
-    if text[-1] not in ".!?":
-        text += "."
-    return text
+    from memlens.generate.textbank import finish_sentence
+
+    return finish_sentence(rng.choice(frames).format(a=anaphor_phrase, ctx=ctx, when=when or ""), tail)
 
 
 # ---------------------------------------------------------------------------- KU descriptors

@@ -2157,6 +2157,11 @@ def render_mention(
     options = [t for t in mention_templates(kind) if (when or "{when}" not in t)
                and (not require_when or "{when}" in t)]
     text = rng.choice(options).format(thing=thing, when=when or "")
+    return finish_sentence(text, tail)
+
+
+def finish_sentence(text: str, tail: str | None = None) -> str:
+    """Append an optional clause after a mention and close the sentence with punctuation."""
     if tail:
         tail = tail.strip()
         text = text + ("" if tail[:1] in ",;:" else " ") + tail
