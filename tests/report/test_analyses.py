@@ -357,3 +357,16 @@ def test_build_analyses_single_system_degrades_gracefully(tmp_path):
     assert not (reports / "analysis" / "correlation_heatmap.png").exists()
     empty = build_analyses(tmp_path / "none", tmp_path / "r2", judge="deterministic")
     assert empty.sections == []
+
+
+def test_summary_json_has_no_nan():
+    import json
+    import math
+
+    from memlens.report.crossreport import _finite
+    import numpy as np
+
+    out = _finite({"rho": float("nan"), "m": [np.float64("inf"), 0.5, np.int64(3)], "ok": "x"})
+    assert out == {"rho": None, "m": [None, 0.5, 3], "ok": "x"}
+    json.dumps(out, allow_nan=False)
+    assert not any(isinstance(v, float) and math.isnan(v) for v in out["m"] if v is not None)

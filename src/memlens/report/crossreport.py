@@ -85,6 +85,24 @@ def _wide(records: list[dict], columns: list[str]) -> list[dict]:
     return sorted(rows.values(), key=lambda x: (length_tokens(x["length"]), -(x.get("overall") or 0), x["system"]))
 
 
+def _finite(obj):
+    """JSON has no NaN/inf: undefined statistics (e.g. a correlation over constant columns) become null."""
+    import math
+
+    if isinstance(obj, float):
+        return obj if math.isfinite(obj) else None
+    if isinstance(obj, dict):
+        return {k: _finite(v) for k, v in obj.items()}
+    if isinstance(obj, (list, tuple)):
+        return [_finite(v) for v in obj]
+    if hasattr(obj, "item") and not isinstance(obj, (str, bytes)):  # numpy scalars
+        try:
+            return _finite(obj.item())
+        except (TypeError, ValueError):
+            return obj
+    return obj
+
+
 def build_analyses(verdicts_dir: Path, reports: Path, *, judge: str, mode: str = "standard",
                    questions: dict | None = None, n_resamples: int = 1000, seed: int = 0, alpha: float = 0.05,
                    hard_threshold: float = 0.2, reference_length: str | None = None,
@@ -311,8 +329,8 @@ def build_analyses(verdicts_dir: Path, reports: Path, *, judge: str, mode: str =
     bundle.sections.append(Section("ablation", "Image ablation and oracle evidence", blocks=blocks))
 
     sp_path = out_dir / "summary.json"
-    atomic_write_bytes(sp_path, (json.dumps(summary, indent=1, sort_keys=True, ensure_ascii=False, allow_nan=False,
-                                            default=_json_default) + "\n").encode("utf-8"))
+    atomic_write_bytes(sp_path, (json.dumps(_finite(summary), indent=1, sort_keys=True, ensure_ascii=False,
+                                            allow_nan=False, default=_json_default) + "\n").encode("utf-8"))
     bundle.files.append(sp_path)
     bundle.summary = summary
     return bundle
