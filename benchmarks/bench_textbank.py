@@ -1,0 +1,37 @@
+"""Speed of the offline session text generator: sessions of ten turns per second.
+
+    .venv/bin/python benchmarks/bench_textbank.py
+"""
+from __future__ import annotations
+
+import random
+import time
+
+from memlens.generate import textbank as tb
+from memlens.ontology.stage import build_topics, load_ontology_file
+
+
+def main() -> None:
+    topics = build_topics(load_ontology_file(), 42)
+    n = 3000
+    t0 = time.perf_counter()
+    for i in range(n):
+        r = random.Random(i)
+        t = topics[i % len(topics)]
+        kw = {"topic_title": t.title, "subtopic": t.subtopics[i % len(t.subtopics)], "track": t.track}
+        tb.session_opening(r, **kw)
+        for k in range(5):
+            tb.assistant_reply(r, **kw)
+            if k < 4:
+                tb.user_turn(r, **kw, mention="Here is the receipt from lunch <image>" if k == 1 else None)
+    dt = time.perf_counter() - t0
+    t1 = time.perf_counter()
+    for i in range(n):
+        tb.filler_session(random.Random(i), n_turns=10)
+    dt2 = time.perf_counter() - t1
+    print(f"topic sessions (10 turns): {n} in {dt:.2f} s -> {n / dt:,.0f}/s")
+    print(f"filler sessions (10 turns): {n} in {dt2:.2f} s -> {n / dt2:,.0f}/s")
+
+
+if __name__ == "__main__":
+    main()
