@@ -110,6 +110,15 @@ class Record:
         return obj
 
     @classmethod
+    def unchecked(cls, **fields: Any):
+        """Build a record without the format checks of ``__post_init__``: for external data (the
+        official release) whose optional fields may hold placeholders such as ``unknown`` dates.
+        The reader is responsible for the checks it needs."""
+        obj = cls.__new__(cls)
+        obj.__dict__.update(fields)
+        return obj
+
+    @classmethod
     def _load_field(cls, fname: str, value: Any, where: str) -> Any:
         nested = cls._nested.get(fname)
         if nested is not None:

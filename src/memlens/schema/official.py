@@ -156,13 +156,9 @@ def parse_item(item: Any, where: str) -> tuple[Question, list[tuple[str, str, li
             turns.append(Turn(role=role, content=content, images=paths, has_answer=bool(t.get("has_answer", False))))
         out.append((str(sids[i]) if i < len(sids) else f"{qid}_s{i}", str(date), turns))
     answer_ids = set(item.get("answer_session_ids") or [])
-    evidence = []
-    for sid, date, turns in out:
-        if sid in answer_ids:
-            evidence.append(Evidence.__new__(Evidence))
-            evidence[-1].__dict__.update(session_id=sid, date=date, fact="", image_ids=[i for t in turns for i in t.images])
-    q = Question.__new__(Question)
-    q.__dict__.update(
+    evidence = [Evidence.unchecked(session_id=sid, date=date, fact="", image_ids=[i for t in turns for i in t.images])
+                for sid, date, turns in out if sid in answer_ids]
+    q = Question.unchecked(
         question_id=qid, question_type=item["question_type"], question_subtype=str(item.get("question_subtype") or ""),
         question=item["question"], answer=item["answer"], question_date=str(item.get("question_date") or "unknown"),
         topic_id="", old_answer=item.get("old_answer"), evidence=evidence, ordered_evidence=False,
