@@ -53,13 +53,13 @@ from pathlib import Path
 import numpy as np
 from PIL import Image
 
-from memlens.evaluate.backends.openai_compatible import (
+from memlens.core.http import (
     CompletionResult,
     OpenAICompatibleClient,
     OpenAICompatibleConfig,
 )
-from memlens.evaluate.images import ImageEncoder
-from memlens.testing.fake_openai import FakeOpenAIServer
+from memlens.eval.images import ImageEncoder
+from tests.support.fake_openai import FakeOpenAIServer
 
 try:
     import orjson

@@ -3,7 +3,7 @@
 Builds N synthetic (question_type, subtype, reference, prediction) items across all ten task keys
 from a seeded RNG - short answers in many surface forms, long chain-of-thought outputs ending in an
 ``[ANSWER]`` tag or a concluding sentence, tail-truncated and auto-zero-length outputs, refusals and
-refusal-plus-guess outputs - then times ``memlens.judge.deterministic.score`` over all of them.
+refusal-plus-guess outputs - then times ``memlens.eval.judge.deterministic.score`` over all of them.
 
 The target (default 5 s for 75,000 items) applies to plain scoring; a second, informational
 run also computes the degeneracy diagnostic (``diagnostics=True``).
@@ -24,7 +24,7 @@ import time
 from collections import Counter
 from typing import NamedTuple
 
-from memlens.judge.deterministic import score, task_key
+from memlens.eval.judge.deterministic import score, task_key
 
 
 class Item(NamedTuple):

@@ -12,9 +12,9 @@ import tempfile
 import time
 from pathlib import Path
 
-from memlens.judge.llm import LLMJudge
-from memlens.schema import Prediction, Question
-from memlens.testing.fake_openai import FakeOpenAIServer
+from memlens.eval.judge.llm import LLMJudge
+from memlens.core.schema import Prediction, Question
+from tests.support.fake_openai import FakeOpenAIServer
 
 KINDS = [("information_extraction", "entity", "1937"), ("information_extraction", "previnfo", "red"),
          ("multi_session_reasoning", "arithmetic", "$260.00"), ("multi_session_reasoning", "counting", "4"),

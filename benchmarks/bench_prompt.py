@@ -32,12 +32,12 @@ from PIL import Image
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO / "src"))
 
-from memlens.evaluate.backends.openai_compatible import OpenAICompatibleClient, OpenAICompatibleConfig  # noqa: E402
-from memlens.evaluate.images import ImageEncoder  # noqa: E402
-from memlens.evaluate.items import EvalItem, HistorySession  # noqa: E402
-from memlens.evaluate.prompt import build_messages  # noqa: E402
-from memlens.schema import Question, Turn  # noqa: E402
-from memlens.testing.fake_openai import FakeOpenAIServer  # noqa: E402
+from memlens.core.http import OpenAICompatibleClient, OpenAICompatibleConfig  # noqa: E402
+from memlens.eval.images import ImageEncoder  # noqa: E402
+from memlens.core.items import EvalItem, HistorySession  # noqa: E402
+from memlens.eval.prompt import build_messages  # noqa: E402
+from memlens.core.schema import Question, Turn  # noqa: E402
+from tests.support.fake_openai import FakeOpenAIServer  # noqa: E402
 
 WORDS = ("the receipt shows a total of forty two dollars and the clock on the wall reads half past seven while "
          "my cousin asked about the train ticket to the museum next weekend because the weather looked fine").split()

@@ -13,7 +13,7 @@ import os
 import random
 import time
 
-from memlens.crawl.synthetic import FAMILIES, get_family, render_bytes
+from memlens.build.images.synthetic import FAMILIES, get_family, render_bytes
 
 
 def one(name: str, seed: int) -> int:

@@ -1,4 +1,4 @@
-"""Benchmark of the batched bootstrap in memlens.report.stats.
+"""Benchmark of the batched bootstrap in memlens.eval.report.stats.
 
 Workload (paper scale): 34 systems x 4 context lengths x 789 questions,
 1000 question-level resamples, CIs for overall + 5 types + 10 subtypes
@@ -18,7 +18,7 @@ import time
 
 import numpy as np
 
-from memlens.report.stats import bootstrap_ci_matrix, bootstrap_indices
+from memlens.eval.report.stats import bootstrap_ci_matrix, bootstrap_indices
 
 N_SYSTEMS, N_LENGTHS, N_Q, N_RESAMPLES = 34, 4, 789, 1000
 # per-type sizes implied by the paper's percentages (sum = 789)

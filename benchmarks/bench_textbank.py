@@ -7,8 +7,8 @@ from __future__ import annotations
 import random
 import time
 
-from memlens.generate import textbank as tb
-from memlens.ontology.stage import build_topics, load_ontology_file
+from memlens.build.text import textbank as tb
+from memlens.build.ontology.stage import build_topics, load_ontology_file
 
 
 def main() -> None:

@@ -1,8 +1,8 @@
 import pytest
 from omegaconf import OmegaConf
 
-from memlens.config import length_tokens, load_config, resolved_lengths
-from memlens.errors import ConfigError
+from memlens.core.config import length_tokens, load_config, resolved_lengths
+from memlens.core.errors import ConfigError
 from tests.conftest import REPO, make_project
 
 

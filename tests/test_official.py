@@ -3,11 +3,11 @@ import json
 
 import pytest
 
-from memlens.errors import DataError, ImageError, SchemaError
-from memlens.evaluate.items import BuiltBenchmark
-from memlens.config import Paths
-from memlens.schema.io import sha256_file
-from memlens.schema.official import OfficialRelease, iter_json_array
+from memlens.core.errors import DataError, ImageError, SchemaError
+from memlens.core.items import BuiltBenchmark
+from memlens.core.config import Paths
+from memlens.core.io import sha256_file
+from memlens.core.official import OfficialRelease, iter_json_array
 from tests.conftest import TINY, run_stage
 
 

@@ -4,8 +4,8 @@ import shutil
 
 import pytest
 
-from memlens.schema.io import sha256_file
-from memlens.store import hash_tree
+from memlens.core.io import sha256_file
+from memlens.core.store import hash_tree
 from tests.conftest import BUILD_STAGES, TINY, make_project, run_stage
 
 pytestmark = pytest.mark.slow

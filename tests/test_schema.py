@@ -2,10 +2,10 @@ import json
 
 import pytest
 
-from memlens.errors import DataError, SchemaError
-from memlens.schema import (Evidence, ImageRecord, Question, Session, Turn, format_date, is_release_date,
+from memlens.core.errors import DataError, SchemaError
+from memlens.core.schema import (Evidence, ImageRecord, Question, Session, Turn, format_date, is_release_date,
                             parse_date)
-from memlens.schema.io import canonical_json, iter_jsonl, read_json, read_records, write_jsonl
+from memlens.core.io import canonical_json, iter_jsonl, read_json, read_records, write_jsonl
 
 
 def q(**kw):

@@ -2,10 +2,10 @@ import os
 
 import pytest
 
-from memlens.errors import ImageError
-from memlens.evaluate.store import PredictionStore
-from memlens.schema import Prediction
-from memlens.store import ObjectStore, derive_rng, safe_join, short_id
+from memlens.core.errors import ImageError
+from memlens.eval.results import PredictionStore
+from memlens.core.schema import Prediction
+from memlens.core.store import ObjectStore, derive_rng, safe_join, short_id
 
 
 def test_object_store_content_addressed(tmp_path):

@@ -1,7 +1,7 @@
 """``memlens <stage> [--params params.yaml] [overrides...]``: one thin command per pipeline stage.
 
 Stages are registered in :data:`STAGES`; each is a function ``run(cfg, paths) -> None``.
-Errors of the :class:`~memlens.errors.MemLensError` family end the command with one clear message
+Errors of the :class:`~memlens.core.errors.MemLensError` family end the command with one clear message
 and exit status 2; nothing already written is removed.
 """
 from __future__ import annotations
@@ -13,7 +13,7 @@ import os
 import sys
 import time
 
-from memlens.errors import MemLensError
+from memlens.core.errors import MemLensError
 
 for _k, _v in {"MLFLOW_DISABLE_TELEMETRY": "true", "DO_NOT_TRACK": "true", "DVC_NO_ANALYTICS": "1",
                "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1", "TOKENIZERS_PARALLELISM": "false"}.items():
@@ -21,20 +21,20 @@ for _k, _v in {"MLFLOW_DISABLE_TELEMETRY": "true", "DO_NOT_TRACK": "true", "DVC_
 
 #: stage name -> "module:function"
 STAGES: dict[str, str] = {
-    "ontology": "memlens.ontology.stage:run",
-    "crawl": "memlens.crawl.stage:run",
-    "filter": "memlens.filter.stage:run",
-    "generate": "memlens.generate.stage:run",
-    "assemble": "memlens.assemble.stage:run",
-    "validate": "memlens.validate.stage:run",
-    "export": "memlens.export.stage:run",
-    "evaluate": "memlens.evaluate.stage:run",
-    "judge": "memlens.judge.stage:run",
-    "report": "memlens.report.stage:run",
+    "ontology": "memlens.build.ontology.stage:run",
+    "crawl": "memlens.build.crawl.stage:run",
+    "filter": "memlens.build.filter.stage:run",
+    "generate": "memlens.build.generate.stage:run",
+    "assemble": "memlens.build.assemble.stage:run",
+    "validate": "memlens.build.validate.stage:run",
+    "export": "memlens.build.export.stage:run",
+    "evaluate": "memlens.eval.evaluate.stage:run",
+    "judge": "memlens.eval.judge.stage:run",
+    "report": "memlens.eval.report.stage:run",
 }
 EXTRA: dict[str, str] = {
-    "compose": "memlens.cli_extra:compose",
-    "leaderboard": "memlens.report.leaderboard:run_cli",
+    "compose": "memlens.cli:compose",
+    "leaderboard": "memlens.eval.report.leaderboard:run_cli",
 }
 
 log = logging.getLogger("memlens")
@@ -64,7 +64,7 @@ def main(argv: list[str] | None = None) -> int:
                         format="%(levelname)s %(name)s: %(message)s", stream=sys.stderr)
     for noisy in ("alembic", "mlflow", "urllib3", "httpx", "matplotlib", "PIL", "openai", "hydra"):
         logging.getLogger(noisy).setLevel(logging.WARNING)
-    from memlens.config import Paths, load_config
+    from memlens.core.config import Paths, load_config
 
     t0 = time.perf_counter()
     try:
@@ -80,6 +80,22 @@ def main(argv: list[str] | None = None) -> int:
         print(f"memlens {args.command}: interrupted; finished work is kept, re-run to resume", file=sys.stderr)
         return 130
     log.info("%s done in %.1f s", args.command, time.perf_counter() - t0)
+    return 0
+
+
+def compose(args) -> int:
+    """Write params.yaml: the composition of conf/ with the given overrides (what `dvc exp run` does)."""
+    from pathlib import Path
+
+    from omegaconf import OmegaConf
+
+    from memlens.core.config import load_config, project_root
+
+    root = Path(args.root) if args.root else project_root()
+    cfg = load_config(args.overrides, root=root)
+    text = OmegaConf.to_yaml(cfg)
+    (root / "params.yaml").write_text(text)
+    print(f"wrote {root / 'params.yaml'}")
     return 0
 
 

@@ -7,17 +7,17 @@ import re
 
 import pytest
 
-from memlens.abilities import contexts
-from memlens.abilities.ar import AnswerRefusal
-from memlens.abilities.derive import derive
-from memlens.abilities.ie import SAFE_COLORS, InformationExtraction
-from memlens.crawl.synthetic import get_family, render_bytes
-from memlens.generate.sessions import Mention, SessionWriter, WriterConfig
-from memlens.generate.stage import image_values
-from memlens.generate.textbank import mention_templates
-from memlens.generate.validators import RejectionLog, contains_token_bounded
-from memlens.ontology.stage import build_topics, load_ontology_file
-from memlens.schema import IE, IMAGE_PLACEHOLDER, Question
+from memlens.build.abilities import contexts
+from memlens.build.abilities.ar import AnswerRefusal
+from memlens.build.abilities.derive import derive
+from memlens.build.abilities.ie import SAFE_COLORS, InformationExtraction
+from memlens.build.images.synthetic import get_family, render_bytes
+from memlens.build.text.sessions import Mention, SessionWriter, WriterConfig
+from memlens.build.generate.stage import image_values
+from memlens.build.text.textbank import mention_templates
+from memlens.build.text.validators import RejectionLog, contains_token_bounded
+from memlens.build.ontology.stage import build_topics, load_ontology_file
+from memlens.core.schema import IE, IMAGE_PLACEHOLDER, Question
 
 AB = InformationExtraction()
 TOPICS = build_topics(load_ontology_file(), 42)
@@ -151,7 +151,7 @@ def test_arithmetic_values():
     """The arithmetic answers are the arithmetic of the drawn numbers."""
     from decimal import Decimal
 
-    from memlens.abilities.derive import money
+    from memlens.build.abilities.derive import money
 
     for seed in range(30):
         plan, truths, d = _make("entity", "arithmetic", seed)

@@ -7,17 +7,17 @@ from pathlib import Path
 
 import pytest
 
-from memlens.abilities import ability_for, chance_answer
-from memlens.abilities.base import Plan
-from memlens.abilities.derive import derive
-from memlens.abilities.ku import (BRANDS, CATEGORIES, CHAIN, FIRST_TAILS, HOTELS, MAX_DESCRIPTOR_WORDS,
+from memlens.build.abilities import ability_for, chance_answer
+from memlens.build.abilities.base import Plan
+from memlens.build.abilities.derive import derive
+from memlens.build.abilities.ku import (BRANDS, CATEGORIES, CHAIN, FIRST_TAILS, HOTELS, MAX_DESCRIPTOR_WORDS,
                                   MEET_PLACES, ONLINE_SHOPS, SERVICES, UPDATE_TAILS, VARIANTS, KnowledgeUpdate,
                                   distinctive, name_of, tokens)
-from memlens.crawl.synthetic import get_family, render_bytes
-from memlens.filter.channels import MetadataChannel
-from memlens.generate.validators import contains_token_bounded
-from memlens.ontology.stage import build_topics, load_ontology_file
-from memlens.schema import KU, ImageRecord, Question
+from memlens.build.images.synthetic import get_family, render_bytes
+from memlens.build.filter.channels import MetadataChannel
+from memlens.build.text.validators import contains_token_bounded
+from memlens.build.ontology.stage import build_topics, load_ontology_file
+from memlens.core.schema import KU, ImageRecord, Question
 
 SEEDS = range(12)
 
@@ -161,7 +161,7 @@ def test_requests_render_and_pass_metadata_filter(topics):
 
 def test_names_do_not_occur_in_generated_text():
     """Names are forbidden in every history text: none may be a phrase the text bank writes."""
-    from memlens.generate import textbank
+    from memlens.build.text import textbank
     src = Path(textbank.__file__).read_text()
     for n in BRANDS + SERVICES + ONLINE_SHOPS + HOTELS + MEET_PLACES:
         assert not contains_token_bounded(src, n), n
@@ -190,8 +190,8 @@ def test_bad_subtype_or_variant(topics):
 
 
 def test_occasions_avoid_other_questions_contexts(topics):
-    from memlens.abilities.contexts import OCCASIONS
-    from memlens.abilities.ku import OCCASION_SUFFIXES
+    from memlens.build.abilities.contexts import OCCASIONS
+    from memlens.build.abilities.ku import OCCASION_SUFFIXES
 
     reserved = {o + s for o in OCCASIONS for s in OCCASION_SUFFIXES if o != "the flea market"}
     reserved.add("the flea market on Friday with Leo")  # clashes with "the flea market on Friday"

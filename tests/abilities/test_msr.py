@@ -8,12 +8,12 @@ import re
 
 import pytest
 
-from memlens.abilities import ability_for, registry
-from memlens.abilities import msr as msr_mod
-from memlens.abilities.derive import derive
-from memlens.crawl.synthetic import get_family, render_bytes
-from memlens.generate.validators import contains_token_bounded
-from memlens.schema import Question
+from memlens.build.abilities import ability_for, registry
+from memlens.build.abilities import msr as msr_mod
+from memlens.build.abilities.derive import derive
+from memlens.build.images.synthetic import get_family, render_bytes
+from memlens.build.text.validators import contains_token_bounded
+from memlens.core.schema import Question
 
 MSR = "multi_session_reasoning"
 CLOSED = re.compile(r"^(A|B|Yes|No|(\(\d+\))+)$")
@@ -24,7 +24,7 @@ MONEY = {"USD": r"^\$[\d,]+\.\d\d$", "EUR": r"^€[\d,]+\.\d\d$", "GBP": r"^£[\
 
 @pytest.fixture(scope="module")
 def topics():
-    from memlens.ontology.stage import build_topics, load_ontology_file
+    from memlens.build.ontology.stage import build_topics, load_ontology_file
 
     return build_topics(load_ontology_file(), 42)
 
@@ -213,7 +213,7 @@ def test_constraints_render_and_pass_metadata(ab, topics):
     import imagehash
     from PIL import Image
 
-    from memlens.filter.channels import MetadataChannel
+    from memlens.build.filter.channels import MetadataChannel
 
     chan = MetadataChannel()
 

@@ -7,14 +7,14 @@ from datetime import datetime, timedelta
 
 import pytest
 
-from memlens.abilities import ability_for
-from memlens.abilities import tr as T
-from memlens.abilities.base import Plan
-from memlens.abilities.derive import derive
-from memlens.crawl.synthetic import get_family, render_bytes
-from memlens.generate.validators import contains_token_bounded
-from memlens.ontology.stage import build_topics, load_ontology_file
-from memlens.schema import AR, IMAGE_PLACEHOLDER, REFUSAL_REFERENCE, TR, Question, parse_date
+from memlens.build.abilities import ability_for
+from memlens.build.abilities import tr as T
+from memlens.build.abilities.base import Plan
+from memlens.build.abilities.derive import derive
+from memlens.build.images.synthetic import get_family, render_bytes
+from memlens.build.text.validators import contains_token_bounded
+from memlens.build.ontology.stage import build_topics, load_ontology_file
+from memlens.core.schema import AR, IMAGE_PLACEHOLDER, REFUSAL_REFERENCE, TR, Question, parse_date
 
 OFFICIAL = {"duration_comparison", "order_ranking", "temporal_info_extraction"}
 ALL_VARIANTS = {"duration_comparison": ["mode_B", "mode_C", "mode_D", "mode_B_clock"],
@@ -276,7 +276,7 @@ def _pick_evaluate(orig):
 def test_entity_anchors_with_pick(monkeypatch, ability, topics):
     """With a ``pick`` op, entity anchors select their image by name and mode D date extraction
     is not derivable from session dates alone."""
-    import memlens.abilities.derive as dv
+    import memlens.build.abilities.derive as dv
 
     monkeypatch.setattr(dv, "evaluate", _pick_evaluate(dv.evaluate))
     monkeypatch.setattr(T, "HAS_PICK", True)

@@ -16,10 +16,10 @@ import numpy as np
 import pytest
 from PIL import Image
 
-from memlens.crawl.synthetic import (FAMILIES, Family, apply_photo_effects, get_family, render_bytes,
+from memlens.build.images.synthetic import (FAMILIES, Family, apply_photo_effects, get_family, render_bytes,
                                      sample_photo_effects)
-from memlens.crawl.synthetic.formats import CURRENCIES, parse_date
-from memlens.crawl.synthetic.palette import COLORS
+from memlens.build.images.synthetic.formats import CURRENCIES, parse_date
+from memlens.build.images.synthetic.palette import COLORS
 
 NAMES = sorted(FAMILIES)
 EXPECTED = {"object_scene", "receipt", "price_tag", "named_sign", "ticket", "clock", "calendar_page",
@@ -375,7 +375,7 @@ def test_dates_are_canonical():
 # --------------------------------------------------------------------------------------- reproducibility
 _HASH_SCRIPT = """
 import hashlib, json, random
-from memlens.crawl.synthetic import get_family, render_bytes
+from memlens.build.images.synthetic import get_family, render_bytes
 h = hashlib.sha256()
 for name in ("object_scene", "receipt", "chat_screenshot"):
     s = get_family(name).sample(random.Random(7), photo=True)
@@ -394,7 +394,7 @@ def test_bytes_identical_across_processes_and_hash_seeds():
 
 
 def test_missing_fonts_fall_back_to_default(monkeypatch, tmp_path):
-    from memlens.crawl.synthetic import fonts
+    from memlens.build.images.synthetic import fonts
 
     monkeypatch.setattr(fonts, "FONT_DIR", tmp_path)
     fonts.font.cache_clear()
@@ -408,7 +408,7 @@ def test_missing_fonts_fall_back_to_default(monkeypatch, tmp_path):
 
 
 def test_render_environment_lists_versions():
-    from memlens.crawl.synthetic import render_environment
+    from memlens.build.images.synthetic import render_environment
 
     env = render_environment()
     assert env["pillow"] and env["jpeg_quality"] == 88 and "DejaVuSansMono.ttf" in env["fonts"]

@@ -4,7 +4,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from memlens.schema.io import iter_jsonl
+from memlens.core.io import iter_jsonl
 
 TINY = ("data.scale=tiny", "source.workers=1")
 

@@ -43,7 +43,7 @@ def main() -> int:
         signal.signal(signal.SIGTERM, signal.SIG_IGN)
     else:
         signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))
-    from memlens.testing.fake_openai import FakeOpenAIServer
+    from tests.support.fake_openai import FakeOpenAIServer
 
     server = FakeOpenAIServer(host="127.0.0.1", port=args.port, model_name=args.served_model_name or args.model,
                               latency_s=0.01)

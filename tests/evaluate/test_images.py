@@ -1,4 +1,4 @@
-"""Tests of memlens.evaluate.images (ImageEncoder, ImageError)."""
+"""Tests of memlens.eval.images (ImageEncoder, ImageError)."""
 from __future__ import annotations
 
 import base64
@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 from PIL import Image
 
-from memlens.evaluate.images import ImageEncoder, ImageError, resized_size
+from memlens.eval.images import ImageEncoder, ImageError, resized_size
 
 
 def _photo(path: Path, size: tuple[int, int], mode: str = "RGB", fmt: str | None = None, seed: int = 0) -> Path:

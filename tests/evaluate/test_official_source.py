@@ -6,8 +6,8 @@ import json
 
 import pytest
 
-from memlens.schema.official import OfficialRelease
-from memlens.testing.fake_openai import FakeOpenAIServer
+from memlens.core.official import OfficialRelease
+from tests.support.fake_openai import FakeOpenAIServer
 from tests.conftest import run_stage
 from tests.evaluate.eval_support import TINY, openai_overrides, predictions
 
@@ -25,8 +25,8 @@ def test_official_release_evaluates_like_the_built_benchmark(tiny_copy):
         ov = openai_overrides(server, "data.source=official", f"data.official_dir={release}", model="official-run")
         assert run_stage(root, "evaluate", *TINY, *ov) == 0
         official = server.requests
-    from memlens.config import Paths
-    from memlens.evaluate.items import BuiltBenchmark
+    from memlens.core.config import Paths
+    from memlens.core.items import BuiltBenchmark
 
     bench = BuiltBenchmark(Paths(root))
     assert len(built) == len(official) == sum(bench.count(n) for n in bench.lengths())

@@ -12,14 +12,14 @@ import urllib.request
 import pytest
 from PIL import Image
 
-from memlens.evaluate.backends.openai_compatible import (
+from memlens.core.http import (
     CompletionResult,
     OpenAICompatibleClient,
     OpenAICompatibleConfig,
     run_many,
 )
-from memlens.evaluate.images import ImageEncoder
-from memlens.testing.fake_openai import FakeOpenAIServer, Fault, default_responder, faults_by_key
+from memlens.eval.images import ImageEncoder
+from tests.support.fake_openai import FakeOpenAIServer, Fault, default_responder, faults_by_key
 
 try:
     import aiohttp  # noqa: F401
@@ -332,7 +332,7 @@ def test_local_images_inlined_as_base64(server, tmp_path):
 
 
 def test_body_without_orjson_is_identical(server, tmp_path, monkeypatch):
-    from memlens.evaluate.backends import openai_compatible as oc
+    from memlens.core import http as oc
 
     path = _image(tmp_path / "d.png", (40, 20))
     messages = [{"role": "user", "content": [{"type": "text", "text": "caf\u00e9 \"quoted\" \x00"},

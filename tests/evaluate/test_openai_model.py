@@ -6,13 +6,13 @@ from pathlib import Path
 
 import pytest
 
-from memlens.config import Paths
-from memlens.evaluate.backends.openai_compatible import OpenAICompatibleClient, OpenAICompatibleConfig
-from memlens.evaluate.backends.openai_model import OpenAICompatibleModel, prefix_ordered, run_items
-from memlens.evaluate.items import BuiltBenchmark, EvalItem, HistorySession
-from memlens.evaluate.prompt import build_messages
-from memlens.schema import Question, Turn
-from memlens.testing.fake_openai import FakeOpenAIServer, default_responder
+from memlens.core.config import Paths
+from memlens.core.http import OpenAICompatibleClient, OpenAICompatibleConfig
+from memlens.eval.systems.openai_model import OpenAICompatibleModel, prefix_ordered, run_items
+from memlens.core.items import BuiltBenchmark, EvalItem, HistorySession
+from memlens.eval.prompt import build_messages
+from memlens.core.schema import Question, Turn
+from tests.support.fake_openai import FakeOpenAIServer, default_responder
 from tests.conftest import run_stage
 from tests.evaluate.eval_support import TINY, call_stats, openai_overrides, predictions, request_key
 

@@ -3,12 +3,12 @@ from __future__ import annotations
 
 import pytest
 
-from memlens.errors import ImageError
-from memlens.evaluate.items import EvalItem, HistorySession
-from memlens.evaluate.models import MODES
-from memlens.evaluate.prompt import (INSTRUCTIONS, SYSTEM_PROMPT, ImageRef, build_messages, history_key,
+from memlens.core.errors import ImageError
+from memlens.core.items import EvalItem, HistorySession
+from memlens.eval.systems.base import MODES
+from memlens.eval.prompt import (INSTRUCTIONS, SYSTEM_PROMPT, ImageRef, build_messages, history_key,
                                      instruction_for, iter_images)
-from memlens.schema import Question, Turn
+from memlens.core.schema import Question, Turn
 
 SYS = ('Provide answers based on the given conversation history. If the question cannot be answered based on '
        'the given conversation, respond with "Insufficient information".')
@@ -225,8 +225,8 @@ def test_every_mode_builds(tmp_path):
 
 def test_built_benchmark_item(tiny_project):
     """On a real built item: one message per turn plus system and question; images in order."""
-    from memlens.config import Paths
-    from memlens.evaluate.items import BuiltBenchmark
+    from memlens.core.config import Paths
+    from memlens.core.items import BuiltBenchmark
 
     bench = BuiltBenchmark(Paths(tiny_project))
     item = next(bench.items(bench.lengths()[0]))

@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from memlens.testing.fake_openai import FakeOpenAIServer
+from tests.support.fake_openai import FakeOpenAIServer
 from tests.evaluate.eval_support import TINY, openai_overrides
 
 
@@ -70,8 +70,8 @@ def test_kill9_and_resume_gives_identical_predictions(tiny_project, tmp_path):
         _run_and_kill(b, server, pred(b, "64k"), after_lines=1)  # killed again, in the second length
         done = subprocess.run(_cmd(b, server), env=_env(), capture_output=True, text=True, timeout=300)
         assert done.returncode == 0, done.stderr[-2000:]
-    from memlens.config import Paths
-    from memlens.evaluate.items import BuiltBenchmark
+    from memlens.core.config import Paths
+    from memlens.core.items import BuiltBenchmark
 
     bench = BuiltBenchmark(Paths(a))
     assert 2 <= mid.count(b"\n") < bench.count("32k")  # the first kill happened mid-run, with results stored

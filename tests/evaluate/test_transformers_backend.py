@@ -7,10 +7,10 @@ import pytest
 torch = pytest.importorskip("torch", reason="optional ML stack not installed (pip install -r requirements-ml.lock)")
 transformers = pytest.importorskip("transformers", reason="optional ML stack not installed (pip install -r requirements-ml.lock)")
 
-from memlens.config import Paths  # noqa: E402
-from memlens.evaluate.backends.hf_transformers import TransformersModel  # noqa: E402
-from memlens.evaluate.items import BuiltBenchmark  # noqa: E402
-from memlens.evaluate.prompt import build_messages  # noqa: E402
+from memlens.core.config import Paths  # noqa: E402
+from memlens.eval.systems.hf_transformers import TransformersModel  # noqa: E402
+from memlens.core.items import BuiltBenchmark  # noqa: E402
+from memlens.eval.prompt import build_messages  # noqa: E402
 from tests.conftest import run_stage  # noqa: E402
 from tests.evaluate.eval_support import TINY, predictions  # noqa: E402
 from tests.evaluate.tiny_vlm import build_tiny_qwen2vl  # noqa: E402
@@ -68,7 +68,7 @@ def test_stage_with_transformers_backend(tiny_vlm, tiny_copy):
 
 
 def test_missing_image_is_a_failed_item(tiny_vlm, tiny_project, tmp_path):
-    from memlens.errors import ImageError
+    from memlens.core.errors import ImageError
 
     bench = BuiltBenchmark(Paths(tiny_project))
     item = next(i for i in bench.items("32k") if i.image_ids)

@@ -12,11 +12,11 @@ from pathlib import Path
 
 import pytest
 
-from memlens.config import load_config
-from memlens.errors import ConfigError
-from memlens.evaluate.backends.vllm_server import (ENV_COMMAND, ServerError, VLLMServer, VLLMServerModel,
+from memlens.core.config import load_config
+from memlens.core.errors import ConfigError
+from memlens.eval.systems.vllm_server import (ENV_COMMAND, ServerError, VLLMServer, VLLMServerModel,
                                                    build_serve_command, check_resources)
-from memlens.evaluate.stage import build_model
+from memlens.eval.evaluate.stage import build_model
 from tests.conftest import REPO, run_stage
 from tests.evaluate.eval_support import TINY, predictions
 
@@ -107,8 +107,8 @@ def test_stage_starts_uses_and_stops_the_server(tiny_copy, standin_env):
     assert info["argv"][:3] == ["serve", "fake/tiny-vl", "--served-model-name"]
     assert "--limit-mm-per-prompt" in info["argv"] and '{"image":256}' in info["argv"]
     assert _wait_dead(info["pid"]), "the server outlived the stage"
-    from memlens.config import Paths
-    from memlens.evaluate.items import BuiltBenchmark
+    from memlens.core.config import Paths
+    from memlens.core.items import BuiltBenchmark
 
     rows = predictions(tiny_copy, "fake-vl", "no_context")["32k"]
     assert len(rows) == BuiltBenchmark(Paths(tiny_copy)).count("32k") and all(r["ok"] and r["raw_prediction"].startswith("ANSWER:") for r in rows.values())
@@ -116,8 +116,8 @@ def test_stage_starts_uses_and_stops_the_server(tiny_copy, standin_env):
 
 
 def test_server_stopped_when_the_run_fails(tiny_project, standin_env):
-    from memlens.config import Paths
-    from memlens.evaluate.items import BuiltBenchmark
+    from memlens.core.config import Paths
+    from memlens.core.items import BuiltBenchmark
 
     items = list(BuiltBenchmark(Paths(tiny_project)).items("32k"))
     model = VLLMServerModel("fake-vl", hf_id="fake/x", command=STANDIN, health_interval_s=0.05, shutdown_timeout_s=10)
@@ -133,8 +133,8 @@ def test_server_stopped_when_the_run_fails(tiny_project, standin_env):
 
 
 def test_server_reused_across_lengths_and_stopped_on_close(tiny_project, standin_env):
-    from memlens.config import Paths
-    from memlens.evaluate.items import BuiltBenchmark
+    from memlens.core.config import Paths
+    from memlens.core.items import BuiltBenchmark
 
     bench = BuiltBenchmark(Paths(tiny_project))
     model = VLLMServerModel("fake-vl", hf_id="fake/x", command=STANDIN, health_interval_s=0.05)
@@ -186,7 +186,7 @@ def test_missing_executable_is_a_clear_error():
 
 _ORPHAN = """
 import json, sys, time
-from memlens.evaluate.backends.vllm_server import VLLMServer
+from memlens.eval.systems.vllm_server import VLLMServer
 s = VLLMServer({argv!r} + ["m", "--port", str({port})], host="127.0.0.1", port={port}, health_interval_s=0.05)
 s.start()
 print(s.proc.pid, flush=True)
@@ -196,7 +196,7 @@ time.sleep(600)
 
 def test_server_dies_with_a_killed_evaluator(standin_env):
     """kill -9 of the evaluating process: PR_SET_PDEATHSIG stops the server too."""
-    from memlens.evaluate.backends.vllm_server import _free_port
+    from memlens.eval.systems.vllm_server import _free_port
 
     port = _free_port("127.0.0.1")
     code = _ORPHAN.format(argv=STANDIN, port=port)

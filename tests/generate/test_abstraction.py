@@ -6,8 +6,8 @@ import re
 
 import pytest
 
-from memlens.generate import abstraction as ab
-from memlens.generate.validators import contains_token_bounded
+from memlens.build.text import abstraction as ab
+from memlens.build.text.validators import contains_token_bounded
 
 COLOURS = {"red", "blue", "green", "yellow", "orange", "purple", "white", "black", "grey", "gray", "pink", "brown"}
 

@@ -8,7 +8,7 @@ from importlib import resources
 
 import pytest
 
-from memlens.generate import textbank as tb
+from memlens.build.text import textbank as tb
 
 FAMILIES = {
     "object_scene", "receipt", "price_tag", "named_sign", "ticket", "clock", "calendar_page",
@@ -52,7 +52,7 @@ MENTIONS = [
 
 @pytest.fixture(scope="module")
 def ontology() -> dict:
-    path = resources.files("memlens.ontology").joinpath("data/ontology_v1.json")
+    path = resources.files("memlens.build.ontology").joinpath("data/ontology_v1.json")
     return json.loads(path.read_text(encoding="utf-8"))
 
 

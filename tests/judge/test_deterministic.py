@@ -1,4 +1,4 @@
-"""Tests for memlens.judge.deterministic: routing, universal rules and every task-key matcher."""
+"""Tests for memlens.eval.judge.deterministic: routing, universal rules and every task-key matcher."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ import random
 
 import pytest
 
-from memlens.judge.deterministic import (
+from memlens.eval.judge.deterministic import (
     ABSTENTION_ANSWER,
     TASK_KEYS,
     Verdict,
@@ -15,7 +15,7 @@ from memlens.judge.deterministic import (
     score,
     task_key,
 )
-from memlens.judge.parsing import TRUNCATION_MARKER
+from memlens.eval.judge.parsing import TRUNCATION_MARKER
 
 IE, KU, AR = "information_extraction", "knowledge_update", "answer_refusal"
 MSR, TR = "multi_session_reasoning", "temporal_reasoning"

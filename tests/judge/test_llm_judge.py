@@ -9,12 +9,12 @@ import pytest
 from hydra.utils import instantiate
 from omegaconf import OmegaConf
 
-from memlens.judge.deterministic import TASK_KEYS
-from memlens.judge.llm import JudgeCache, LLMJudge, cache_key, parse_verdict
-from memlens.judge.parsing import TRUNCATION_MARKER
-from memlens.judge.prompts import PROMPT_VERSION, TASKS, build_messages
-from memlens.schema import Prediction, Question
-from memlens.testing.fake_openai import FakeOpenAIServer, faults_by_key
+from memlens.eval.judge.deterministic import TASK_KEYS
+from memlens.eval.judge.llm import JudgeCache, LLMJudge, cache_key, parse_verdict
+from memlens.eval.judge.parsing import TRUNCATION_MARKER
+from memlens.eval.judge.prompts import PROMPT_VERSION, TASKS, build_messages
+from memlens.core.schema import Prediction, Question
+from tests.support.fake_openai import FakeOpenAIServer, faults_by_key
 
 REPO = Path(__file__).resolve().parents[2]
 DATE = "2024/05/31 (Fri) 07:58"

@@ -1,4 +1,4 @@
-"""Tests for memlens.judge.parsing: output parsing, pre-processing, extraction, refusals."""
+"""Tests for memlens.eval.judge.parsing: output parsing, pre-processing, extraction, refusals."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ import dataclasses
 
 import pytest
 
-from memlens.judge.parsing import (
+from memlens.eval.judge.parsing import (
     TRUNCATION_MARKER,
     Prepared,
     degeneracy,
@@ -158,7 +158,7 @@ def test_hedging_count(text, count):
 
 
 def test_every_official_marker_counts_once():
-    from memlens.judge.parsing import _HEDGE_MARKERS
+    from memlens.eval.judge.parsing import _HEDGE_MARKERS
 
     assert len(_HEDGE_MARKERS) == 20
     for marker in _HEDGE_MARKERS:

@@ -10,12 +10,12 @@ import numpy as np
 import pytest
 from sklearn.metrics import cohen_kappa_score
 
-from memlens.judge.official import DETAIL_KEYS, write_official
-from memlens.report import analyses as an
-from memlens.report import stats
-from memlens.report.crossreport import build_analyses, write_index
-from memlens.schema import Verdict
-from memlens.schema.io import write_jsonl
+from memlens.eval.judge.official import DETAIL_KEYS, write_official
+from memlens.eval.report import analyses as an
+from memlens.eval.report import stats
+from memlens.eval.report.crossreport import build_analyses, write_index
+from memlens.core.schema import Verdict
+from memlens.core.io import write_jsonl
 
 # 20 questions: (type, subtype, task key)
 QTYPES = (
@@ -363,7 +363,7 @@ def test_summary_json_has_no_nan():
     import json
     import math
 
-    from memlens.report.crossreport import _finite
+    from memlens.eval.report.crossreport import _finite
     import numpy as np
 
     out = _finite({"rho": float("nan"), "m": [np.float64("inf"), 0.5, np.int64(3)], "ok": "x"})

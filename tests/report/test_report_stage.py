@@ -6,8 +6,8 @@ import re
 
 import pytest
 
-from memlens.judge.official import DETAIL_KEYS
-from memlens.testing.fake_openai import FakeOpenAIServer
+from memlens.eval.judge.official import DETAIL_KEYS
+from tests.support.fake_openai import FakeOpenAIServer
 from tests.conftest import TINY, run_stage
 
 pytestmark = pytest.mark.slow
@@ -61,9 +61,9 @@ def test_both_judges_and_report(tiny_copy, monkeypatch):
     for ref in re.findall(r'(?:src|href)="([^"#][^"]*)"', page):
         assert (reports / ref).is_file(), ref
     # MLflow: figures, tables and official files are artifacts of the system's runs
-    from memlens.config import Paths, load_config
-    from memlens.report.stage import dataset_hash
-    from memlens.tracking import Tracker
+    from memlens.core.config import Paths, load_config
+    from memlens.eval.report.stage import dataset_hash
+    from memlens.eval.tracking import Tracker
 
     cfg = load_config([*TINY, "model=refuse"], root=root)
     tracker = Tracker(root, cfg.tracking, dataset_hash(cfg, Paths(root)))

@@ -1,4 +1,4 @@
-"""Tests for memlens.report.stats (statistical protocol)."""
+"""Tests for memlens.eval.report.stats (statistical protocol)."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ from scipy import stats as sps
 from sklearn.metrics import cohen_kappa_score
 from statsmodels.stats.contingency_tables import mcnemar as sm_mcnemar
 
-from memlens.report import stats as S
+from memlens.eval.report import stats as S
 
 # --------------------------------------------------------------------------- #
 # bootstrap

@@ -1,0 +1,143 @@
+"""crawl stage: plan every question's evidence images and fetch them, plus the haystack image pool.
+
+Plans come from the question-type modules (:mod:`memlens.build.abilities`), so each image is requested
+for a purpose (its constraints say what it must show). Images are stored once by SHA-256 in
+``data/images/objects/``; ``data/images/index.jsonl`` holds one record per image (hash, family,
+size, role, source, exact ground truth, the plan and request it serves) and ``plans.jsonl`` the
+plans. Rendering runs in a process pool; every random choice derives from (seed, item key).
+"""
+from __future__ import annotations
+
+import logging
+import os
+from concurrent.futures import ProcessPoolExecutor
+
+from hydra.utils import instantiate
+from PIL import Image
+from tqdm import tqdm
+
+from memlens.build.abilities import ability_for
+from memlens.build.abilities.base import ImageRequest, Plan
+from memlens.core.config import Paths, section
+from memlens.core.errors import ConfigError
+from memlens.build.ontology.stage import load_topics
+from memlens.core.schema import ImageRecord, Topic
+from memlens.core.io import write_jsonl
+from memlens.core.store import ObjectStore, derive_rng, hash_tree, short_id, write_manifest
+
+log = logging.getLogger(__name__)
+
+
+def scale_counts(cfg) -> dict[tuple[str, str], int]:
+    sc = cfg.data.scales[cfg.data.scale]
+    out = {}
+    for key, n in sc.counts.items():
+        qtype, _, sub = str(key).partition("/")
+        out[(qtype, sub)] = int(n)
+    return out
+
+
+def choose_topic(rng, topics: list[Topic], qtype: str, families: list[str]) -> Topic:
+    own = [t for t in topics if qtype in t.abilities]
+    fit = [t for t in own if set(families) & set(t.families)] or \
+          [t for t in topics if set(families) & set(t.families)] or own or topics
+    return fit[rng.randrange(len(fit))]
+
+
+def make_plans(cfg, topics: list[Topic]) -> list[Plan]:
+    seed = int(cfg.data.seed)
+    plans = []
+    reserved: set[str] = set()
+    for (qtype, sub), n in sorted(scale_counts(cfg).items()):
+        ability = ability_for(qtype)
+        variants = ability.variants.get(sub)
+        if not variants:
+            raise ConfigError(f"data.scales.{cfg.data.scale}.counts: {qtype}/{sub} is not a known subtype "
+                              f"(known: {', '.join(ability.variants)})")
+        spares = int(cfg.data.get("spare_fraction", 0.1) * n + 0.999) if n else 0
+        for i in range(n + spares):  # spares replace plans whose images are rejected or whose build fails
+            variant = variants[i % len(variants)]
+            rng = derive_rng(seed, "plan", qtype, sub, i)
+            topic = choose_topic(rng, topics, qtype, ability.families.get(variant, []))
+            pid = short_id("p", seed, qtype, sub, i, n=10)
+            plan = ability.plan(rng, topic, sub, variant, pid, reserved)
+            plan.latent["_index"] = i
+            plan.latent["_target"] = n
+            plans.append(plan)
+    return plans
+
+
+def haystack_requests(cfg, topics: list[Topic], families: list[str], plans: list[Plan]) -> list[tuple[str, ImageRequest]]:
+    """The haystack image pool: half mirrors the evidence images' family mix (so evidence families
+    are not a giveaway), half follows the topics' own families."""
+    sc = cfg.data.scales[cfg.data.scale]
+    n_sessions = int(sc.haystack_sessions) + len(plans)
+    n = int(round(n_sessions * float(cfg.source.get("haystack_per_session", 2.0))))
+    seed = int(cfg.data.seed)
+    ev_fams = [r.family for p in plans for r in p.images if r.family in families]
+    out = []
+    for i in range(n):
+        rng = derive_rng(seed, "haystack-image", i)
+        t = topics[rng.randrange(len(topics))]
+        if ev_fams and rng.random() < 0.5:
+            fam = ev_fams[rng.randrange(len(ev_fams))]
+        else:
+            fams = [f for f in t.families if f in families] or families
+            fam = fams[rng.randrange(len(fams))]
+        out.append((t.topic_id, ImageRequest(fam, {}, role="haystack")))
+    return out
+
+
+_SOURCE = None
+
+
+def _init_worker(source_cfg) -> None:
+    global _SOURCE
+    _SOURCE = instantiate(source_cfg, _convert_="all")
+
+
+def _fetch(job):
+    key, req_dict = job
+    req = ImageRequest(**req_dict)
+    data, ext, truth = _SOURCE.fetch(req, derive_rng(*key))
+    return data, ext, truth
+
+
+def run(cfg, paths: Paths) -> None:
+    topics = load_topics(paths)
+    source_cfg = cfg.source
+    source = instantiate(source_cfg, _convert_="all")
+    families = source.families()
+    plans = make_plans(cfg, topics)
+    seed = int(cfg.data.seed)
+    jobs, meta = [], []
+    for p in plans:
+        for k, req in enumerate(p.images):
+            jobs.append(((seed, "image", p.plan_id, k), req.__dict__))
+            meta.append({"plan_id": p.plan_id, "index": k, "topic_id": p.topic_id, "request": req.__dict__})
+    for i, (tid, req) in enumerate(haystack_requests(cfg, topics, families, plans)):
+        jobs.append(((seed, "haystack-image", i, "render"), req.__dict__))
+        meta.append({"plan_id": None, "index": i, "topic_id": tid, "request": req.__dict__})
+    store = ObjectStore(paths.images / "objects")
+    workers = max(1, min(int(cfg.source.get("workers", 0) or os.cpu_count() or 1), 8))
+    rows = []
+    with ProcessPoolExecutor(workers, initializer=_init_worker, initargs=(source_cfg,)) as pool:
+        results = pool.map(_fetch, jobs, chunksize=8)
+        for m, (data, ext, truth) in tqdm(zip(meta, results), total=len(jobs), desc="crawl", unit="img",
+                                          leave=False, mininterval=0.5):
+            sha = store.put(data, ext)
+            with Image.open(store.path(sha, ext)) as im:
+                w, h = im.size
+            rec = ImageRecord(sha256=sha, family=m["request"]["family"], role=m["request"]["role"], width=w,
+                              height=h, format="jpeg" if ext == "jpg" else ext, source=source.name,
+                              topic_id=m["topic_id"], truth=truth)
+            rows.append({"image": rec.to_dict(), **{k: m[k] for k in ("plan_id", "index", "request")}})
+    paths.images.mkdir(parents=True, exist_ok=True)
+    write_jsonl(paths.images / "index.jsonl", rows)
+    write_jsonl(paths.images / "plans.jsonl", [p.to_dict() for p in plans])
+    n_ev = sum(r["image"]["role"] == "evidence" for r in rows)
+    write_manifest(paths.images, "crawl", {**section(cfg, "source"), "seed": seed, "scale": str(cfg.data.scale)},
+                   hash_tree(paths.images), code=("crawl", "abilities"),
+                   extra={"plans": len(plans), "evidence_images": n_ev, "haystack_images": len(rows) - n_ev,
+                          "families": families})
+    log.info("crawl: %d plans, %d evidence + %d haystack images", len(plans), n_ev, len(rows) - n_ev)

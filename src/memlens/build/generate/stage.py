@@ -1,0 +1,272 @@
+"""generate stage: questions, evidence sessions, haystack sessions and filler sessions.
+
+For every plan whose images passed the filter, the question's type module writes the question,
+answer and evidence facts from the images' exact ground truth; each fact is wrapped into a session
+by the same writer that writes haystack sessions. Haystack sessions reuse the mention templates
+with other contexts and haystack images; filler sessions are text-only general conversations.
+Writes ``data/generated/questions.jsonl``, ``sessions.jsonl`` (each session once, keyed by the
+hash of its content) and a manifest with rejection counts.
+"""
+from __future__ import annotations
+
+import logging
+from datetime import datetime, timedelta
+
+from memlens.build.abilities import ability_for
+from memlens.build.abilities.base import Plan
+from memlens.build.abilities.contexts import mention_for, thing_for
+from memlens.core.config import Paths, section
+from memlens.core.errors import DataError, MemLensError
+from memlens.build.text import abstraction
+from memlens.build.text.sessions import Mention, SessionWriter, WriterConfig
+from memlens.build.text.validators import RejectionLog, contains_token_bounded
+from memlens.build.ontology.stage import load_topics
+from memlens.core.schema import AR, Evidence, ImageRecord, Question, Session, format_date, parse_date
+from memlens.core.io import iter_jsonl, write_jsonl
+from memlens.core.store import derive_rng, hash_tree, short_id, write_manifest
+
+log = logging.getLogger(__name__)
+HISTORY_SPAN_DAYS = 240
+#: extra (distractor) image mentions per image-bearing session, on top of the first one
+EXTRA_MENTIONS = (0, 0, 1, 1, 2)
+EPOCH = datetime(2024, 1, 1, 8, 0)
+
+
+#: drawn strings printed on many images of a family ("BOARDING PASS", "TOTAL") say nothing specific
+BOILERPLATE: set[str] = set()
+
+
+def image_values(truth: dict) -> list[str]:
+    """Strings only this image shows (its drawn text), for the semantic-leakage check: boilerplate
+    printed on many images of the family and very short codes are not image-specific."""
+    vals = [str(t).strip() for t in truth.get("texts", []) if isinstance(t, (str, int, float))]
+    return sorted({v for v in vals if (len(v) >= 5 or any(c.isdigit() for c in v) or " " in v)
+                   and v.lower() not in BOILERPLATE})
+
+
+def find_boilerplate(records) -> set[str]:
+    by_family: dict[str, list] = {}
+    for r in records:
+        by_family.setdefault(r.family, []).append(r)
+    out = set()
+    for fam, recs in by_family.items():
+        counts: dict[str, int] = {}
+        for r in recs:
+            for t in {str(x).strip().lower() for x in r.truth.get("texts", [])}:
+                counts[t] = counts.get(t, 0) + 1
+        floor = max(3, int(0.05 * len(recs)))
+        out |= {t for t, c in counts.items() if c >= floor}
+    return out
+
+
+def _plan_contexts(p: Plan) -> list[str]:
+    lat = p.latent.get("source", {}).get("latent", {}) if p.question_type == AR else p.latent
+    out = []
+    for k in ("context", "contexts"):
+        v = lat.get(k)
+        if isinstance(v, str):
+            out.append(v)
+        elif isinstance(v, list):
+            out += [x for x in v if isinstance(x, str)]
+    return out
+
+
+def _anaphor_mention(seed: int, rec: ImageRecord, ctx: str) -> str | None:
+    """A haystack mention of a named-entity image phrased with an anaphor (a share
+    ``abstraction.ANAPHOR_SHARE`` of them, like evidence mentions), or None for the shared phrasing.
+    Drawn from its own rng (keyed by the image), so the session rng and every other draw is unchanged."""
+    if rec.family != "named_sign":
+        return None
+    arng = derive_rng(seed, "anaphor", rec.sha256)
+    if arng.random() >= abstraction.ANAPHOR_SHARE:
+        return None
+    truth = rec.truth or {}
+    cat = abstraction.classify(str(truth.get("text", "")), truth.get("kind")) if arng.random() < 0.7 else "thing"
+    m = abstraction.mention(arng, abstraction.anaphor(arng, cat), ctx)
+    if any(contains_token_bounded(m, v) for v in image_values(truth)):
+        return None
+    return m
+
+
+def _abstraction_of(d, qtype: str) -> dict:
+    """Category per abstracted entity: the ability's ``details["entities"]`` (names, or name -> kind), else
+    its forbidden names (not the answer, nor printed values with digits), classified with the
+    ability's entity kind hint."""
+    if qtype == AR:
+        return {}
+    det = d.details or {}
+    kinds = det.get("entity_kinds") or []
+    hint = det.get("entity_kind") or det.get("kind") or (kinds[0] if len(kinds) == 1 else None)
+    ents = det.get("entities")
+    named: dict[str, str | None] = {}
+    if isinstance(ents, dict):
+        named.update({str(k): (v if isinstance(v, str) else hint) for k, v in ents.items()})
+    elif isinstance(ents, list):
+        named.update({str(x): hint for x in ents if isinstance(x, str)})
+    answer = (d.answer or "").strip().lower()
+    for f in ([] if named else d.forbidden):  # the ability's own list, when given, is complete
+        if not f or str(f).strip().lower() == answer or any(c.isdigit() for c in str(f)):
+            continue
+        if not any(c.isalpha() for c in str(f)):
+            continue
+        named.setdefault(str(f), hint)
+    return {n: abstraction.classify(n, h if isinstance(h, str) else None) for n, h in sorted(named.items())}
+
+
+def question_date_for(rng) -> datetime:
+    day = rng.randrange(0, 700)
+    return EPOCH + timedelta(days=HISTORY_SPAN_DAYS + day, hours=rng.randrange(0, 13), minutes=rng.randrange(60))
+
+
+def run(cfg, paths: Paths) -> None:
+    seed = int(cfg.data.seed)
+    topics = {t.topic_id: t for t in load_topics(paths)}
+    plans = [Plan.from_dict(d) for d in iter_jsonl(paths.images / "plans.jsonl")]
+    images: dict[tuple[str, int], ImageRecord] = {}
+    haystack_imgs: list[ImageRecord] = []
+    for row in iter_jsonl(paths.images / "index.jsonl"):
+        rec = ImageRecord.from_dict(row["image"])
+        if row.get("plan_id"):
+            images[(row["plan_id"], int(row["index"]))] = rec
+        else:
+            haystack_imgs.append(rec)
+    accepted = {r["sha256"] for r in iter_jsonl(paths.filtered / "index.jsonl") if r["accepted"]}
+    BOILERPLATE.clear()
+    BOILERPLATE.update(find_boilerplate(list(images.values()) + haystack_imgs))
+    wcfg = WriterConfig.from_cfg(cfg.generator)
+    rejections = RejectionLog()
+    dropped = {"image_rejected": 0, "build_failed": 0}
+
+    # 1. questions from plans: the first `target` plans of each (type, subtype) that survive, in
+    #    index order (spares fill in for dropped ones, so the composition is exact)
+    drafts = []
+    kept: dict[tuple[str, str], int] = {}
+    for p in sorted(plans, key=lambda p: (p.question_type, p.question_subtype, p.latent.get("_index", 0))):
+        key = (p.question_type, p.question_subtype)
+        if kept.get(key, 0) >= int(p.latent.get("_target", 1 << 30)):
+            continue
+        recs = [images.get((p.plan_id, k)) for k in range(len(p.images))]
+        if any(r is None or r.sha256 not in accepted for r in recs):
+            dropped["image_rejected"] += 1
+            continue
+        rng = derive_rng(seed, "build", p.plan_id)
+        try:
+            d = ability_for(p.question_type).build(rng, p, [r.truth for r in recs])
+        except (ValueError, KeyError) as exc:
+            log.warning("plan %s (%s/%s) dropped: %s", p.plan_id, p.question_type, p.variant, exc)
+            dropped["build_failed"] += 1
+            continue
+        drafts.append((p, recs, d))
+        kept[key] = kept.get(key, 0) + 1
+    short = {f"{t}/{s}": int(p.latent["_target"]) - kept.get((t, s), 0) for p in plans
+             for (t, s) in [(p.question_type, p.question_subtype)] if kept.get((t, s), 0) < int(p.latent.get("_target", 0))}
+    if short:
+        raise DataError(f"generate: not enough valid plans for {short} (raise data.spare_fraction)")
+    # every plan's context stays reserved (spares included), so no haystack mention reuses one
+    reserved = {c for p in plans for c in _plan_contexts(p)} | {c for _, _, d in drafts for c in d.contexts}
+    forbidden_all = sorted({f for _, _, d in drafts for f in d.forbidden if f})
+    # Haystack images are consumed once each, by haystack sessions and as distractor mentions
+    # inside evidence sessions, so image-bearing sessions look alike whatever they carry.
+    sc = cfg.data.scales[cfg.data.scale]
+    usable = [r for r in haystack_imgs if r.sha256 in accepted]
+    hay_iter = iter(usable)
+
+    def distractors(rng, k: int) -> list[Mention]:
+        out = []
+        for _ in range(k):
+            rec = next(hay_iter, None)
+            if rec is None:
+                break
+            thing, ctx = thing_for(rng, rec.family, reserved)
+            text = mention_for(rng, rec.family, thing)
+            text = _anaphor_mention(seed, rec, ctx) or text
+            out.append(Mention(text, [rec.sha256], False, image_values(rec.truth)))
+        return out
+
+    writer = SessionWriter(wcfg, rejections, forbidden=[])
+    sessions: dict[str, Session] = {}
+    questions: list[Question] = []
+    for p, recs, d in drafts:
+        topic = topics[p.topic_id]
+        rng = derive_rng(seed, "sessions", p.plan_id)
+        qdate = question_date_for(rng)
+        if d.question_date:
+            qdate = parse_date(d.question_date)
+        evidence = []
+        n = len(d.facts)
+        for j, fact in enumerate(d.facts):
+            ids = [recs[k].sha256 for k in fact.image_idx]
+            vals = [v for k in fact.image_idx for v in image_values(recs[k].truth)]
+            m = Mention(fact.mention, ids, has_answer=True, image_values=vals)
+            extra = distractors(rng, rng.choice(EXTRA_MENTIONS))
+            mentions = [m, *extra]
+            rng.shuffle(mentions)
+            s = writer.write(rng, "evidence", topic, p.subtopic, mentions, extra_forbidden=d.forbidden,
+                             ambiguity=d.details.get("ambiguity"))
+            sessions[s.session_id] = s
+            if fact.at is not None:
+                evidence.append(Evidence(s.session_id, fact.at, fact.mention, ids))
+                continue
+            if fact.days_before is not None:
+                days = float(fact.days_before)
+            elif d.ordered:  # keep the facts' order in time
+                days = HISTORY_SPAN_DAYS * (n - j) / (n + 1) - rng.uniform(0, HISTORY_SPAN_DAYS / (n + 2))
+            else:
+                days = rng.uniform(1, HISTORY_SPAN_DAYS - 1)
+            when = qdate - timedelta(days=days, minutes=rng.randrange(0, 600))
+            evidence.append(Evidence(s.session_id, format_date(when), fact.mention, ids))
+        qid = short_id("q", seed, p.plan_id, n=8)
+        # the abstracted background paragraph (paper step 1/3) and the categories of the abstracted
+        # entities; details only, from their own rng (the history text is unchanged)
+        brng = derive_rng(seed, "background", p.plan_id)
+        extra_details = {"background": abstraction.background(brng, topic.title, p.subtopic, topic.track,
+                                                              [f.mention for f in d.facts]),
+                         "abstraction": _abstraction_of(d, p.question_type)}
+        questions.append(Question(
+            question_id=qid, question_type=p.question_type, question_subtype=p.question_subtype,
+            question=d.question, answer=d.answer, question_date=format_date(qdate), topic_id=p.topic_id,
+            old_answer=d.old_answer, evidence=evidence, ordered_evidence=d.ordered,
+            image_essential=d.image_essential, details={**d.details, **extra_details, "variant": p.variant,
+                                                        "plan_id": p.plan_id,
+                                                        "forbidden": d.forbidden, "derivation": d.derivation,
+                                                        "image_ids": [r.sha256 for r in recs]}))
+
+    # 2. haystack sessions: same writer and mention phrasing; half on the questions' own topics
+    topic_list = sorted(topics.values(), key=lambda t: t.topic_id)
+    q_topics = sorted({(p.topic_id, p.subtopic) for p, _, _ in drafts})
+    hay_writer = SessionWriter(wcfg, rejections, forbidden=forbidden_all)
+    for i in range(int(sc.haystack_sessions)):
+        rng = derive_rng(seed, "haystack", i)
+        if q_topics and rng.random() < 0.5:  # related: an evidence session's topic and subtopic
+            tid, sub = q_topics[rng.randrange(len(q_topics))]
+            topic = topics[tid]
+        else:
+            topic = topic_list[rng.randrange(len(topic_list))]
+            sub = topic.subtopics[rng.randrange(len(topic.subtopics))] if topic.subtopics else topic.title
+        mentions = distractors(rng, 1 + rng.choice(EXTRA_MENTIONS))
+        try:
+            s = hay_writer.write(rng, "haystack", topic, sub, mentions)
+        except MemLensError:  # a mention that cannot be written here: keep the session text-only
+            dropped["haystack_mentions"] = dropped.get("haystack_mentions", 0) + len(mentions)
+            s = hay_writer.write(rng, "haystack", topic, sub, [])
+        sessions[s.session_id] = s
+    # 3. filler sessions: text-only, varied lengths (fine length control at assembly)
+    for i in range(int(sc.filler_sessions)):
+        rng = derive_rng(seed, "filler", i)
+        s = hay_writer.write_filler(rng, n_turns=2 * rng.randint(1, 6))
+        sessions[s.session_id] = s
+    if not questions:
+        raise DataError("generate: no question survived (all plans dropped); see the filter report")
+    out = paths.generated
+    out.mkdir(parents=True, exist_ok=True)
+    write_jsonl(out / "questions.jsonl", sorted(questions, key=lambda q: q.question_id))
+    write_jsonl(out / "sessions.jsonl", [sessions[k] for k in sorted(sessions)])
+    kinds = {k: sum(s.kind == k for s in sessions.values()) for k in ("evidence", "haystack", "filler")}
+    write_manifest(out, "generate", {**section(cfg, "generator"), "seed": seed, "scale": str(cfg.data.scale)},
+                   hash_tree(out), code=("generate", "abilities"),
+                   extra={"questions": len(questions), "sessions": kinds, "dropped_plans": dropped,
+                          "validators": rejections.summary(),
+                          "abstraction": {k: v for k, v in abstraction.inventory().items()
+                                          if k in ("categories", "templates", "groups", "mention_frames")}})
+    log.info("generate: %d questions, sessions %s, dropped %s, regenerated turns %d/%d", len(questions), kinds,
+             dropped, rejections.regenerated, rejections.turns)

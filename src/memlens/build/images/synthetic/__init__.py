@@ -1,0 +1,18 @@
+"""Procedural image families with exact ground truth (the offline stand-in for crawled web photos).
+
+    from memlens.build.images.synthetic import get_family, render_bytes
+    fam = get_family("receipt")
+    spec = fam.sample(random.Random(7), store="Luna Bakery", currency="EUR")
+    data, ext = render_bytes(spec)      # same spec -> same bytes
+"""
+from __future__ import annotations
+
+from .base import (FAMILIES, JPEG_QUALITY, PNG_COMPRESS_LEVEL, Family, FamilyBase, apply_photo_effects,
+                   encode_image, get_family, register, render, render_bytes, render_environment,
+                   sample_photo_effects)
+from . import (app_screenshot, calendar_page, chat_screenshot, clock, named_sign,  # noqa: F401  (registers)
+               object_scene, price_tag, receipt, ticket)
+
+__all__ = ["FAMILIES", "Family", "FamilyBase", "apply_photo_effects", "encode_image", "get_family",
+           "register", "render", "render_bytes", "render_environment", "sample_photo_effects", "JPEG_QUALITY",
+           "PNG_COMPRESS_LEVEL"]

@@ -1,0 +1,108 @@
+"""What a system under test is given: an :class:`EvalItem` = a question plus its history at one length.
+
+Two sources produce the same items: a benchmark built by this pipeline (``BuiltBenchmark``: questions,
+content-addressed sessions and images, instances) and an official MEMLENS release folder
+(:mod:`memlens.core.official`). Models never know which one they are evaluated on.
+"""
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Callable
+
+from memlens.core.config import Paths
+from memlens.core.errors import DataError, ImageError
+from memlens.core.schema import ImageRecord, Instance, Question, Session, Turn
+from memlens.core.io import iter_jsonl, read_records
+
+
+@dataclass
+class HistorySession:
+    session_id: str
+    date: str
+    turns: list[Turn]
+    is_evidence: bool = False
+
+
+@dataclass
+class EvalItem:
+    question: Question
+    length: str
+    sessions: list[HistorySession]
+    resolve_image: Callable[[str], Path] = field(repr=False, default=None)  # type: ignore[assignment]
+
+    @property
+    def question_id(self) -> str:
+        return self.question.question_id
+
+    @property
+    def image_ids(self) -> list[str]:
+        return [i for s in self.sessions for t in s.turns for i in t.images]
+
+    @property
+    def evidence_sessions(self) -> list[HistorySession]:
+        return [s for s in self.sessions if s.is_evidence]
+
+
+class BuiltBenchmark:
+    """Reads a benchmark built by the pipeline (``data/generated`` + ``data/instances``)."""
+
+    def __init__(self, paths: Paths):
+        self.paths = paths
+        gen = paths.generated
+        self.questions = {q.question_id: q for q in read_records(gen / "questions.jsonl", Question)}
+        self._sessions: dict[str, Session] | None = None
+        self._images: dict[str, ImageRecord] | None = None
+
+    @property
+    def sessions(self) -> dict[str, Session]:
+        if self._sessions is None:
+            self._sessions = {s.session_id: s for s in read_records(self.paths.generated / "sessions.jsonl", Session)}
+        return self._sessions
+
+    @property
+    def images(self) -> dict[str, ImageRecord]:
+        if self._images is None:
+            idx = self.paths.images / "index.jsonl"
+            self._images = {}
+            for i, row in enumerate(iter_jsonl(idx)):
+                rec = ImageRecord.from_dict(row["image"], where=f"{idx}:{i + 1}")
+                self._images[rec.sha256] = rec
+        return self._images
+
+    def lengths(self) -> list[str]:
+        d = self.paths.instances
+        return sorted((p.stem for p in d.glob("*.jsonl")), key=lambda n: (len(n), n))
+
+    def resolve_image(self, image_id: str) -> Path:
+        rec = self.images.get(image_id)
+        if rec is None:
+            raise ImageError(image_id, "not in the image index")
+        path = self.paths.images / "objects" / rec.filename
+        if not path.is_file():
+            raise ImageError(path, "missing file")
+        return path
+
+    def instances(self, length: str) -> list[Instance]:
+        path = self.paths.instances / f"{length}.jsonl"
+        if not path.is_file():
+            raise DataError(f"{path}: no instances for length {length!r} (built: {', '.join(self.lengths())})")
+        return read_records(path, Instance)
+
+    def items(self, length: str) -> Iterator[EvalItem]:
+        for inst in self.instances(length):
+            q = self.questions.get(inst.question_id)
+            if q is None:
+                raise DataError(f"instances/{length}.jsonl: unknown question {inst.question_id}")
+            ev = set(inst.answer_session_ids)
+            hist = []
+            for sid, date in zip(inst.session_ids, inst.dates):
+                s = self.sessions.get(sid)
+                if s is None:
+                    raise DataError(f"instances/{length}.jsonl: question {q.question_id} references missing session {sid}")
+                hist.append(HistorySession(sid, date, s.turns, sid in ev))
+            yield EvalItem(q, length, hist, self.resolve_image)
+
+    def count(self, length: str) -> int:
+        return len(self.instances(length))

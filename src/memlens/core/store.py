@@ -1,0 +1,114 @@
+"""Content-addressed artifacts and stage manifests.
+
+Images are stored once as ``objects/<sha256>.<ext>`` (the SHA-256 of their bytes); sessions are
+stored once in a sorted JSONL keyed by an id derived from the SHA-256 of their canonical JSON.
+Every stage writes ``manifest.json`` beside its outputs: each artifact's relative path and SHA-256,
+the config section it used and the hash of the code that produced it. Manifests contain no
+timestamps or absolute paths, so the same config and seed give byte-identical manifests.
+"""
+from __future__ import annotations
+
+import hashlib
+import random
+from pathlib import Path
+from typing import Any
+
+from memlens import __version__
+from memlens.core.errors import ImageError
+from memlens.core.io import atomic_write_bytes, canonical_bytes, sha256_bytes, sha256_file, write_json
+
+PACKAGE_ROOT = Path(__file__).resolve().parents[1]
+
+
+def derive_seed(*keys: Any) -> int:
+    """A 64-bit seed derived from the global seed and an item key: adding an item does not reshuffle
+    the others, so unrelated artifacts keep their hashes."""
+    return int.from_bytes(hashlib.sha256(canonical_bytes([str(k) for k in keys])).digest()[:8], "big")
+
+
+def derive_rng(*keys: Any) -> random.Random:
+    return random.Random(derive_seed(*keys))
+
+
+def short_id(prefix: str, *keys: Any, n: int = 12) -> str:
+    return f"{prefix}_{hashlib.sha256(canonical_bytes([str(k) for k in keys])).hexdigest()[:n]}"
+
+
+def code_hash(*subpackages: str) -> str:
+    """SHA-256 over the source files of the given memlens subpackages/modules (sorted)."""
+    h = hashlib.sha256()
+    for name in sorted(subpackages):
+        p = PACKAGE_ROOT / name
+        files = sorted(p.rglob("*.py")) if p.is_dir() else [p.with_suffix(".py")]
+        for f in files:
+            if f.is_file():
+                h.update(str(f.relative_to(PACKAGE_ROOT)).encode())
+                h.update(f.read_bytes())
+    return h.hexdigest()
+
+
+class ObjectStore:
+    """A folder of files named by the SHA-256 of their content."""
+
+    def __init__(self, root: str | Path):
+        self.root = Path(root)
+
+    def put(self, data: bytes, ext: str) -> str:
+        sha = sha256_bytes(data)
+        path = self.root / f"{sha}.{ext}"
+        if not path.exists():
+            atomic_write_bytes(path, data)
+        return sha
+
+    def path(self, sha: str, ext: str) -> Path:
+        return self.root / f"{sha}.{ext}"
+
+    def verify(self, sha: str, ext: str) -> None:
+        path = self.path(sha, ext)
+        if not path.is_file():
+            raise ImageError(path, "missing from the object store")
+        actual = sha256_file(path)
+        if actual != sha:
+            raise ImageError(path, f"content hash {actual[:12]} does not match its name (corrupt file)")
+
+
+def safe_join(root: str | Path, rel: str, *, item: str | None = None) -> Path:
+    """Join ``rel`` under ``root`` and refuse paths that escape it (``..``, absolute paths, symlinks)."""
+    root_r = Path(root).resolve()
+    if not isinstance(rel, str) or not rel:
+        raise ImageError(rel, "empty image path", item)
+    if "\x00" in rel:
+        raise ImageError(rel, "image path contains a NUL byte", item)
+    candidate = (root_r / rel).resolve()
+    if candidate != root_r and root_r not in candidate.parents:
+        raise ImageError(rel, f"image path escapes the data folder {root_r}", item)
+    return candidate
+
+
+def write_manifest(out_dir: str | Path, stage: str, config: Any, artifacts: dict[str, str],
+                   *, code: tuple[str, ...] = (), extra: dict | None = None) -> Path:
+    """Write ``out_dir/manifest.json``; ``artifacts`` maps relative path -> sha256."""
+    out_dir = Path(out_dir)
+    manifest = {
+        "stage": stage,
+        "memlens_version": __version__,
+        "code_sha256": code_hash(*code) if code else None,
+        "config": config,
+        "artifacts": dict(sorted(artifacts.items())),
+        "n_artifacts": len(artifacts),
+    }
+    if extra:
+        manifest.update(extra)
+    path = out_dir / "manifest.json"
+    write_json(path, manifest)
+    return path
+
+
+def hash_tree(root: str | Path, *, exclude: tuple[str, ...] = ("manifest.json",)) -> dict[str, str]:
+    """Relative path -> sha256 for every file under ``root`` (sorted)."""
+    root = Path(root)
+    out = {}
+    for p in sorted(root.rglob("*")):
+        if p.is_file() and p.name not in exclude and not p.name.startswith("."):
+            out[str(p.relative_to(root))] = sha256_file(p)
+    return out

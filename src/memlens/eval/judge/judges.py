@@ -1,0 +1,51 @@
+"""Judges behind one small protocol: ``judge_many(pairs) -> list[Verdict]``.
+
+A *pair* is a question and the system's prediction. ``DeterministicJudge`` applies the typed rules of
+:mod:`memlens.eval.judge.deterministic`; the LLM judge lives in :mod:`memlens.eval.judge.llm`. A failed
+prediction (the request failed after its retries) gets ``correct=None``: it is reported as a
+failure, never counted as a wrong answer.
+"""
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Protocol
+
+from memlens.core.schema import Prediction, Question, Verdict
+
+
+class Judge(Protocol):
+    name: str
+
+    def judge_many(self, pairs: Sequence[tuple[Question, Prediction]]) -> list[Verdict]: ...
+
+
+def failed_verdict(judge: str, q: Question, p: Prediction, reason: str) -> Verdict:
+    return Verdict(system=p.system, mode=p.mode, length=p.length, question_id=q.question_id,
+                   question_type=q.question_type, question_subtype=q.question_subtype, judge=judge,
+                   correct=None, reason=reason)
+
+
+class DeterministicJudge:
+    def __init__(self, name: str = "deterministic", tolerance: float | None = None, **_):
+        self.name = name
+        self.tolerance = tolerance
+
+    def describe(self) -> dict:
+        return {"name": self.name, "tolerance": self.tolerance}
+
+    def judge_many(self, pairs: Sequence[tuple[Question, Prediction]]) -> list[Verdict]:
+        from memlens.eval.judge.deterministic import score
+
+        out = []
+        for q, p in pairs:
+            if not p.ok:
+                out.append(failed_verdict(self.name, q, p, f"prediction failed: {p.error}"))
+                continue
+            v = score(q.question_type, q.question_subtype, q.answer, p.prediction or "",
+                      old_answer=q.old_answer, tolerance=self.tolerance, question=q.question)
+            out.append(Verdict(system=p.system, mode=p.mode, length=p.length, question_id=q.question_id,
+                               question_type=q.question_type, question_subtype=q.question_subtype,
+                               judge=self.name, correct=bool(v.correct), parsed=v.parsed, reason=v.reason,
+                               task_key=v.task_key, abstained=bool(v.abstained), auto_zero=bool(v.auto_zero),
+                               truncated=bool(v.truncated)))
+        return out

@@ -1,0 +1,84 @@
+"""judge stage: score every prediction of the configured system with the configured judge.
+
+Reads ``data/predictions/<system>/<mode>/<length>.jsonl`` and writes
+``data/verdicts/<system>/<mode>/<length>.<judge>.jsonl`` (one verdict per question, sorted), plus a
+manifest. Questions come from the built benchmark or, with ``data.source=official``, the release.
+Several judges can score the same system (``memlens judge judge=llm`` next to the default
+deterministic judge): each writes its own ``<length>.<judge>.jsonl``.
+
+Every verdict's ``details`` carries the official per-item diagnostics of its prediction
+(``original_len``, ``was_truncated``, ``is_degenerate``, ``hedging_count``, ``unique_5gram_ratio``,
+``auto_zero``, ``parsed_words``, ``output_len``; facts §4.8), which the report stage writes in the
+official ``judge_details.json`` layout.
+"""
+from __future__ import annotations
+
+import logging
+from pathlib import Path
+
+from hydra.utils import instantiate
+
+from memlens.core.config import Paths, section
+from memlens.core.errors import DataError
+from memlens.eval.results import PredictionStore
+from memlens.core.io import write_jsonl
+from memlens.core.store import hash_tree, write_manifest
+
+log = logging.getLogger(__name__)
+
+
+def load_questions(cfg, paths: Paths) -> dict:
+    from memlens.eval.benchmark import open_source
+
+    return open_source(cfg, paths).questions
+
+
+def verdict_path(paths: Paths, system: str, mode: str, length: str, judge: str) -> Path:
+    return paths.verdicts / system / mode / f"{length}.{judge}.jsonl"
+
+
+def attach_diagnostics(verdicts: list, pairs: list) -> None:
+    """Add the official per-item diagnostics to each verdict's ``details`` (judge-provided values win)."""
+    from memlens.eval.judge.official import official_diagnostics
+
+    for v, (_, p) in zip(verdicts, pairs):
+        if "original_len" not in (v.details or {}):
+            v.details = {**official_diagnostics(p), **(v.details or {})}
+
+
+def run(cfg, paths: Paths) -> None:
+    judge = instantiate(cfg.judge, _convert_="all")
+    if hasattr(judge, "set_root"):
+        judge.set_root(paths.root)
+    system, mode = str(cfg.model.name), str(cfg.eval.mode)
+    questions = load_questions(cfg, paths)
+    pred_dir = paths.predictions / system / mode
+    lengths = sorted(p.stem for p in pred_dir.glob("*.jsonl"))
+    if not lengths:
+        raise DataError(f"{pred_dir}: no predictions for system {system!r} mode {mode!r}: run `memlens evaluate` first")
+    totals = {}
+    for length in lengths:
+        preds = PredictionStore(paths.predictions, system, mode, length).load()
+        pairs = []
+        for qid in sorted(preds):
+            q = questions.get(qid)
+            if q is None:
+                raise DataError(f"{pred_dir / (length + '.jsonl')}: prediction for unknown question {qid}")
+            pairs.append((q, preds[qid]))
+        verdicts = judge.judge_many(pairs)
+        if len(verdicts) != len(pairs):
+            raise DataError(f"judge {judge.name!r} returned {len(verdicts)} verdicts for {len(pairs)} predictions")
+        attach_diagnostics(verdicts, pairs)
+        write_jsonl(verdict_path(paths, system, mode, length, judge.name), verdicts)
+        ok = [v for v in verdicts if v.correct is not None]
+        totals[length] = {"n": len(verdicts), "correct": sum(bool(v.correct) for v in ok),
+                          "failed": len(verdicts) - len(ok)}
+        run_stats = getattr(judge, "last_stats", None)
+        if run_stats is not None:
+            log.info("judge %s %s/%s@%s: %d cached, %d requests sent", judge.name, system, mode, length,
+                     run_stats.cache_hits, run_stats.requests)
+        log.info("judge %s %s/%s@%s: %d/%d correct, %d failed", judge.name, system, mode, length,
+                 totals[length]["correct"], len(verdicts), totals[length]["failed"])
+    out = paths.verdicts / system
+    write_manifest(out, "judge", section(cfg, "judge"), hash_tree(out), code=("judge",),
+                   extra={"system": system, "mode": mode, "totals": totals})

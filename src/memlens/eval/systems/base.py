@@ -1,0 +1,68 @@
+"""The model interface: every system under test (LVLM backend, memory agent, baseline) is a
+:class:`Model`. The evaluate stage only calls :meth:`Model.run`; it never knows which kind it runs.
+
+A model is one YAML file in ``conf/model/`` whose ``_target_`` names the class and whose other keys
+are its constructor arguments, so adding a model is one YAML file and, at most, one small class.
+"""
+from __future__ import annotations
+
+import time
+from abc import ABC, abstractmethod
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+
+from memlens.core.items import EvalItem
+
+MODES = ("standard", "cot", "reasoning", "text_only", "no_context", "label_images", "oracle_evidence")
+
+
+@dataclass
+class ModelOutput:
+    text: str | None
+    ok: bool = True
+    error: str | None = None
+    prompt_tokens: int | None = None
+    completion_tokens: int | None = None
+    latency_s: float | None = None
+    attempts: int = 1
+    meta: dict = field(default_factory=dict)
+
+
+ResultCallback = Callable[[EvalItem, ModelOutput], None]
+
+
+class Model(ABC):
+    """Base class. Subclasses implement :meth:`generate` (one item) or override :meth:`run`
+    (batched or asynchronous backends)."""
+
+    kind = "model"
+
+    def __init__(self, name: str, kind: str | None = None, **options):
+        self.name = name
+        if kind:
+            self.kind = kind
+        self.options = options
+
+    @abstractmethod
+    def generate(self, item: EvalItem, mode: str = "standard") -> ModelOutput:
+        """Answer one item."""
+
+    def run(self, items: Iterable[EvalItem], mode: str, on_result: ResultCallback) -> None:
+        """Answer every item, calling ``on_result`` as each one finishes (so it can be stored at once)."""
+        for item in items:
+            t0 = time.perf_counter()
+            try:
+                out = self.generate(item, mode)
+            except Exception as exc:  # noqa: BLE001 - a failing item is recorded, never an answer
+                out = ModelOutput(text=None, ok=False, error=f"{type(exc).__name__}: {exc}")
+            if out.latency_s is None:
+                out.latency_s = time.perf_counter() - t0
+            on_result(item, out)
+
+    def describe(self) -> dict:
+        """Parameters logged to MLflow (never secrets)."""
+        return {"name": self.name, "kind": self.kind, **{k: v for k, v in self.options.items()
+                                                          if "key" not in k.lower() or k.endswith("_env")}}
+
+    def close(self) -> None:
+        """Release resources (servers, pools)."""

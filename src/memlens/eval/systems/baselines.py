@@ -1,0 +1,34 @@
+"""Two honest calibration baselines that need no weights.
+
+- ``refuse`` always answers "Insufficient information": 100% on answer refusal, 0% elsewhere.
+- ``chance`` gives a uniform random valid answer for closed-form questions (A/B, Yes/No, an order
+  of the listed indices, a small count), seeded per question; open-form questions get a random pick
+  from the format's answer space defined by the question type (see :mod:`memlens.build.abilities`).
+"""
+from __future__ import annotations
+
+from memlens.core.items import EvalItem
+from memlens.eval.systems.base import Model, ModelOutput
+from memlens.core.schema import REFUSAL_REFERENCE
+from memlens.core.store import derive_rng
+
+
+class RefuseBaseline(Model):
+    kind = "baseline"
+
+    def generate(self, item: EvalItem, mode: str = "standard") -> ModelOutput:
+        return ModelOutput(text=REFUSAL_REFERENCE)
+
+
+class ChanceBaseline(Model):
+    kind = "baseline"
+
+    def __init__(self, name: str = "chance", seed: int = 0, **options):
+        super().__init__(name, seed=seed, **options)
+        self.seed = int(seed)
+
+    def generate(self, item: EvalItem, mode: str = "standard") -> ModelOutput:
+        from memlens.build.abilities import chance_answer
+
+        rng = derive_rng(self.seed, "chance", item.question_id)
+        return ModelOutput(text=chance_answer(item.question, rng))

@@ -1,0 +1,216 @@
+"""``OpenAICompatibleModel``: any OpenAI-compatible chat-completions endpoint as a :class:`Model`.
+
+One YAML file in ``conf/model/`` makes a system (``_target_:
+memlens.eval.systems.openai_model.OpenAICompatibleModel``); the keys are those of
+:class:`~memlens.core.http.OpenAICompatibleConfig` (``base_url``,
+``model``, ``api_key_env``, ``concurrency``, ``max_new_tokens``, ``temperature``, ``timeout_s``,
+``max_retries``, ``image_transport``, ``max_image_side``, ``extra_body``, ``top_p``, ``seed``,
+``backoff_base_s``, ``backoff_max_s``) plus the prompt options (``layout``, ``label_images``,
+``system_prefix``), ``token_param`` and ``image_cache_mb``. Descriptive keys (``hf_id``,
+``context_window``, ``thinking``, ``resources``, ``notes`` ...) are kept for the logs only.
+
+How :meth:`OpenAICompatibleModel.run` drives the client:
+
+* **Lazy, bounded.** Items are pulled from the stage's iterator a window at a time
+  (``reorder_window``); each request's messages are built only when a client worker is free to
+  send it, so at most ``concurrency`` payloads exist at once and a 256K split is never held whole.
+* **Prefix-friendly order.** Within a window, items are sorted by the session ids of the history
+  they show (:func:`~memlens.eval.prompt.history_key`), so items sharing a history prefix are
+  sent together and a server prefix cache (vLLM ``--enable-prefix-caching``) can reuse it. The
+  order of results does not matter: the prediction store is keyed by question id.
+* **Images encoded once.** One :class:`~memlens.eval.images.ImageEncoder` (LRU cache of
+  ``image_cache_mb``) lives as long as the model, so a history reused by many questions, or by
+  the next length, is not re-encoded.
+* **Failures are records.** An item whose prompt cannot be built (a missing image) or whose
+  request fails after the client's retries is reported with ``ok=False`` and the error; usage
+  (prompt/completion tokens), latency and attempts are reported for every item.
+
+Thinking output: when the server returns ``reasoning_content`` (vLLM reasoning parsers), the raw
+prediction is ``<think>\\n{reasoning}\\n</think>\\n{content}`` (what the official Qwen3 vLLM
+wrapper stores), so ``prediction`` (text after ``</think>``) is the answer; with no content at all
+it is the bare reasoning, as officially.
+"""
+from __future__ import annotations
+
+import logging
+from collections.abc import Iterable, Iterator
+from typing import Any
+
+from memlens.core.errors import MemLensError
+from memlens.core.items import EvalItem
+from memlens.eval.systems.base import Model, ModelOutput, ResultCallback
+from memlens.eval.prompt import LAYOUTS, build_messages, history_key
+
+log = logging.getLogger(__name__)
+
+__all__ = ["OpenAICompatibleModel", "completion_to_output", "prefix_ordered", "run_items"]
+
+TOKEN_PARAMS = ("max_tokens", "max_completion_tokens")
+
+
+def prefix_ordered(items: Iterable[EvalItem], mode: str, window: int) -> Iterator[EvalItem]:
+    """``items`` reordered within consecutive windows of ``window`` items so that items whose
+    shown histories share a prefix are adjacent (stable; ``window <= 1`` keeps the order)."""
+    if window <= 1:
+        yield from items
+        return
+    buf: list[EvalItem] = []
+    for item in items:
+        buf.append(item)
+        if len(buf) >= window:
+            buf.sort(key=lambda it: history_key(it, mode))
+            yield from buf
+            buf = []
+    buf.sort(key=lambda it: history_key(it, mode))
+    yield from buf
+
+
+def completion_to_output(result) -> ModelOutput:
+    """:class:`CompletionResult` -> :class:`ModelOutput` (deterministic ``meta`` only)."""
+    if not result.ok:
+        return ModelOutput(text=None, ok=False, error=result.error or "request failed",
+                           attempts=result.attempts, latency_s=result.latency_s)
+    text = result.text or ""
+    if result.reasoning:
+        text = f"<think>\n{result.reasoning}\n</think>\n{text}" if text else result.reasoning
+    meta: dict[str, Any] = {}
+    if result.finish_reason is not None:
+        meta["finish_reason"] = result.finish_reason
+    return ModelOutput(text=text, ok=True, prompt_tokens=result.prompt_tokens,
+                       completion_tokens=result.completion_tokens, latency_s=result.latency_s,
+                       attempts=result.attempts, meta=meta)
+
+
+class OpenAICompatibleModel(Model):
+    """A system served behind an OpenAI-compatible ``/v1/chat/completions`` endpoint.
+
+    Args:
+        name: system name (prediction folder, reports).
+        base_url, model, api_key_env, concurrency, max_new_tokens, temperature, timeout_s,
+            max_retries, image_transport, max_image_side, extra_body, top_p, seed, backoff_base_s,
+            backoff_max_s: client settings (:class:`OpenAICompatibleConfig`). ``temperature: null``
+            sends no temperature (reasoning APIs that reject it).
+        token_param: request field carrying ``max_new_tokens``: ``max_tokens`` (vLLM, most
+            gateways) or ``max_completion_tokens`` (OpenAI reasoning models).
+        layout, label_images, system_prefix: prompt options (:func:`build_messages`).
+        reorder_window: items sorted together for prefix sharing (1 keeps the source order).
+        image_cache_mb: size cap of the encoded-image cache.
+        progress: show the client's own progress bar (the evaluate stage already shows one).
+        **info: descriptive keys (``hf_id``, ``context_window``, ``thinking``, ``resources`` ...).
+    """
+
+    kind = "lvlm"
+
+    def __init__(self, name: str, base_url: str, model: str, api_key_env: str | None = None,
+                 concurrency: int = 8, max_new_tokens: int = 2048, temperature: float | None = 0.0,
+                 timeout_s: float = 600, max_retries: int = 5, image_transport: str = "base64",
+                 max_image_side: int | None = 800, *, extra_body: dict | None = None, top_p: float | None = None,
+                 seed: int | None = None, backoff_base_s: float = 1.0, backoff_max_s: float = 30.0,
+                 token_param: str = "max_tokens", layout: str = "messages", label_images: bool = False,
+                 system_prefix: str | None = None, reorder_window: int = 16, image_cache_mb: int = 384,
+                 progress: bool = False, kind: str | None = None, **info: Any):
+        client_settings = dict(base_url=base_url, model=model, api_key_env=api_key_env, concurrency=concurrency,
+                               max_new_tokens=max_new_tokens, temperature=temperature, timeout_s=timeout_s,
+                               max_retries=max_retries, image_transport=image_transport,
+                               max_image_side=max_image_side, extra_body=extra_body, top_p=top_p, seed=seed,
+                               backoff_base_s=backoff_base_s, backoff_max_s=backoff_max_s)
+        super().__init__(name, kind, **client_settings, token_param=token_param, layout=layout,
+                         label_images=label_images, system_prefix=system_prefix, reorder_window=reorder_window,
+                         image_cache_mb=image_cache_mb, **info)
+        if layout not in LAYOUTS:
+            raise ValueError(f"layout must be one of {LAYOUTS}, not {layout!r}")
+        if token_param not in TOKEN_PARAMS:
+            raise ValueError(f"token_param must be one of {TOKEN_PARAMS}, not {token_param!r}")
+        from memlens.core.http import OpenAICompatibleConfig
+
+        # validates the settings now (bad YAML fails at instantiation, not mid-run); no network
+        self.config = OpenAICompatibleConfig(**client_settings)
+        self.token_param = token_param
+        self.layout = layout
+        self.label_images = bool(label_images)
+        self.system_prefix = system_prefix
+        self.reorder_window = int(reorder_window)
+        self.image_cache_mb = int(image_cache_mb)
+        self.progress = bool(progress)
+        self.info = info
+        self._client = None
+        self._encoder = None
+
+    # ------------------------------------------------------------------ plumbing
+    @property
+    def client(self):
+        """The :class:`OpenAICompatibleClient` (built on first use; it makes no request until run)."""
+        if self._client is None:
+            from memlens.core.http import OpenAICompatibleClient
+            from memlens.eval.images import ImageEncoder
+
+            if self._encoder is None:
+                self._encoder = ImageEncoder(max_side=self.config.max_image_side,
+                                             transport="url" if self.config.image_transport == "url" else "base64",
+                                             cache_max_bytes=self.image_cache_mb << 20)
+            self._client = OpenAICompatibleClient(self.config, image_encoder=self._encoder)
+        return self._client
+
+    def request_overrides(self) -> dict[str, Any]:
+        """Per-request overrides passed to the client (the token-limit field)."""
+        if self.token_param == "max_completion_tokens":
+            return {"max_new_tokens": None, "max_completion_tokens": self.config.max_new_tokens}
+        return {}
+
+    def messages(self, item: EvalItem, mode: str) -> list[dict]:
+        """The request messages of ``item`` (image blocks hold local paths; the client encodes them)."""
+        return build_messages(item, mode, layout=self.layout, label_images=self.label_images,
+                              system_prefix=self.system_prefix)
+
+    # ------------------------------------------------------------------ Model API
+    def generate(self, item: EvalItem, mode: str = "standard") -> ModelOutput:
+        """One item, synchronously (tests, debugging); :meth:`run` is the batch path."""
+        out: list[ModelOutput] = []
+        self.run([item], mode, lambda _it, o: out.append(o))
+        return out[0]
+
+    def run(self, items: Iterable[EvalItem], mode: str, on_result: ResultCallback) -> None:
+        in_flight: dict[int, EvalItem] = {}
+
+        def requests() -> Iterator[tuple[int, list[dict]]]:
+            for key, item in enumerate(prefix_ordered(items, mode, self.reorder_window)):
+                try:
+                    msgs = self.messages(item, mode)
+                except (MemLensError, OSError, ValueError) as exc:
+                    on_result(item, ModelOutput(text=None, ok=False, attempts=0,
+                                                error=f"prompt: {type(exc).__name__}: {exc}"))
+                    continue
+                in_flight[key] = item
+                yield key, msgs
+
+        def done(key: int, result) -> None:
+            on_result(in_flight.pop(key), completion_to_output(result))
+
+        client = self.client
+        summary = client.run_many(requests(), done, progress=self.progress, desc=self.name,
+                                  **self.request_overrides())
+        cache = self._encoder.cache_info() if self._encoder is not None else None
+        log.info("%s: %d requests (%d failed, %d attempts) in %.1f s; build %.2f s, http %.1f s%s", self.name,
+                 summary.total, summary.failed, summary.attempts, summary.elapsed_s, client.stats.build_s,
+                 client.stats.http_s,
+                 f"; image cache {cache.hits} hits / {cache.misses} misses, {cache.size_bytes >> 20} MB" if cache else "")
+
+    def close(self) -> None:
+        self._client = None
+        if self._encoder is not None:
+            self._encoder.clear()
+
+    def describe(self) -> dict:
+        d = super().describe()
+        d.pop("extra_body", None)
+        if self.config.extra_body:
+            d["extra_body"] = repr(self.config.extra_body)
+        return d
+
+
+def run_items(model: OpenAICompatibleModel, items: Iterable[EvalItem], mode: str) -> list[tuple[EvalItem, ModelOutput]]:
+    """Convenience: run ``items`` and collect ``(item, output)`` pairs (tests, notebooks)."""
+    out: list[tuple[EvalItem, ModelOutput]] = []
+    model.run(items, mode, lambda it, o: out.append((it, o)))
+    return out
+
