@@ -58,7 +58,7 @@ from memlens.core.http import (
     OpenAICompatibleClient,
     OpenAICompatibleConfig,
 )
-from memlens.eval.images import ImageEncoder
+from memlens.core.images import ImageEncoder
 from tests.support.fake_openai import FakeOpenAIServer
 
 try:

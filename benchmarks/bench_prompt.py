@@ -33,7 +33,7 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO / "src"))
 
 from memlens.core.http import OpenAICompatibleClient, OpenAICompatibleConfig  # noqa: E402
-from memlens.eval.images import ImageEncoder  # noqa: E402
+from memlens.core.images import ImageEncoder  # noqa: E402
 from memlens.core.items import EvalItem, HistorySession  # noqa: E402
 from memlens.eval.prompt import build_messages  # noqa: E402
 from memlens.core.schema import Question, Turn  # noqa: E402

@@ -1,4 +1,4 @@
-"""Tests of memlens.eval.images (ImageEncoder, ImageError)."""
+"""Tests of memlens.core.images (ImageEncoder, ImageError)."""
 from __future__ import annotations
 
 import base64
@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 from PIL import Image
 
-from memlens.eval.images import ImageEncoder, ImageError, resized_size
+from memlens.core.images import ImageEncoder, ImageError, resized_size
 
 
 def _photo(path: Path, size: tuple[int, int], mode: str = "RGB", fmt: str | None = None, seed: int = 0) -> Path:
@@ -188,7 +188,7 @@ def test_concurrent_requests_encode_once(tmp_path):
 def test_image_error_is_picklable_and_readable():
     err = pickle.loads(pickle.dumps(ImageError("/x/y.jpg", "image file not found")))
     assert err.path == "/x/y.jpg" and err.reason == "image file not found"
-    assert str(err) == "image file not found: /x/y.jpg"
+    assert str(err) == "image /x/y.jpg: image file not found"
 
 
 def test_invalid_arguments():

@@ -18,7 +18,7 @@ from memlens.core.http import (
     OpenAICompatibleConfig,
     run_many,
 )
-from memlens.eval.images import ImageEncoder
+from memlens.core.images import ImageEncoder
 from tests.support.fake_openai import FakeOpenAIServer, Fault, default_responder, faults_by_key
 
 try:

@@ -24,6 +24,9 @@ class ImageError(MemLensError):
         where = f" (item {item})" if item else ""
         super().__init__(f"image {self.path}{where}: {reason}")
 
+    def __reduce__(self):  # picklable across worker processes
+        return (type(self), (self.path, self.reason, self.item))
+
 
 class ConfigError(MemLensError):
     """The configuration is invalid (unknown option, missing key, bad value)."""

@@ -15,7 +15,7 @@ attempts with a fixed 10 s pause, every image re-encoded for every request):
   at most ``concurrency`` request payloads exist at any time, and each result is handed
   to ``on_result`` as soon as it is known (so it can go to a crash-safe store at once).
 * **Images encoded once.** Image blocks that reference local files are converted by a
-  shared :class:`~memlens.eval.images.ImageEncoder` (LRU cache), so a history that is
+  shared :class:`~memlens.core.images.ImageEncoder` (LRU cache), so a history that is
   reused by many questions is encoded once.  A request whose images are all cached is
   built on the event loop (~1 ms); only a cache miss sends the build to a worker thread.
 * **Cheap request bodies.** The messages are serialised once (``orjson`` when installed)
@@ -59,7 +59,7 @@ from typing import Any, TypeVar
 import openai
 from tqdm.auto import tqdm
 
-from memlens.eval.images import ImageEncoder, ImageError
+from memlens.core.images import ImageEncoder, ImageError
 
 try:  # the openai SDK >= 2 ships on httpx2; older releases on httpx
     import httpx2 as _httpx

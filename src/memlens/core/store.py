@@ -13,7 +13,7 @@ import random
 from pathlib import Path
 from typing import Any
 
-from memlens import __version__
+from memlens.core.constants import VERSION as __version__
 from memlens.core.errors import ImageError
 from memlens.core.io import atomic_write_bytes, canonical_bytes, sha256_bytes, sha256_file, write_json
 

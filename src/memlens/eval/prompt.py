@@ -42,7 +42,7 @@ Modes (:data:`memlens.eval.systems.base.MODES`)
 Image references
     Image blocks carry an :class:`ImageRef`: a ``str`` holding the absolute local path (so the
     message is valid input for :class:`~memlens.core.http.OpenAICompatibleClient`,
-    whose :class:`~memlens.eval.images.ImageEncoder` turns it into a cached ``data:`` or
+    whose :class:`~memlens.core.images.ImageEncoder` turns it into a cached ``data:`` or
     ``file://`` URL, and for the transformers backend, which loads the file) plus the item's
     ``image_id``. Building messages never reads or encodes image bytes.
 

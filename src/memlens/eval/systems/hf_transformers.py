@@ -157,7 +157,7 @@ class TransformersModel(Model):
                 return img
         from PIL import Image
 
-        from memlens.eval.images import resized_size
+        from memlens.core.images import resized_size
 
         with Image.open(ref) as im:
             img = im.convert("RGB")

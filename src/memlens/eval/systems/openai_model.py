@@ -18,7 +18,7 @@ How :meth:`OpenAICompatibleModel.run` drives the client:
   they show (:func:`~memlens.eval.prompt.history_key`), so items sharing a history prefix are
   sent together and a server prefix cache (vLLM ``--enable-prefix-caching``) can reuse it. The
   order of results does not matter: the prediction store is keyed by question id.
-* **Images encoded once.** One :class:`~memlens.eval.images.ImageEncoder` (LRU cache of
+* **Images encoded once.** One :class:`~memlens.core.images.ImageEncoder` (LRU cache of
   ``image_cache_mb``) lives as long as the model, so a history reused by many questions, or by
   the next length, is not re-encoded.
 * **Failures are records.** An item whose prompt cannot be built (a missing image) or whose
@@ -142,7 +142,7 @@ class OpenAICompatibleModel(Model):
         """The :class:`OpenAICompatibleClient` (built on first use; it makes no request until run)."""
         if self._client is None:
             from memlens.core.http import OpenAICompatibleClient
-            from memlens.eval.images import ImageEncoder
+            from memlens.core.images import ImageEncoder
 
             if self._encoder is None:
                 self._encoder = ImageEncoder(max_side=self.config.max_image_side,

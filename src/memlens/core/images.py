@@ -40,29 +40,14 @@ from urllib.parse import unquote, urlparse
 
 from PIL import Image, UnidentifiedImageError
 
+from memlens.core.errors import ImageError
+
 __all__ = ["ImageEncoder", "ImageError", "ImageCacheInfo", "resized_size"]
 
 Transport = Literal["base64", "url"]
 
 _PASS_THROUGH_PREFIXES = ("http://", "https://", "data:")
 _RESOLVE_MEMO_SIZE = 1 << 16
-
-
-class ImageError(Exception):
-    """An image could not be prepared for a request.
-
-    Attributes:
-        path: the image reference as given (path or URL).
-        reason: short human-readable reason.
-    """
-
-    def __init__(self, path: str | os.PathLike[str], reason: str) -> None:
-        self.path = os.fspath(path)
-        self.reason = reason
-        super().__init__(f"{reason}: {self.path}")
-
-    def __reduce__(self) -> tuple[type[ImageError], tuple[str, str]]:  # keep picklable
-        return (type(self), (self.path, self.reason))
 
 
 @dataclass(frozen=True)
