@@ -13,7 +13,7 @@ from memlens.build.abilities.derive import derive
 from memlens.build.abilities.ie import SAFE_COLORS, InformationExtraction
 from memlens.build.images.synthetic import get_family, render_bytes
 from memlens.build.text.sessions import Mention, SessionWriter, WriterConfig
-from memlens.build.generate.stage import image_values
+from memlens.build.images.truth import drawn_values as image_values
 from memlens.build.text.textbank import mention_templates
 from memlens.build.text.validators import RejectionLog, contains_token_bounded
 from memlens.build.ontology.stage import build_topics, load_ontology_file

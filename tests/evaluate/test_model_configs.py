@@ -17,7 +17,7 @@ from memlens.eval.systems.openai_model import OpenAICompatibleModel
 from memlens.eval.systems.vllm_server import VLLMServerModel
 from memlens.eval.systems.base import Model
 from memlens.eval.evaluate.stage import build_model
-from memlens.eval.evaluate.sweep import GENERIC, gpu_models, plan
+from memlens.sweep import GENERIC, gpu_models, plan
 from tests.conftest import REPO
 
 MODEL_DIR = REPO / "conf" / "model"
@@ -104,7 +104,7 @@ def test_gpu_models_and_plan():
     assert rows["qwen3-vl-235b-a22b-instruct"]["gpus"] == 8 and rows["qwen3-vl-8b-instruct"]["gpus"] == 1
     cmds = plan(REPO, ["qwen3-vl-8b-instruct", "glm-4.6v", "gpt-5.4"], ["32k", "64k"], "slurm_a100")
     assert len(cmds) == 3
-    assert cmds[-1].endswith("python -m memlens.eval.evaluate.sweep -m hydra/launcher=slurm_a100 "
+    assert cmds[-1].endswith("python -m memlens.sweep -m hydra/launcher=slurm_a100 "
                              "hydra.launcher.gpus_per_node=8 model=glm-4.6v 'eval.lengths=[32k],[64k]'")
 
 
@@ -140,7 +140,7 @@ def test_slurm_launcher_config(monkeypatch):
     base = set(OmegaConf.structured(BaseQueueConf).keys())
     ex.update_parameters(**{k if k in base else f"slurm_{k}": v for k, v in params.items()
                             if k not in ("submitit_folder", "max_num_timeout")})
-    text = ex._executor._make_submission_file_text("python -m memlens.eval.evaluate.sweep", "uid")
+    text = ex._executor._make_submission_file_text("python -m memlens.sweep", "uid")
     for line in ("#SBATCH --gpus-per-node=4", "#SBATCH --partition=a100", "#SBATCH --constraint=a100-80gb",
                  "#SBATCH --time=1440", "#SBATCH --job-name=memlens-sweep", "export HF_HUB_OFFLINE=1"):
         assert line in text, line
@@ -154,19 +154,19 @@ def test_gpu_workflow():
     assert "dvc exp run" in run and "-S model=${{ matrix.model }}" in run
     assert jobs["evaluate"]["strategy"]["matrix"] == "${{ fromJSON(needs.plan.outputs.matrix) }}"
     plan_run = "\n".join(s.get("run", "") for s in jobs["plan"]["steps"])
-    assert "memlens.eval.evaluate.sweep" in plan_run and "--gpu-models" in plan_run
+    assert "memlens.sweep" in plan_run and "--gpu-models" in plan_run
 
 
 @pytest.mark.slow
 def test_sweep_multirun_entry_point(tiny_project, tmp_path):
-    """`python -m memlens.eval.evaluate.sweep -m ...` runs one evaluate job per model x length."""
+    """`python -m memlens.sweep -m ...` runs one evaluate job per model x length."""
     import shutil
 
     root = tmp_path / "proj"
     shutil.copytree(tiny_project, root)
     env = {**os.environ, "PYTHONPATH": str(REPO / "src") + os.pathsep + os.environ.get("PYTHONPATH", "")}
     env.pop("MEMLENS_ROOT", None)
-    done = subprocess.run([sys.executable, "-m", "memlens.eval.evaluate.sweep", "-m", "model=refuse,chance",
+    done = subprocess.run([sys.executable, "-m", "memlens.sweep", "-m", "model=refuse,chance",
                            "eval.lengths=[32k],[64k]", "data.scale=tiny", f"hydra.sweep.dir={tmp_path / 'sweep'}"],
                           cwd=root, env=env, capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, done.stderr[-3000:]
@@ -179,6 +179,6 @@ def test_sweep_multirun_entry_point(tiny_project, tmp_path):
             path = root / "data" / "predictions" / m / "standard" / f"{n}.jsonl"
             assert len(path.read_text().splitlines()) == bench.count(n)
     assert len(list((tmp_path / "sweep").glob("[0-9]*"))) == 4
-    listing = subprocess.run([sys.executable, "-m", "memlens.eval.evaluate.sweep", "--gpu-models"], cwd=root, env=env,
+    listing = subprocess.run([sys.executable, "-m", "memlens.sweep", "--gpu-models"], cwd=root, env=env,
                              capture_output=True, text=True, timeout=120)
     assert {r["model"] for r in json.loads(listing.stdout)} == set(ROSTER) - APIS

@@ -10,7 +10,7 @@ import pytest
 from memlens.eval.judge.deterministic import (
     ABSTENTION_ANSWER,
     TASK_KEYS,
-    Verdict,
+    Grade,
     normalize_text,
     score,
     task_key,
@@ -74,13 +74,13 @@ def test_ten_task_keys():
 
 
 # ---------------------------------------------------------------------------------------------
-# Verdict
+# Grade
 # ---------------------------------------------------------------------------------------------
 
 
 def test_verdict_is_frozen_and_complete():
     v = score(MSR, "counting", "3", "3")
-    assert isinstance(v, Verdict)
+    assert isinstance(v, Grade)
     with pytest.raises(dataclasses.FrozenInstanceError):
         v.correct = False  # type: ignore[misc]
     assert (v.correct, v.parsed, v.reason, v.task_key) == (True, "3", "int-match", "MSR_Counting")

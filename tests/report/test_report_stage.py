@@ -62,7 +62,7 @@ def test_both_judges_and_report(tiny_copy, monkeypatch):
         assert (reports / ref).is_file(), ref
     # MLflow: figures, tables and official files are artifacts of the system's runs
     from memlens.core.config import Paths, load_config
-    from memlens.eval.report.stage import dataset_hash
+    from memlens.eval.benchmark import dataset_hash
     from memlens.eval.tracking import Tracker
 
     cfg = load_config([*TINY, "model=refuse"], root=root)

@@ -13,10 +13,8 @@ from typing import Any
 
 from omegaconf import DictConfig, OmegaConf
 
+from memlens.core.constants import LENGTH_TOKENS
 from memlens.core.errors import ConfigError
-
-LENGTH_TOKENS = {"8k": 8192, "16k": 16384, "32k": 32768, "64k": 65536, "128k": 131072,
-                 "256k": 262144, "512k": 524288, "1m": 1048576}
 
 
 def length_tokens(name: str) -> int:

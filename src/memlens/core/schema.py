@@ -22,31 +22,24 @@ from memlens.core.errors import SchemaError
 # --------------------------------------------------------------------------------------------------
 # Vocabulary (official strings)
 # --------------------------------------------------------------------------------------------------
-IE = "information_extraction"
-MSR = "multi_session_reasoning"
-TR = "temporal_reasoning"
-KU = "knowledge_update"
-AR = "answer_refusal"
-QUESTION_TYPES: tuple[str, ...] = (IE, MSR, TR, KU, AR)
-TYPE_ABBREV: dict[str, str] = {IE: "IE", MSR: "MSR", TR: "TR", KU: "KU", AR: "AR"}
+from memlens.core.constants import (  # noqa: F401  (the vocabulary is part of the schema's interface)
+    AR,
+    DATE_FORMAT,
+    IE,
+    IMAGE_PLACEHOLDER,
+    IMAGE_ROLES,
+    KU,
+    MSR,
+    QUESTION_TYPES,
+    REFUSAL_REFERENCE,
+    ROLES,
+    SESSION_KINDS,
+    SUBTYPES,
+    TR,
+    TRACKS,
+    TYPE_ABBREV,
+)
 
-#: Official ``question_subtype`` strings per type ("" where the release leaves it empty).
-SUBTYPES: dict[str, tuple[str, ...]] = {
-    IE: ("entity", "previnfo"),
-    MSR: ("arithmetic", "counting", "entity_resolution"),
-    TR: ("duration_comparison", "order_ranking", "temporal_info_extraction"),
-    KU: ("",),
-    AR: ("",),
-}
-
-TRACKS: tuple[str, ...] = ("identification", "experience", "document")
-IMAGE_ROLES: tuple[str, ...] = ("evidence", "haystack")
-SESSION_KINDS: tuple[str, ...] = ("evidence", "haystack", "filler")
-ROLES: tuple[str, ...] = ("user", "assistant")
-IMAGE_PLACEHOLDER = "<image>"
-REFUSAL_REFERENCE = "Insufficient information"
-
-DATE_FORMAT = "%Y/%m/%d (%a) %H:%M"
 _DATE_RE = re.compile(r"^\d{4}/\d{2}/\d{2} \((Mon|Tue|Wed|Thu|Fri|Sat|Sun)\) \d{2}:\d{2}$")
 
 

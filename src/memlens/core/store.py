@@ -14,10 +14,10 @@ from pathlib import Path
 from typing import Any
 
 from memlens.core.constants import VERSION as __version__
+from memlens.core.codegraph import code_hash
 from memlens.core.errors import ImageError
 from memlens.core.io import atomic_write_bytes, canonical_bytes, sha256_bytes, sha256_file, write_json
 
-PACKAGE_ROOT = Path(__file__).resolve().parents[1]
 
 
 def derive_seed(*keys: Any) -> int:
@@ -32,19 +32,6 @@ def derive_rng(*keys: Any) -> random.Random:
 
 def short_id(prefix: str, *keys: Any, n: int = 12) -> str:
     return f"{prefix}_{hashlib.sha256(canonical_bytes([str(k) for k in keys])).hexdigest()[:n]}"
-
-
-def code_hash(*subpackages: str) -> str:
-    """SHA-256 over the source files of the given memlens subpackages/modules (sorted)."""
-    h = hashlib.sha256()
-    for name in sorted(subpackages):
-        p = PACKAGE_ROOT / name
-        files = sorted(p.rglob("*.py")) if p.is_dir() else [p.with_suffix(".py")]
-        for f in files:
-            if f.is_file():
-                h.update(str(f.relative_to(PACKAGE_ROOT)).encode())
-                h.update(f.read_bytes())
-    return h.hexdigest()
 
 
 class ObjectStore:
@@ -92,7 +79,7 @@ def write_manifest(out_dir: str | Path, stage: str, config: Any, artifacts: dict
     manifest = {
         "stage": stage,
         "memlens_version": __version__,
-        "code_sha256": code_hash(*code) if code else None,
+        "code_sha256": code_hash(*code) if code else None,  # the files of the modules' import closure
         "config": config,
         "artifacts": dict(sorted(artifacts.items())),
         "n_artifacts": len(artifacts),

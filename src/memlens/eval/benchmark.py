@@ -1,27 +1,98 @@
-"""Where evaluation items come from: a benchmark built by this pipeline (``data.source=built``) or
-an official MEMLENS release in a local folder (``data.source=official``, ``data.official_dir``)."""
+"""The benchmark a system is evaluated on: one object over either item source.
+
+``data.source=built`` reads the benchmark this pipeline built (``data/generated`` + ``data/instances``,
+:class:`memlens.core.items.BuiltBenchmark`); ``data.source=official`` reads an official MEMLENS release
+folder (``data.official_dir``, :class:`memlens.core.official.OfficialRelease`). :class:`Benchmark` owns
+what every consumer needs of it (VLMEvalKit's idea: a dataset owns its prompt and its scoring keys):
+the items per length, the questions, the prompt of an item, the judge task key of a question and the
+dataset hash that names what was evaluated. Systems, judges and reports never know which source it is.
+"""
 from __future__ import annotations
 
+import hashlib
+from collections.abc import Iterator
 from pathlib import Path
 
 from memlens.core.config import Paths
-from memlens.core.errors import ConfigError
+from memlens.core.errors import ConfigError, DataError
+from memlens.core.items import BuiltBenchmark, EvalItem
+from memlens.core.official import OfficialRelease
+from memlens.core.schema import Question
+from memlens.core.tasks import task_key
+from memlens.eval.prompt import build_messages
+
+ITEM_SOURCES = ("built", "official")
 
 
-def open_source(cfg, paths: Paths):
-    source = str(cfg.data.get("source", "built"))
-    if source == "built":
-        from memlens.core.items import BuiltBenchmark
+class Benchmark:
+    """Items of one benchmark (built or official), with prompts, task keys and the dataset hash."""
 
-        return BuiltBenchmark(paths)
-    if source == "official":
-        from memlens.core.official import OfficialRelease
+    def __init__(self, source: BuiltBenchmark | OfficialRelease, kind: str, paths: Paths | None = None):
+        if kind not in ITEM_SOURCES:
+            raise ConfigError(f"unknown item source {kind!r} ({' | '.join(ITEM_SOURCES)})")
+        self.source = source
+        self.kind = kind
+        self.paths = paths
 
-        folder = cfg.data.get("official_dir")
-        if not folder:
-            raise ConfigError("data.source=official needs data.official_dir (the folder with dataset_*.json)")
-        folder = Path(str(folder))
-        if not folder.is_absolute():
-            folder = paths.root / folder
-        return OfficialRelease(folder)
-    raise ConfigError(f"unknown data.source {source!r} (built | official)")
+    @classmethod
+    def from_config(cls, cfg, paths: Paths) -> Benchmark:
+        kind = str(cfg.data.get("source", "built"))
+        if kind == "built":
+            return cls(BuiltBenchmark(paths), kind, paths)
+        if kind == "official":
+            folder = cfg.data.get("official_dir")
+            if not folder:
+                raise ConfigError("data.source=official needs data.official_dir (the folder with dataset_*.json)")
+            folder = Path(str(folder))
+            if not folder.is_absolute():
+                folder = paths.root / folder
+            return cls(OfficialRelease(folder), kind, paths)
+        raise ConfigError(f"unknown data.source {kind!r} ({' | '.join(ITEM_SOURCES)})")
+
+    # items ------------------------------------------------------------------------------------
+    def lengths(self) -> list[str]:
+        return self.source.lengths()
+
+    def items(self, length: str) -> Iterator[EvalItem]:
+        return self.source.items(length)
+
+    def count(self, length: str) -> int:
+        return self.source.count(length)
+
+    @property
+    def questions(self) -> dict[str, Question]:
+        return self.source.questions
+
+    # what the judge and the prompt need -------------------------------------------------------
+    @staticmethod
+    def task_key(question: Question) -> str:
+        """The judge task key of a question (official routing)."""
+        return task_key(question.question_type, question.question_subtype, str(question.answer))
+
+    @staticmethod
+    def messages(item: EvalItem, mode: str = "standard", **kwargs) -> list[dict]:
+        """The chat messages of an item in a prompt mode (see :mod:`memlens.eval.prompt`)."""
+        return build_messages(item, mode, **kwargs)
+
+    # identity ---------------------------------------------------------------------------------
+    def dataset_hash(self) -> str:
+        """SHA-256 naming exactly this benchmark: the built benchmark's question and instance
+        manifests (which list every artifact's hash), or the release files' hash."""
+        if self.kind == "official":
+            return self.source.dataset_hash()
+        assert self.paths is not None
+        h = hashlib.sha256()
+        for p in (self.paths.generated / "manifest.json", self.paths.instances / "manifest.json"):
+            if not p.is_file():
+                raise DataError(f"{p}: missing; build the benchmark first (dvc repro assemble)")
+            h.update(p.read_bytes())
+        return h.hexdigest()
+
+
+def open_benchmark(cfg, paths: Paths) -> Benchmark:
+    """The benchmark the config names (``data.source``)."""
+    return Benchmark.from_config(cfg, paths)
+
+
+def dataset_hash(cfg, paths: Paths) -> str:
+    return open_benchmark(cfg, paths).dataset_hash()

@@ -83,6 +83,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import Any
 
+from memlens.core.constants import INSTRUCTIONS, QUESTION_TEMPLATE, SESSION_HEADER, SYSTEM_PROMPT
 from memlens.core.errors import ImageError
 from memlens.core.items import EvalItem, HistorySession
 from memlens.core.schema import IMAGE_PLACEHOLDER
@@ -103,32 +104,12 @@ __all__ = [
     "sessions_for",
 ]
 
-#: The official system message (``SYSTEM_TEMPLATE``).
-SYSTEM_PROMPT = (
-    "Provide answers based on the given conversation history. "
-    "If the question cannot be answered based on the given conversation, "
-    'respond with "Insufficient information".'
-)
-
-#: Instruction line per mode family (official ``INSTRUCTION_DEFAULT`` / ``_COT`` / ``_REASONING``).
-INSTRUCTIONS: dict[str, str] = {
-    "standard": "Directly output the answer with no extra output.",
-    "cot": "Think step by step before providing your answer.",
-    "reasoning": (
-        "First provide your reasoning inside [REASONING], then provide your final answer inside [ANSWER].\n"
-        "Format:\n[REASONING] your reasoning here\n[ANSWER] your answer here"
-    ),
-}
-
-#: The final user message (official ``QUESTION_TEMPLATE``).
-QUESTION_TEMPLATE = "{instruction}\nQuestion Date: {question_date}\nQuestion: {question}\n"
-
 #: The single user message of the legacy layout (official ``USER_TEMPLATE``).
 LEGACY_TEMPLATE = (
     SYSTEM_PROMPT + "\nConversation:\n{context}\n\n{instruction}\nQuestion Date: {question_date}\nQuestion: {question}\n"
 )
 
-HEADER = "=== Session {i} (Date: {date}) ==="
+HEADER = SESSION_HEADER
 IMAGE_LABEL = "[Image {n}]"
 LAYOUTS = ("messages", "legacy")
 _LEGACY_ROLE = {"user": "[User]: ", "assistant": "[Assistant]: "}

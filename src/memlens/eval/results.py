@@ -15,7 +15,7 @@ import os
 from pathlib import Path
 
 from memlens.core.schema import Prediction
-from memlens.core.io import atomic_write_bytes, canonical_json
+from memlens.core.io import atomic_write_bytes, canonical_json, iter_jsonl
 
 
 def _repair_tail(path: Path) -> int:
@@ -66,22 +66,11 @@ class JsonlAppender:
 
 
 def read_lines(path: Path) -> list[dict]:
+    """Every record of an append-only JSONL file; a partial last line (a crash while appending) is
+    skipped with a warning, every other malformed line is an error naming ``file:line``."""
     if not path.exists():
         return []
-    out = []
-    with open(path, "rb") as fh:
-        data = fh.read()
-    lines = data.split(b"\n")
-    for i, raw in enumerate(lines):
-        if not raw.strip():
-            continue
-        try:
-            out.append(json.loads(raw))
-        except json.JSONDecodeError:
-            if i == len(lines) - 1:  # partial tail from a crash
-                break
-            raise
-    return out
+    return list(iter_jsonl(path, partial_tail="skip"))
 
 
 class PredictionStore:

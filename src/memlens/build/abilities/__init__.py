@@ -1,42 +1,37 @@
-"""Question types: one module per type (IE, MSR, TR, KU, AR), one registry."""
+"""Question types: one module per type (IE, MSR, TR, KU, AR), one registry.
+
+The registry is built on first use from the modules below (imported statically, so a broken module
+is an error, never a silently missing type) and memoised: it is a pure function of the code.
+"""
 from __future__ import annotations
 
 import random
+from functools import lru_cache
 
-from memlens.build.abilities.base import Ability, Draft, FactDraft, ImageRequest, Plan
-from memlens.core.schema import AR, IE, Question
+from memlens.build.abilities.ar import AnswerRefusal
+from memlens.build.abilities.base import OPEN_FORM_GUESSES, Ability, Draft, FactDraft, ImageRequest, Plan
+from memlens.build.abilities.ie import InformationExtraction
+from memlens.build.abilities.ku import KnowledgeUpdate
+from memlens.build.abilities.msr import MultiSessionReasoning
+from memlens.build.abilities.tr import TemporalReasoning
+from memlens.core.schema import Question
 
-_REGISTRY: dict[str, Ability] = {}
+#: the answerable question types, in the paper's order; answer refusal wraps all of them
+ANSWERABLE: tuple[type[Ability], ...] = (InformationExtraction, MultiSessionReasoning, TemporalReasoning,
+                                         KnowledgeUpdate)
 
 
-#: the answerable question types: (module, class). Answer refusal wraps all of them.
-ANSWERABLE_MODULES = (("memlens.build.abilities.ie", "InformationExtraction"),
-                      ("memlens.build.abilities.msr", "MultiSessionReasoning"),
-                      ("memlens.build.abilities.tr", "TemporalReasoning"),
-                      ("memlens.build.abilities.ku", "KnowledgeUpdate"))
+@lru_cache(maxsize=1)
+def _registry() -> tuple[tuple[str, Ability], ...]:
+    found = [cls() for cls in ANSWERABLE]
+    sources = [(a, sub, v) for a in found for sub, vs in a.variants.items() for v in vs if a.ar_source(sub, v)]
+    ar = AnswerRefusal(sources)
+    return (*((a.question_type, a) for a in found), (ar.question_type, ar))
 
 
 def registry() -> dict[str, Ability]:
-    if not _REGISTRY:
-        import importlib
-
-        from memlens.build.abilities.ar import AnswerRefusal
-
-        found = []
-        for mod, cls in ANSWERABLE_MODULES:
-            try:
-                m = importlib.import_module(mod)
-            except ModuleNotFoundError as exc:
-                if exc.name == mod:
-                    continue
-                raise
-            ability = getattr(m, cls)()
-            _REGISTRY[ability.question_type] = ability
-            found.append(ability)
-        sources = [(a, sub, v) for a in found for sub, vs in a.variants.items() for v in vs
-                   if a.ar_source(sub, v)]
-        _REGISTRY[AR] = AnswerRefusal(sources)
-    return _REGISTRY
+    """Question type -> its ability (a fresh dict; the abilities themselves are shared)."""
+    return dict(_registry())
 
 
 def ability_for(question_type: str) -> Ability:
@@ -56,7 +51,5 @@ def chance_answer(question: Question, rng: random.Random) -> str:
     return guess or f"My guess: {rng.choice(OPEN_FORM_GUESSES)}"
 
 
-OPEN_FORM_GUESSES = ("Maple", "Orchid", "Harbor", "Cedar", "Willow", "Juniper", "Aster", "Beacon")
-
-
-__all__ = ["Ability", "Draft", "FactDraft", "ImageRequest", "Plan", "registry", "ability_for", "chance_answer"]
+__all__ = ["Ability", "Draft", "FactDraft", "ImageRequest", "Plan", "registry", "ability_for", "chance_answer",
+           "ANSWERABLE", "OPEN_FORM_GUESSES"]

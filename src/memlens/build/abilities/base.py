@@ -19,14 +19,14 @@ import random
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
+from memlens.build.images.sources import ImageRequest
 from memlens.core.schema import Question
 
+__all__ = ["Ability", "Draft", "FactDraft", "ImageRequest", "Plan", "pick", "words_of", "OPEN_FORM_GUESSES"]
 
-@dataclass
-class ImageRequest:
-    family: str
-    constraints: dict = field(default_factory=dict)
-    role: str = "evidence"
+
+#: what a guesser commits to on an open-form question (chance baselines never abstain)
+OPEN_FORM_GUESSES = ("Maple", "Orchid", "Harbor", "Cedar", "Willow", "Juniper", "Aster", "Beacon")
 
 
 @dataclass

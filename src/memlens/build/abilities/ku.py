@@ -28,6 +28,7 @@ but never one another question reserved.
 from __future__ import annotations
 
 import random
+from functools import lru_cache
 import re
 from dataclasses import dataclass, field
 
@@ -374,15 +375,14 @@ def _template_tokens() -> set[str]:
     return out
 
 
-_TEMPLATE_TOKENS: set[str] | None = None
+@lru_cache(maxsize=1)
+def _template_tokens_once() -> frozenset[str]:
+    return frozenset(_template_tokens())
 
 
 def banned_tokens(cat: Category, attr: str, question: str, descriptors) -> set[str]:
     """Words of the fact and question wording: no name word may be among them."""
-    global _TEMPLATE_TOKENS
-    if _TEMPLATE_TOKENS is None:
-        _TEMPLATE_TOKENS = _template_tokens()
-    out = set(_TEMPLATE_TOKENS) | tokens(attr) | tokens(question) | tokens(cat.hint)
+    out = set(_template_tokens_once()) | tokens(attr) | tokens(question) | tokens(cat.hint)
     for d in descriptors:
         out |= tokens(d)
     return out

@@ -46,6 +46,7 @@ import re
 from datetime import date, datetime, timedelta
 from functools import lru_cache
 
+from memlens.core.constants import HISTORY_SPAN_DAYS
 from memlens.build.abilities import contexts as ctxs
 from memlens.build.abilities.base import Ability, Draft, FactDraft, ImageRequest, Plan, pick
 from memlens.build.abilities.derive import derive
@@ -58,7 +59,6 @@ from memlens.core.schema import IMAGE_PLACEHOLDER, TR, Question, format_date, pa
 # Time line
 # --------------------------------------------------------------------------------------------------
 EPOCH = datetime(2024, 1, 1, 8, 0)
-HISTORY_SPAN_DAYS = 240          # generate/assemble place haystack sessions this far back
 WINDOW = 225                     # evidence sessions and events stay inside this many days
 MONTHS = ["January", "February", "March", "April", "May", "June", "July", "August", "September",
           "October", "November", "December"]
@@ -545,13 +545,13 @@ def _generic_drawn() -> frozenset[str]:
     from collections import Counter
 
     from memlens.build.images.synthetic import FAMILIES, get_family
-    from memlens.build.generate.stage import image_values
+    from memlens.build.images.truth import drawn_values
 
     rng = random.Random(20240531)
     seen: Counter = Counter()
     for fam in sorted(FAMILIES):
         for _ in range(100):
-            seen.update(set(image_values(get_family(fam).sample(rng))))
+            seen.update(set(drawn_values(get_family(fam).sample(rng))))
     return frozenset(v for v, n in seen.items() if n >= 4)
 
 
@@ -560,11 +560,11 @@ def _subtopic(rng: random.Random, topic, requests: list[ImageRequest]) -> str:
     "ADMIT ONE", ...): session text about it would repeat what only the image should show, and
     the writer's semantic-leakage check could never admit the turn."""
     from memlens.build.images.synthetic import get_family
-    from memlens.build.generate.stage import image_values
+    from memlens.build.images.truth import drawn_values
 
     vrng = random.Random(rng.getrandbits(64))
     drawn = {v for r in requests for _ in range(2)
-             for v in image_values(get_family(r.family).sample(vrng, **r.constraints))} | _generic_drawn()
+             for v in drawn_values(get_family(r.family).sample(vrng, **r.constraints))} | _generic_drawn()
     options = topic.subtopics or [topic.title]
     ok = [sub for sub in options if not any(contains_token_bounded(f"{topic.title} {sub}", v) for v in drawn)]
     return pick(rng, ok or options)

@@ -1,0 +1,1 @@
+"""assemble stage: one history per (question, length) under cross-modal token counting."""

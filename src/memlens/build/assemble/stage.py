@@ -17,6 +17,13 @@ from datetime import timedelta
 
 from tqdm import tqdm
 
+from memlens.core.constants import (
+    HISTORY_SPAN_DAYS,
+    INSTRUCTIONS,
+    QUESTION_TEMPLATE,
+    SESSION_HEADER,
+    SYSTEM_PROMPT,
+)
 from memlens.build.assemble.tokens import TokenCounter
 from memlens.core.config import Paths, length_tokens, resolved_lengths, section
 from memlens.core.errors import MemLensError
@@ -26,11 +33,14 @@ from memlens.core.io import iter_jsonl, read_records, write_jsonl
 from memlens.core.store import derive_rng, hash_tree, write_manifest
 
 log = logging.getLogger(__name__)
-HISTORY_SPAN_DAYS = 240
-QUESTION_OVERHEAD_TEXT = ("Provide answers based on the given conversation history. If the question cannot be "
-                          "answered based on the given conversation, respond with \"Insufficient information\".\n"
-                          "Directly output the answer with no extra output.\nQuestion Date: {date}\nQuestion: {q}")
-HEADER = "=== Session {i} (Date: {d}) ==="
+
+
+def question_overhead_text(question_date: str, question: str) -> str:
+    """The fixed prompt text around a question (system message, instruction, question lines), as
+    the standard prompt mode sends it: its tokens count towards the target length."""
+    return SYSTEM_PROMPT + "\n" + QUESTION_TEMPLATE.format(
+        instruction=INSTRUCTIONS["standard"], question_date=question_date, question=question).rstrip("\n")
+
 
 
 class Pool:
@@ -82,7 +92,7 @@ def assemble_one(q: Question, length: str, pool: Pool, counter: TokenCounter, se
     rng = derive_rng(seed, "assemble-order", q.question_id)  # same order at every length
     hay = candidate_order(rng, q, pool)
     fill = sorted(pool.filler, key=lambda s: rng.random())
-    qtok = counter.text(QUESTION_OVERHEAD_TEXT.format(date=q.question_date, q=q.question))
+    qtok = counter.text(question_overhead_text(q.question_date, q.question))
     chosen = list(q.evidence_session_ids)
     total = qtok + sum(pool.total(s) + header_tokens for s in chosen)
     text_t = sum(pool.tokens[s][0] for s in chosen)
@@ -171,7 +181,7 @@ def run(cfg, paths: Paths) -> None:
         images[rec.sha256] = rec
     topics = {t.topic_id: t for t in load_topics(paths)}
     pool = Pool(sessions, images, counter, topics)
-    header_tokens = counter.text(HEADER.format(i=12, d="2024/05/31 (Fri) 07:58"))
+    header_tokens = counter.text(SESSION_HEADER.format(i=12, date="2024/05/31 (Fri) 07:58"))
     out = paths.instances
     out.mkdir(parents=True, exist_ok=True)
     table = {}
@@ -190,5 +200,5 @@ def run(cfg, paths: Paths) -> None:
         }
         log.info("assemble %s: %s", length, table[length])
     write_manifest(out, "assemble", {**section(cfg, "data")["data"], "seed": seed}, hash_tree(out),
-                   code=("assemble",), extra={"token_counting": counter.describe(), "table": table,
+                   code=(__name__,), extra={"token_counting": counter.describe(), "table": table,
                                                "pool_text_tokens_per_image": round(pool.text_per_image, 1)})

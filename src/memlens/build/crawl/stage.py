@@ -1,5 +1,9 @@
 """crawl stage: plan every question's evidence images and fetch them, plus the haystack image pool.
 
+"Fetch" means: ask the configured image source (``conf/images/``). The offline default
+(``images=synthetic``) does not crawl anything: it *renders* each requested image with Pillow and
+records exactly what it shows; ``images=directory`` serves a folder of the user's own images.
+
 Plans come from the question-type modules (:mod:`memlens.build.abilities`), so each image is requested
 for a purpose (its constraints say what it must show). Images are stored once by SHA-256 in
 ``data/images/objects/``; ``data/images/index.jsonl`` holds one record per image (hash, family,
@@ -10,9 +14,11 @@ from __future__ import annotations
 
 import logging
 import os
+from functools import partial
 from concurrent.futures import ProcessPoolExecutor
 
 from hydra.utils import instantiate
+from omegaconf import OmegaConf
 from PIL import Image
 from tqdm import tqdm
 
@@ -88,19 +94,18 @@ def haystack_requests(cfg, topics: list[Topic], families: list[str], plans: list
     return out
 
 
-_SOURCE = None
+def _fetch_chunk(source_cfg: dict, chunk: list) -> list[tuple[bytes, str, dict]]:
+    """Fetch a chunk of jobs in a worker process with a source instantiated for the chunk (no
+    per-process global: everything the worker needs comes in its arguments)."""
+    source = instantiate(source_cfg, _convert_="all")
+    out = []
+    for key, req_dict in chunk:
+        data, ext, truth = source.fetch(ImageRequest(**req_dict), derive_rng(*key))
+        out.append((data, ext, truth))
+    return out
 
 
-def _init_worker(source_cfg) -> None:
-    global _SOURCE
-    _SOURCE = instantiate(source_cfg, _convert_="all")
-
-
-def _fetch(job):
-    key, req_dict = job
-    req = ImageRequest(**req_dict)
-    data, ext, truth = _SOURCE.fetch(req, derive_rng(*key))
-    return data, ext, truth
+CHUNK = 8
 
 
 def run(cfg, paths: Paths) -> None:
@@ -121,8 +126,10 @@ def run(cfg, paths: Paths) -> None:
     store = ObjectStore(paths.images / "objects")
     workers = max(1, min(int(cfg.source.get("workers", 0) or os.cpu_count() or 1), 8))
     rows = []
-    with ProcessPoolExecutor(workers, initializer=_init_worker, initargs=(source_cfg,)) as pool:
-        results = pool.map(_fetch, jobs, chunksize=8)
+    source_dict = OmegaConf.to_container(source_cfg, resolve=True)
+    chunks = [jobs[i:i + CHUNK] for i in range(0, len(jobs), CHUNK)]
+    with ProcessPoolExecutor(workers) as pool:
+        results = (r for rs in pool.map(partial(_fetch_chunk, source_dict), chunks) for r in rs)
         for m, (data, ext, truth) in tqdm(zip(meta, results), total=len(jobs), desc="crawl", unit="img",
                                           leave=False, mininterval=0.5):
             sha = store.put(data, ext)
@@ -137,7 +144,7 @@ def run(cfg, paths: Paths) -> None:
     write_jsonl(paths.images / "plans.jsonl", [p.to_dict() for p in plans])
     n_ev = sum(r["image"]["role"] == "evidence" for r in rows)
     write_manifest(paths.images, "crawl", {**section(cfg, "source"), "seed": seed, "scale": str(cfg.data.scale)},
-                   hash_tree(paths.images), code=("crawl", "abilities"),
+                   hash_tree(paths.images), code=(__name__,),
                    extra={"plans": len(plans), "evidence_images": n_ev, "haystack_images": len(rows) - n_ev,
                           "families": families})
     log.info("crawl: %d plans, %d evidence + %d haystack images", len(plans), n_ev, len(rows) - n_ev)

@@ -1,0 +1,1 @@
+"""export stage: the official release layout and a Hugging Face Parquet export."""

@@ -107,7 +107,7 @@ def run(cfg, paths: Paths) -> None:
         write_images_parquet({rel: img_root / rel for rel in files.values()}, out / "hf" / "images.parquet")
     write_json(out / "agent_subset_195.json", agent_subset(list(bench.questions.values())))
     arts = hash_tree(out)
-    write_manifest(out, "export", {"format": "memlens-official-1.0"}, arts, code=("export", "schema"),
+    write_manifest(out, "export", {"format": "memlens-official-1.0"}, arts, code=(__name__,),
                    extra={"images": len(files), "needle_images": len([f for f in files.values() if f.startswith("needle")])})
     if final.exists():
         shutil.rmtree(final)

@@ -1,0 +1,1 @@
+"""filter stage: image validation, near-duplicate removal and relevance channels."""

@@ -90,7 +90,7 @@ def run(cfg, paths: Paths) -> None:
         if not r["accepted"]:
             key = r["reason"].split(":")[0].split(" (")[0].split(" of ")[0]
             rejected[key] = rejected.get(key, 0) + 1
-    write_manifest(out, "filter", section(cfg, "filter"), hash_tree(out), code=("filter",),
+    write_manifest(out, "filter", section(cfg, "filter"), hash_tree(out), code=(__name__,),
                    extra={"accepted": n_ok, "rejected": len(rows) - n_ok, "rejections": rejected})
     log.info("filter: %d/%d images accepted %s", n_ok, len(rows), rejected or "")
     if n_ok == 0 and rows:

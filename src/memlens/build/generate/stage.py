@@ -12,6 +12,8 @@ from __future__ import annotations
 import logging
 from datetime import datetime, timedelta
 
+from memlens.build.images.truth import drawn_values, find_boilerplate
+from memlens.core.constants import HISTORY_SPAN_DAYS
 from memlens.build.abilities import ability_for
 from memlens.build.abilities.base import Plan
 from memlens.build.abilities.contexts import mention_for, thing_for
@@ -26,37 +28,9 @@ from memlens.core.io import iter_jsonl, write_jsonl
 from memlens.core.store import derive_rng, hash_tree, short_id, write_manifest
 
 log = logging.getLogger(__name__)
-HISTORY_SPAN_DAYS = 240
 #: extra (distractor) image mentions per image-bearing session, on top of the first one
 EXTRA_MENTIONS = (0, 0, 1, 1, 2)
 EPOCH = datetime(2024, 1, 1, 8, 0)
-
-
-#: drawn strings printed on many images of a family ("BOARDING PASS", "TOTAL") say nothing specific
-BOILERPLATE: set[str] = set()
-
-
-def image_values(truth: dict) -> list[str]:
-    """Strings only this image shows (its drawn text), for the semantic-leakage check: boilerplate
-    printed on many images of the family and very short codes are not image-specific."""
-    vals = [str(t).strip() for t in truth.get("texts", []) if isinstance(t, (str, int, float))]
-    return sorted({v for v in vals if (len(v) >= 5 or any(c.isdigit() for c in v) or " " in v)
-                   and v.lower() not in BOILERPLATE})
-
-
-def find_boilerplate(records) -> set[str]:
-    by_family: dict[str, list] = {}
-    for r in records:
-        by_family.setdefault(r.family, []).append(r)
-    out = set()
-    for fam, recs in by_family.items():
-        counts: dict[str, int] = {}
-        for r in recs:
-            for t in {str(x).strip().lower() for x in r.truth.get("texts", [])}:
-                counts[t] = counts.get(t, 0) + 1
-        floor = max(3, int(0.05 * len(recs)))
-        out |= {t for t, c in counts.items() if c >= floor}
-    return out
 
 
 def _plan_contexts(p: Plan) -> list[str]:
@@ -71,7 +45,7 @@ def _plan_contexts(p: Plan) -> list[str]:
     return out
 
 
-def _anaphor_mention(seed: int, rec: ImageRecord, ctx: str) -> str | None:
+def _anaphor_mention(seed: int, rec: ImageRecord, ctx: str, boilerplate: frozenset[str]) -> str | None:
     """A haystack mention of a named-entity image phrased with an anaphor (a share
     ``abstraction.ANAPHOR_SHARE`` of them, like evidence mentions), or None for the shared phrasing.
     Drawn from its own rng (keyed by the image), so the session rng and every other draw is unchanged."""
@@ -83,7 +57,7 @@ def _anaphor_mention(seed: int, rec: ImageRecord, ctx: str) -> str | None:
     truth = rec.truth or {}
     cat = abstraction.classify(str(truth.get("text", "")), truth.get("kind")) if arng.random() < 0.7 else "thing"
     m = abstraction.mention(arng, abstraction.anaphor(arng, cat), ctx)
-    if any(contains_token_bounded(m, v) for v in image_values(truth)):
+    if any(contains_token_bounded(m, v) for v in drawn_values(truth, boilerplate)):
         return None
     return m
 
@@ -131,8 +105,7 @@ def run(cfg, paths: Paths) -> None:
         else:
             haystack_imgs.append(rec)
     accepted = {r["sha256"] for r in iter_jsonl(paths.filtered / "index.jsonl") if r["accepted"]}
-    BOILERPLATE.clear()
-    BOILERPLATE.update(find_boilerplate(list(images.values()) + haystack_imgs))
+    boilerplate = find_boilerplate(list(images.values()) + haystack_imgs)
     wcfg = WriterConfig.from_cfg(cfg.generator)
     rejections = RejectionLog()
     dropped = {"image_rejected": 0, "build_failed": 0}
@@ -179,8 +152,8 @@ def run(cfg, paths: Paths) -> None:
                 break
             thing, ctx = thing_for(rng, rec.family, reserved)
             text = mention_for(rng, rec.family, thing)
-            text = _anaphor_mention(seed, rec, ctx) or text
-            out.append(Mention(text, [rec.sha256], False, image_values(rec.truth)))
+            text = _anaphor_mention(seed, rec, ctx, boilerplate) or text
+            out.append(Mention(text, [rec.sha256], False, drawn_values(rec.truth, boilerplate)))
         return out
 
     writer = SessionWriter(wcfg, rejections, forbidden=[])
@@ -196,7 +169,7 @@ def run(cfg, paths: Paths) -> None:
         n = len(d.facts)
         for j, fact in enumerate(d.facts):
             ids = [recs[k].sha256 for k in fact.image_idx]
-            vals = [v for k in fact.image_idx for v in image_values(recs[k].truth)]
+            vals = [v for k in fact.image_idx for v in drawn_values(recs[k].truth, boilerplate)]
             m = Mention(fact.mention, ids, has_answer=True, image_values=vals)
             extra = distractors(rng, rng.choice(EXTRA_MENTIONS))
             mentions = [m, *extra]
@@ -263,7 +236,7 @@ def run(cfg, paths: Paths) -> None:
     write_jsonl(out / "sessions.jsonl", [sessions[k] for k in sorted(sessions)])
     kinds = {k: sum(s.kind == k for s in sessions.values()) for k in ("evidence", "haystack", "filler")}
     write_manifest(out, "generate", {**section(cfg, "generator"), "seed": seed, "scale": str(cfg.data.scale)},
-                   hash_tree(out), code=("generate", "abilities"),
+                   hash_tree(out), code=(__name__,),
                    extra={"questions": len(questions), "sessions": kinds, "dropped_plans": dropped,
                           "validators": rejections.summary(),
                           "abstraction": {k: v for k, v in abstraction.inventory().items()

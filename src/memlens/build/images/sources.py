@@ -3,17 +3,28 @@
 - ``synthetic`` (offline default): renders the requested family with Pillow; ``truth`` is the exact
   ground truth of what the image shows.
 - ``directory``: the user's own images (``<dir>/<family>/*.{jpg,png}``), truth = file metadata.
-- ``icrawler`` (online): web image search through iCrawler into a cache folder; the filter stage
-  then scores candidates with CLIP/SigLIP. Needs network and the ``icrawler`` package.
+
+A source is chosen by the ``images`` config group (``conf/images/``) and instantiated from its
+``_target_``; adding one (e.g. a web crawler) is one class with ``fetch`` and one YAML file.
 """
 from __future__ import annotations
 
 import random
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Protocol
 
-from memlens.build.abilities.base import ImageRequest
 from memlens.core.errors import ConfigError, ImageError
+
+
+@dataclass
+class ImageRequest:
+    """What one image must show: its family (renderer or folder) and the constraints a question
+    type puts on its content (e.g. ``{"count": 3}``); ``role`` is evidence or haystack."""
+
+    family: str
+    constraints: dict = field(default_factory=dict)
+    role: str = "evidence"
 
 
 class ImageSource(Protocol):

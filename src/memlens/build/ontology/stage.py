@@ -70,7 +70,7 @@ def run(cfg, paths: Paths) -> None:
     write_jsonl(out / "topics.jsonl", topics)
     counts = {tr: sum(t.track == tr for t in topics) for tr in TRACKS}
     write_manifest(out, "ontology", {"version": version, "seed": int(cfg.data.seed)}, hash_tree(out),
-                   code=("ontology",), extra={"topics_per_track": counts,
+                   code=(__name__,), extra={"topics_per_track": counts,
                                               "subtopics": sum(len(t.subtopics) for t in topics)})
     log.info("ontology v%s: %d topics %s", version, len(topics), counts)
 

@@ -1,0 +1,1 @@
+"""evaluate stage: run the system under test on every item; append-only, resumable."""

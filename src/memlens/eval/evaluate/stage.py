@@ -15,7 +15,7 @@ from memlens.core.config import Paths, resolved_lengths, section
 from memlens.core.errors import ConfigError
 from memlens.core.items import EvalItem
 from memlens.eval.systems.base import MODES, Model, ModelOutput
-from memlens.eval.benchmark import open_source
+from memlens.eval.benchmark import open_benchmark
 from memlens.eval.results import PredictionStore
 from memlens.core.schema import Prediction
 from memlens.core.store import hash_tree, write_manifest
@@ -98,7 +98,7 @@ def run(cfg, paths: Paths) -> None:
     mode = str(cfg.eval.mode)
     if mode not in MODES:
         raise ConfigError(f"unknown eval.mode {mode!r} (known: {', '.join(MODES)})")
-    source = open_source(cfg, paths)
+    source = open_benchmark(cfg, paths)
     lengths = [str(x) for x in (cfg.eval.get("lengths") or [])] or (
         resolved_lengths(cfg) if str(cfg.data.get("source", "built")) == "built" else source.lengths())
     built = source.lengths()
@@ -115,6 +115,5 @@ def run(cfg, paths: Paths) -> None:
     out = paths.predictions / model.name
     arts = hash_tree(out)
     extra = {"system": model.name, "mode": mode, "lengths": lengths}
-    if hasattr(source, "dataset_hash"):  # an official release: record what was evaluated
-        extra["dataset_sha256"] = source.dataset_hash()
-    write_manifest(out, "evaluate", section(cfg, "model", "eval"), arts, code=("evaluate",), extra=extra)
+    extra["dataset_sha256"] = source.dataset_hash()  # names exactly what was evaluated
+    write_manifest(out, "evaluate", section(cfg, "model", "eval"), arts, code=(__name__,), extra=extra)

@@ -1,0 +1,1 @@
+"""judge stage and judges: the deterministic typed judge and the LLM judge."""

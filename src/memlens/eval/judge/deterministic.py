@@ -4,7 +4,7 @@ Public API:
 
 * :func:`task_key` - the official routing of (type, subtype, reference) to the ten judge task keys
   (facts §4.3).
-* :func:`score` - grade one prediction, returning a frozen :class:`Verdict`.
+* :func:`score` - grade one prediction, returning a frozen :class:`Grade`.
 
 Pipeline of :func:`score` (every task key):
 
@@ -40,86 +40,44 @@ from dataclasses import dataclass
 from functools import lru_cache
 from typing import Callable, NamedTuple
 
+from memlens.core.constants import REFUSAL_REFERENCE
+from memlens.core.tasks import (
+    AR_REFUSAL,
+    IE_ENTITY,
+    IE_PREVIOUS,
+    KU_UPDATE,
+    MSR_ARITHMETIC,
+    MSR_COUNTING,
+    MSR_YESNO,
+    TASK_KEYS,
+    TR_DATE,
+    TR_DURATION,
+    TR_ORDER,
+    task_key,
+)
 from memlens.eval.judge.parsing import (
     extract_final_answer,
     last_refusal_span,
     prepare_prediction,
 )
 
-__all__ = ["Verdict", "score", "task_key", "TASK_KEYS", "ABSTENTION_ANSWER"]
+__all__ = ["Grade", "score", "task_key", "TASK_KEYS", "ABSTENTION_ANSWER"]
 
 # --------------------------------------------------------------------------------------------
 # Task keys and routing (official §4.3)
 # --------------------------------------------------------------------------------------------
 
-IE_ENTITY = "IE_Entity"
-IE_PREVIOUS = "IE_PreviousInfo"
-MSR_ARITHMETIC = "MSR_Arithmetic"
-MSR_COUNTING = "MSR_Counting"
-MSR_YESNO = "MSR_YesNo"
-TR_DURATION = "TR_DurationComparison"
-TR_ORDER = "TR_OrderRanking"
-TR_DATE = "TR_DateExtraction"
-KU_UPDATE = "KU_KnowledgeUpdate"
-AR_REFUSAL = "AR_AnswerRefusal"
-TASK_KEYS = (
-    IE_ENTITY, IE_PREVIOUS, MSR_ARITHMETIC, MSR_COUNTING, MSR_YESNO,
-    TR_DURATION, TR_ORDER, TR_DATE, KU_UPDATE, AR_REFUSAL,
-)
 #: What an abstention is compared against officially (the AR reference is ignored).
-ABSTENTION_ANSWER = "Insufficient information"
-
-_MSR_SUBTYPES = {"arithmetic": MSR_ARITHMETIC, "counting": MSR_COUNTING}
-_TR_SUBTYPES = {"duration_comparison": TR_DURATION, "order_ranking": TR_ORDER}
-
-
-def task_key(
-    question_type: str,
-    question_subtype: str | None,
-    reference: str,
-    *,
-    strict: bool = True,
-) -> str:
-    """Official routing of a question to one of the ten judge task keys.
-
-    ``multi_session_reasoning``: arithmetic -> MSR_Arithmetic; counting -> MSR_Counting;
-    entity_resolution -> MSR_YesNo when the stripped reference is exactly ``Yes``/``No``
-    (case-sensitive), else MSR_Counting; any other or empty subtype -> MSR_Counting.
-    ``temporal_reasoning``: duration_comparison / order_ranking -> their keys, anything else
-    -> TR_DateExtraction. ``knowledge_update`` -> KU; ``answer_refusal`` -> AR;
-    ``information_extraction``: previnfo -> IE_PreviousInfo, else IE_Entity.
-
-    Types and subtypes are compared after ``strip().lower()``. The official judge sends unknown
-    types to IE_Entity; with ``strict=True`` (the default) an unknown type raises ``ValueError``
-    instead, ``strict=False`` reproduces the official fallback.
-    """
-    qt = (question_type or "").strip().lower()
-    st = (question_subtype or "").strip().lower()
-    if qt == "multi_session_reasoning":
-        if st == "entity_resolution":
-            return MSR_YESNO if (reference or "").strip() in ("Yes", "No") else MSR_COUNTING
-        return _MSR_SUBTYPES.get(st, MSR_COUNTING)
-    if qt == "temporal_reasoning":
-        return _TR_SUBTYPES.get(st, TR_DATE)
-    if qt == "knowledge_update":
-        return KU_UPDATE
-    if qt == "answer_refusal":
-        return AR_REFUSAL
-    if qt == "information_extraction" or not strict:
-        return IE_PREVIOUS if st == "previnfo" else IE_ENTITY
-    raise ValueError(
-        f"unknown question_type {question_type!r}; expected one of information_extraction, "
-        "knowledge_update, temporal_reasoning, multi_session_reasoning, answer_refusal"
-    )
+ABSTENTION_ANSWER = REFUSAL_REFERENCE
 
 
 # --------------------------------------------------------------------------------------------
-# Verdict
+# Grade
 # --------------------------------------------------------------------------------------------
 
 
 @dataclass(frozen=True, slots=True)
-class Verdict:
+class Grade:
     """The outcome of judging one prediction.
 
     ``parsed`` is the canonical answer extracted from the prediction (``"5"``, ``"15.50 USD"``,
@@ -931,14 +889,14 @@ def score(
     tolerance: float | None = None,
     question: str | None = None,
     diagnostics: bool = False,
-) -> Verdict:
+) -> Grade:
     """Grade ``prediction`` against ``reference`` without an LLM (see the module docstring).
 
     ``old_answer`` is the outdated value of a KU question; ``tolerance`` an absolute tolerance for
     arithmetic (default: exact to the cent, |diff| < 0.005); ``question`` enables the
     first/former/second/latter readings of A/B answers only when it names options A and B
     (without a question they are always enabled); ``diagnostics=True`` also computes the
-    degeneracy diagnostic (``Verdict.degenerate``), which never changes the score. Raises
+    degeneracy diagnostic (``Grade.degenerate``), which never changes the score. Raises
     ``ValueError`` for an unknown ``question_type``.
     """
     reference = "" if reference is None else str(reference)  # JSON may hold ints
@@ -947,19 +905,19 @@ def score(
     common = dict(task_key=key, auto_zero=prep.auto_zero, truncated=prep.was_truncated,
                   degenerate=prep.is_degenerate, parsed_words=prep.parsed_words)
     if prep.auto_zero:
-        return Verdict(False, None, f"auto-zero: {prep.parsed_words} words", **common)
+        return Grade(False, None, f"auto-zero: {prep.parsed_words} words", **common)
     if not prep.text:
-        return Verdict(False, None, "empty", **common)
+        return Grade(False, None, "empty", **common)
     final = extract_final_answer(prep.text)
     if not final:
-        return Verdict(False, None, "no-answer", **common)
+        return Grade(False, None, "no-answer", **common)
     task = _TASKS[key]
     abstained, text = _split_refusal(final, task.finder)
     if task.expects_abstention:
         if abstained:
-            return Verdict(True, ABSTENTION_ANSWER, "abstained", abstained=True, **common)
-        return Verdict(False, final, "answered", **common)
+            return Grade(True, ABSTENTION_ANSWER, "abstained", abstained=True, **common)
+        return Grade(False, final, "answered", **common)
     if abstained:
-        return Verdict(False, None, "refusal", abstained=True, **common)
+        return Grade(False, None, "refusal", abstained=True, **common)
     out = task.match(reference, text, _Ctx(old_answer, tolerance, question))
-    return Verdict(out.correct, out.parsed, out.reason, **common)
+    return Grade(out.correct, out.parsed, out.reason, **common)

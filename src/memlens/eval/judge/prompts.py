@@ -22,6 +22,8 @@ Bump :data:`PROMPT_VERSION` whenever any text here changes: it is part of the ju
 """
 from __future__ import annotations
 
+from functools import lru_cache
+
 from dataclasses import dataclass
 
 from memlens.eval.judge.deterministic import (
@@ -331,18 +333,16 @@ def _task_section(key: str) -> str:
     return "\n".join(parts)
 
 
-_SYSTEM_CACHE: dict[str, str] = {}
-
-
 def system_prompt(task_key: str) -> str:
     """Rules + universal examples + the task section + output format, for one task key."""
     if task_key not in TASKS:
         raise KeyError(f"unknown judge task key {task_key!r} (known: {', '.join(TASK_KEYS)})")
-    out = _SYSTEM_CACHE.get(task_key)
-    if out is None:
-        out = "\n\n".join([BASE_RULES, UNIVERSAL_EXAMPLES, _task_section(task_key), OUTPUT_FORMAT])
-        _SYSTEM_CACHE[task_key] = out
-    return out
+    return _system_prompt(task_key)
+
+
+@lru_cache(maxsize=None)
+def _system_prompt(task_key: str) -> str:
+    return "\n\n".join([BASE_RULES, UNIVERSAL_EXAMPLES, _task_section(task_key), OUTPUT_FORMAT])
 
 
 def case_prompt(question: str, standard_answer: str, student_answer: str, old_answer: str | None = None) -> str:

@@ -28,9 +28,9 @@ log = logging.getLogger(__name__)
 
 
 def load_questions(cfg, paths: Paths) -> dict:
-    from memlens.eval.benchmark import open_source
+    from memlens.eval.benchmark import open_benchmark
 
-    return open_source(cfg, paths).questions
+    return open_benchmark(cfg, paths).questions
 
 
 def verdict_path(paths: Paths, system: str, mode: str, length: str, judge: str) -> Path:
@@ -80,5 +80,5 @@ def run(cfg, paths: Paths) -> None:
         log.info("judge %s %s/%s@%s: %d/%d correct, %d failed", judge.name, system, mode, length,
                  totals[length]["correct"], len(verdicts), totals[length]["failed"])
     out = paths.verdicts / system
-    write_manifest(out, "judge", section(cfg, "judge"), hash_tree(out), code=("judge",),
+    write_manifest(out, "judge", section(cfg, "judge"), hash_tree(out), code=(__name__,),
                    extra={"system": system, "mode": mode, "totals": totals})

@@ -1,0 +1,1 @@
+"""report stage: accuracy with bootstrap intervals, the paper's analyses, leaderboard, figures, MLflow."""

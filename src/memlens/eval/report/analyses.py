@@ -27,7 +27,6 @@ leaderboard (they are reported separately as ``n_failed``), and as missing in ju
 """
 from __future__ import annotations
 
-import json
 import math
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
@@ -36,6 +35,9 @@ from typing import Any
 
 import numpy as np
 
+from memlens.core.io import enumerate_jsonl
+from memlens.eval.report.metrics import metric_name, subtype_labels
+from memlens.core.constants import TYPE_ORDER
 from memlens.core.config import length_tokens
 from memlens.core.errors import DataError
 from memlens.eval.report import stats
@@ -47,7 +49,6 @@ __all__ = [
     "spearman_by_length", "hard_questions", "agreement_records", "ablation_records", "judges_present",
 ]
 
-TYPE_ORDER = ("IE", "MSR", "TR", "KU", "AR")
 #: Task keys with a deterministic answer format (the paper's typed-accuracy audit: 7 subtypes).
 CLOSED_FORM_TASK_KEYS = ("MSR_Counting", "MSR_Arithmetic", "MSR_YesNo", "TR_OrderRanking",
                          "TR_DurationComparison", "TR_DateExtraction", "AR_AnswerRefusal")
@@ -92,39 +93,16 @@ def judges_present(files: Iterable[VerdictFile], mode: str | None = None) -> lis
     return sorted({f.judge for f in files if mode is None or f.mode == mode})
 
 
-try:  # ~5x faster than json on large verdict files
-    import orjson as _orjson
-except ImportError:  # pragma: no cover - optional
-    _orjson = None
-
 _FIELDS = ("question_id", "question_type", "question_subtype", "task_key", "correct", "abstained")
-_ROWS_CACHE: dict[tuple[str, int, int], list[dict]] = {}
-_ROWS_CACHE_MAX = 4096
 
 
 def _read_rows(path: Path) -> list[dict]:
-    """The fields the analyses need of every verdict in a file (memoised on path, size and mtime)."""
-    st = path.stat()
-    ck = (str(path.resolve()), st.st_size, st.st_mtime_ns)
-    hit = _ROWS_CACHE.get(ck)
-    if hit is not None:
-        return hit
-    loads = _orjson.loads if _orjson is not None else json.loads
+    """The fields the analyses need of every verdict in a file."""
     rows = []
-    with open(path, "rb") as fh:
-        for i, line in enumerate(fh):
-            if not line.strip():
-                continue
-            try:
-                r = loads(line)
-            except ValueError as exc:
-                raise DataError(f"{path}:{i + 1}: not valid JSON ({exc})") from None
-            if not isinstance(r, dict) or "question_id" not in r:
-                raise DataError(f"{path}:{i + 1}: not a verdict (no question_id)")
-            rows.append({k: r.get(k) for k in _FIELDS})
-    if len(_ROWS_CACHE) >= _ROWS_CACHE_MAX:
-        _ROWS_CACHE.clear()
-    _ROWS_CACHE[ck] = rows
+    for i, r in enumerate_jsonl(path):
+        if not isinstance(r, dict) or "question_id" not in r:
+            raise DataError(f"{path}:{i}: not a verdict (no question_id)")
+        rows.append({k: r.get(k) for k in _FIELDS})
     return rows
 
 
@@ -165,11 +143,6 @@ class OutcomeCube:
         """``{length: (Q,) outcomes}`` of one system over the lengths it was judged at."""
         s = self.system_index(system)
         return {ln: self.correct[s, j] for j, ln in enumerate(self.lengths) if self.observed[s, j].any()}
-
-
-def _subtype_labels(types: list[str], raw_sub: list[str]) -> list[str]:
-    multi = {t for t in set(types) if len({s for s, tt in zip(raw_sub, types) if tt == t and s}) > 1}
-    return [f"{t}/{s}" if (t in multi and s) else "" for t, s in zip(types, raw_sub)]
 
 
 def load_cube(verdicts_dir: str | Path, judge: str, mode: str = "standard", *,
@@ -220,7 +193,7 @@ def load_cube(verdicts_dir: str | Path, judge: str, mode: str = "standard", *,
     types = [meta[q][0] for q in qids]
     raw_sub = [meta[q][1] for q in qids]
     return OutcomeCube(judge=judge, mode=mode, systems=sys_names, lengths=len_names, question_ids=qids,
-                       types=types, subtypes=_subtype_labels(types, raw_sub), task_keys=[meta[q][2] for q in qids],
+                       types=types, subtypes=subtype_labels(types, raw_sub), task_keys=[meta[q][2] for q in qids],
                        correct=correct, abstained=abstained, failed=failed)
 
 
@@ -281,7 +254,7 @@ def accuracy_rows(records: list[dict], mode: str = "standard") -> list[dict]:
     for r in records:
         key = (r["system"], r["length"])
         m = rows.setdefault(key, {"system": r["system"], "mode": mode, "length": r["length"], "metrics": {}})["metrics"]
-        name = "acc" if r["column"] == "overall" else "acc__" + r["column"].replace("/", "__")
+        name = metric_name(r["column"])
         m[name] = r["acc"]
         m[f"{name}_ci_low"] = r["ci_low"]
         m[f"{name}_ci_high"] = r["ci_high"]

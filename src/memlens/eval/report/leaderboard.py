@@ -74,7 +74,7 @@ def write_leaderboard(rows: list[dict], reports: Path, note: str = "") -> None:
 def run_cli(args) -> int:
     """``memlens leaderboard``: rebuild reports/leaderboard.{md,csv} and the length plot from MLflow."""
     from memlens.core.config import Paths, load_config
-    from memlens.eval.report.stage import dataset_hash
+    from memlens.eval.benchmark import dataset_hash
     from memlens.eval.report.plots import plot_length_curves
     from memlens.eval.tracking import Tracker
 

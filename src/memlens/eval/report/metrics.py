@@ -9,21 +9,24 @@ from __future__ import annotations
 
 import numpy as np
 
+from memlens.core.constants import TYPE_ORDER
 from memlens.eval.report import stats
 from memlens.core.schema import AR, TYPE_ABBREV, Question, Verdict
 
 
-def group_labels(q: Question) -> tuple[str, str]:
-    t = TYPE_ABBREV.get(q.question_type, q.question_type)
-    sub = f"{t}__{q.question_subtype}" if q.question_subtype else ""
-    return t, sub
+def subtype_labels(types: list[str], raw_subtypes: list[str]) -> list[str]:
+    """Subtype column label per question (``"MSR/counting"``), only for types with more than one
+    subtype ("" otherwise): the one rule for every per-subtype table, metric and figure."""
+    multi = {t for t in set(types) if len({s for s, tt in zip(raw_subtypes, types) if tt == t and s}) > 1}
+    return [f"{t}/{s}" if (t in multi and s) else "" for t, s in zip(types, raw_subtypes)]
 
 
-def metric_key(column: str) -> str:
+def metric_name(column: str) -> str:
+    """Flat metric name of an accuracy column: ``overall`` -> ``acc``, ``IE`` -> ``acc__IE``,
+    ``MSR/counting`` -> ``acc__MSR__counting`` (no name is a path-prefix of another)."""
     if column == "overall":
         return "acc"
-    _, label = column.split(":", 1)
-    return f"acc__{label}"
+    return "acc__" + column.replace("/", "__")
 
 
 def system_metrics(questions: dict[str, Question], verdicts: list[Verdict], *, n_resamples: int = 1000,
@@ -34,16 +37,13 @@ def system_metrics(questions: dict[str, Question], verdicts: list[Verdict], *, n
     if not vs:
         return {"n": 0}
     outcome = np.array([1.0 if v.correct else 0.0 for v in vs])
-    types = [group_labels(q)[0] for q in qs]
-    subs = [group_labels(q)[1] for q in qs]
-    # subtype columns only where a type has more than one subtype
-    multi = {t for t in set(types) if len({s for s, tt in zip(subs, types) if tt == t and s}) > 1}
-    subs = [s if t in multi else "" for s, t in zip(subs, types)]
+    types = [TYPE_ABBREV.get(q.question_type, q.question_type) for q in qs]
+    subs = subtype_labels(types, [q.question_subtype or "" for q in qs])
     res = stats.bootstrap_ci_matrix(outcome[None, :], {"type": types, "subtype": subs},
                                     n_resamples=n_resamples, seed=seed)
     out: dict[str, float] = {"n": float(len(vs)), "n_failed": float(sum(v.correct is None for v in vs))}
     for j, col in enumerate(res.columns):
-        k = metric_key(col)
+        k = metric_name(col if col == "overall" else col.split(":", 1)[1])
         out[k] = float(res.mean[0, j])
         out[f"{k}_ci_low"] = float(res.low[0, j])
         out[f"{k}_ci_high"] = float(res.high[0, j])
@@ -59,5 +59,4 @@ def system_metrics(questions: dict[str, Question], verdicts: list[Verdict], *, n
 
 
 def type_columns(metrics: dict[str, float]) -> list[str]:
-    order = ["IE", "MSR", "TR", "KU", "AR"]
-    return [f"acc__{t}" for t in order if f"acc__{t}" in metrics]
+    return [f"acc__{t}" for t in TYPE_ORDER if f"acc__{t}" in metrics]

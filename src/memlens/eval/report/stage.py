@@ -28,7 +28,7 @@ from pathlib import Path
 
 from memlens.core.config import Paths, length_tokens, section
 from memlens.core.errors import DataError
-from memlens.eval.benchmark import open_source
+from memlens.eval.benchmark import dataset_hash, open_benchmark
 from memlens.eval.report.leaderboard import write_leaderboard
 from memlens.eval.report.metrics import system_metrics, type_columns
 from memlens.eval.report.plots import plot_length_curves
@@ -40,18 +40,6 @@ CROSS_SYSTEM_OUTPUTS = ("reports/analysis/", "reports/index.html", "reports/lead
                         "reports/leaderboard.csv", "reports/leaderboard_by_length.png")
 
 log = logging.getLogger(__name__)
-
-
-def dataset_hash(cfg, paths: Paths) -> str:
-    src = str(cfg.data.get("source", "built"))
-    if src == "official":
-        return open_source(cfg, paths).dataset_hash()
-    h = hashlib.sha256()
-    for p in (paths.generated / "manifest.json", paths.instances / "manifest.json"):
-        if not p.is_file():
-            raise DataError(f"{p}: missing; build the benchmark first (dvc repro assemble)")
-        h.update(p.read_bytes())
-    return h.hexdigest()
 
 
 def load_verdicts(paths: Paths, system: str, mode: str, judge: str) -> dict[str, list[Verdict]]:
@@ -118,7 +106,7 @@ def write_official_files(paths: Paths, system: str, mode: str, by_length: dict[s
 
 def run(cfg, paths: Paths) -> None:
     system, mode, judge = str(cfg.model.name), str(cfg.eval.mode), str(cfg.judge.name)
-    source = open_source(cfg, paths)
+    source = open_benchmark(cfg, paths)
     questions = source.questions
     tcfg = cfg.tracking
     n_res, seed = int(tcfg.bootstrap_resamples), int(tcfg.bootstrap_seed)

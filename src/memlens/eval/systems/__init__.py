@@ -1,0 +1,1 @@
+"""Systems under test behind one interface (:class:`memlens.eval.systems.base.Model`): baselines and LVLM backends."""

@@ -7,11 +7,9 @@
 """
 from __future__ import annotations
 
-from .base import (FAMILIES, JPEG_QUALITY, PNG_COMPRESS_LEVEL, Family, FamilyBase, apply_photo_effects,
-                   encode_image, get_family, register, render, render_bytes, render_environment,
-                   sample_photo_effects)
-from . import (app_screenshot, calendar_page, chat_screenshot, clock, named_sign,  # noqa: F401  (registers)
-               object_scene, price_tag, receipt, ticket)
+from .base import (JPEG_QUALITY, PNG_COMPRESS_LEVEL, Family, FamilyBase, apply_photo_effects, encode_image,
+                   register, render_environment, sample_photo_effects)
+from .registry import FAMILIES, get_family, render, render_bytes
 
 __all__ = ["FAMILIES", "Family", "FamilyBase", "apply_photo_effects", "encode_image", "get_family",
            "register", "render", "render_bytes", "render_environment", "sample_photo_effects", "JPEG_QUALITY",

@@ -20,16 +20,14 @@ from typing import Any, Protocol, runtime_checkable
 
 from PIL import Image
 
+from memlens.core.constants import TRACKS
+
 from .photo import apply_photo_effects, sample_photo_effects
 
 __all__ = [
     "Family",
     "FamilyBase",
-    "FAMILIES",
     "register",
-    "get_family",
-    "render",
-    "render_bytes",
     "encode_image",
     "apply_photo_effects",
     "sample_photo_effects",
@@ -38,7 +36,6 @@ __all__ = [
     "render_environment",
 ]
 
-TRACKS = ("identification", "experience", "document")
 JPEG_QUALITY = 88
 PNG_COMPRESS_LEVEL = 6
 
@@ -53,32 +50,11 @@ class Family(Protocol):
     def render(self, spec: dict) -> Image.Image: ...
 
 
-FAMILIES: dict[str, Family] = {}
-
-
 def register(family: Family) -> Family:
+    """Check a family's declaration (its module binds it as ``FAMILY``; :mod:`.registry` lists them)."""
     if family.track not in TRACKS:
         raise ValueError(f"family {family.name!r}: unknown track {family.track!r}")
-    if family.name in FAMILIES and type(FAMILIES[family.name]) is not type(family):
-        raise ValueError(f"family {family.name!r} registered twice")
-    FAMILIES[family.name] = family
     return family
-
-
-def _ensure_loaded() -> None:
-    # Importing the package registers every family (its __init__ imports all family modules).
-    import importlib
-
-    importlib.import_module(__package__)
-
-
-def get_family(name: str) -> Family:
-    _ensure_loaded()
-    try:
-        return FAMILIES[name]
-    except KeyError:
-        known = ", ".join(sorted(FAMILIES))
-        raise KeyError(f"unknown image family {name!r}; known families: {known}") from None
 
 
 class FamilyBase:
@@ -147,11 +123,6 @@ class FamilyBase:
         raise NotImplementedError
 
 
-def render(spec: dict) -> Image.Image:
-    """Render any spec with its family."""
-    return get_family(spec["family"]).render(spec)
-
-
 def encode_image(img: Image.Image, photo_like: bool) -> tuple[bytes, str]:
     """Encode with fixed settings (no metadata), so equal pixels always give equal bytes."""
     buf = io.BytesIO()
@@ -161,14 +132,6 @@ def encode_image(img: Image.Image, photo_like: bool) -> tuple[bytes, str]:
         return buf.getvalue(), "jpg"
     img.save(buf, format="PNG", compress_level=PNG_COMPRESS_LEVEL, optimize=False)
     return buf.getvalue(), "png"
-
-
-def render_bytes(spec: dict) -> tuple[bytes, str]:
-    """Render and encode a spec: (bytes, extension). JPEG (q=88) for photo-like images, PNG otherwise."""
-    fam = get_family(spec["family"])
-    img = fam.render(spec)
-    is_photo = fam.is_photo(spec) if hasattr(fam, "is_photo") else bool(spec.get("photo"))
-    return encode_image(img, is_photo)
 
 
 def render_environment() -> dict:

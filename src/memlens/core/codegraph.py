@@ -1,15 +1,19 @@
-"""The import graph of ``src/memlens``, read from the source with :mod:`ast` (imports inside functions
-included), for the architecture tests and the DVC dependency check."""
+"""The import graph of the ``memlens`` package, read from the source with :mod:`ast` (imports inside
+functions included, nothing is imported or executed).
+
+Used for three things that must agree: the code hash a stage writes into its manifest (the files of
+its import closure), the DVC ``deps`` of each stage (the same closure, checked by a test against
+``dvc.yaml``; ``memlens deps`` prints it) and the architecture tests (layers, no cycles).
+"""
 from __future__ import annotations
 
 import ast
+import hashlib
 from collections import defaultdict
 from collections.abc import Iterable
 from pathlib import Path
 
-REPO = Path(__file__).resolve().parents[2]
-SRC = REPO / "src"
-PKG = SRC / "memlens"
+PKG = Path(__file__).resolve().parents[1]
 
 
 def module_files(pkg: Path = PKG) -> dict[str, Path]:
@@ -40,9 +44,11 @@ def _imported_names(mod: str, path: Path) -> Iterable[tuple[str, list[str]]]:
             yield name, [a.name for a in node.names]
 
 
-def import_graph(pkg: Path = PKG) -> dict[str, set[str]]:
+def import_graph(pkg: Path = PKG, *, implicit_parents: bool = True) -> dict[str, set[str]]:
     """Module -> the project modules it imports. ``from a import b`` counts as importing ``a.b`` when
-    that is a module, and importing ``a.b.c`` also imports the packages ``a`` and ``a.b``."""
+    that is a module. With ``implicit_parents`` importing ``a.b.c`` also counts as importing the
+    packages ``a`` and ``a.b`` (Python runs their ``__init__``): right for what code runs (hashes,
+    DVC deps); the architecture checks leave these edges out, since they are no import statement."""
     mods = module_files(pkg)
     graph: dict[str, set[str]] = defaultdict(set)
     for mod, path in mods.items():
@@ -56,7 +62,7 @@ def import_graph(pkg: Path = PKG) -> dict[str, set[str]]:
                     t = t.rsplit(".", 1)[0] if "." in t else ""
                 if t and t != mod:
                     graph[mod].add(t)
-                    parent = t.rsplit(".", 1)[0] if "." in t else ""
+                    parent = t.rsplit(".", 1)[0] if "." in t and implicit_parents else ""
                     while parent:  # importing a.b.c runs a/__init__ and a/b/__init__
                         if parent in mods and parent != mod:
                             graph[mod].add(parent)
@@ -110,15 +116,74 @@ def package_of(mod: str, mods: dict[str, Path]) -> str:
 
 
 def package_graph(graph: dict[str, set[str]], mods: dict[str, Path]) -> dict[str, set[str]]:
-    """Folder -> folders it imports from (a package importing its own subpackage or parent's
-    ``__init__`` is not an edge between different folders only when they are the same)."""
+    """Folder -> the other folders whose modules it imports."""
     out: dict[str, set[str]] = defaultdict(set)
     for a, bs in graph.items():
         pa = package_of(a, mods)
         out[pa]
         for b in bs:
             pb = package_of(b, mods)
-            if pb != pa and not pa.startswith(pb + ".") or (pb != pa and mods[b].name != "__init__.py"):
-                if pb != pa:
-                    out[pa].add(pb)
+            if pb != pa:
+                out[pa].add(pb)
     return dict(out)
+
+
+def data_dirs(mods: dict[str, Path], used: Iterable[str]) -> set[Path]:
+    """Folders of package data (no ``.py`` files, e.g. ``data/``) beside the used modules' files."""
+    out = set()
+    for m in used:
+        folder = mods[m].parent
+        for d in folder.iterdir():
+            if d.is_dir() and d.name != "__pycache__" and not any(d.rglob("*.py")):
+                out.add(d)
+    return out
+
+
+def code_files(roots: Iterable[str], pkg: Path = PKG) -> list[Path]:
+    """Every source file the given modules run: their import closure plus its package data, sorted."""
+    mods = module_files(pkg)
+    unknown = [r for r in roots if r not in mods]
+    if unknown:
+        raise KeyError(f"not modules of {pkg.name}: {', '.join(unknown)}")
+    used = closure(import_graph(pkg), roots)
+    files = {mods[m] for m in used}
+    for d in data_dirs(mods, used):
+        files |= {f for f in d.rglob("*") if f.is_file() and "__pycache__" not in f.parts}
+    return sorted(files)
+
+
+def code_hash(*roots: str, pkg: Path = PKG) -> str:
+    """SHA-256 over the files of :func:`code_files` (relative path and content of each)."""
+    h = hashlib.sha256()
+    for f in code_files(roots, pkg):
+        h.update(str(f.relative_to(pkg)).encode())
+        h.update(f.read_bytes())
+    return h.hexdigest()
+
+
+def compress_paths(files: Iterable[Path], pkg: Path = PKG) -> list[str]:
+    """The shortest list of paths (relative to the folder holding ``pkg``) that covers exactly
+    ``files``: a folder whose every file is in the set is listed instead of its files."""
+    files = {f for f in files}
+    base = pkg.parent
+
+    def all_files(d: Path) -> set[Path]:
+        return {f for f in d.rglob("*") if f.is_file() and "__pycache__" not in f.parts}
+
+    out: list[str] = []
+
+    def walk(d: Path) -> None:
+        inside = all_files(d)
+        if inside and inside <= files:
+            out.append(str(d.relative_to(base)))
+            return
+        for child in sorted(d.iterdir()):
+            if child.name == "__pycache__":
+                continue
+            if child.is_dir():
+                walk(child)
+            elif child in files:
+                out.append(str(child.relative_to(base)))
+
+    walk(pkg)
+    return out

@@ -1,14 +1,14 @@
-"""``python -m memlens.eval.evaluate.sweep``: fan evaluations out over models and lengths with Hydra multirun.
+"""``python -m memlens.sweep``: fan evaluations out over models and lengths with Hydra multirun.
 
 The ``memlens`` CLI composes one configuration per command; this entry point is a ``@hydra.main``
 application over the same ``conf/`` folder, so Hydra's sweeper and launchers apply::
 
     # locally, one job after the other
-    python -m memlens.eval.evaluate.sweep -m model=refuse,chance eval.lengths=[32k],[64k]
+    python -m memlens.sweep -m model=refuse,chance eval.lengths=[32k],[64k]
 
     # on a SLURM cluster (conf/hydra/launcher/slurm_a100.yaml, which extends the submitit plugin's
     # submitit_slurm): one array job per command, each job starting its own vLLM server on its node
-    python -m memlens.eval.evaluate.sweep -m hydra/launcher=slurm_a100 hydra.launcher.gpus_per_node=8 \\
+    python -m memlens.sweep -m hydra/launcher=slurm_a100 hydra.launcher.gpus_per_node=8 \\
         model=qwen3-vl-235b-a22b-instruct,glm-4.6v eval.lengths=[32k],[64k],[128k]
 
 Each job runs the evaluate stage (``+stages=[evaluate,judge,report]`` runs more) on the project
@@ -18,7 +18,7 @@ store as ``memlens evaluate`` (Hydra's job folders go to ``data/sweeps/`` unless
 same command. A SLURM array has one resource shape, so models are grouped by GPU count;
 ``--plan`` prints the commands, one per group::
 
-    python -m memlens.eval.evaluate.sweep --plan [--models a,b] [--lengths 32k,64k,128k] [--launcher slurm_a100]
+    python -m memlens.sweep --plan [--models a,b] [--lengths 32k,64k,128k] [--launcher slurm_a100]
 
 ``--gpu-models`` prints the GPU models of ``conf/model/`` as JSON (the CI workflow's matrix).
 """
@@ -78,7 +78,7 @@ def plan(root: Path, models: list[str] | None, lengths: list[str], launcher: str
     cmds = []
     for gpus in sorted(groups):
         names = groups[gpus]
-        parts = ["python -m memlens.eval.evaluate.sweep -m", f"hydra/launcher={launcher}"]
+        parts = ["python -m memlens.sweep -m", f"hydra/launcher={launcher}"]
         if launcher != "basic":
             parts.append(f"hydra.launcher.gpus_per_node={gpus or 'null'}")
         parts += [f"model={','.join(names)}", f"'eval.lengths={sweep}'"]
@@ -90,7 +90,7 @@ def _task(cfg) -> None:
     """One Hydra job: run the configured stages on the project."""
     import logging
 
-    from memlens.cli import STAGES, _resolve
+    from memlens.cli import STAGES, resolve_target
     from memlens.core.config import Paths, project_root, validate_config
 
     validate_config(cfg)
@@ -102,7 +102,7 @@ def _task(cfg) -> None:
     log = logging.getLogger("memlens.sweep")
     for stage in stages:
         log.info("%s: model=%s mode=%s lengths=%s", stage, cfg.model.name, cfg.eval.mode, list(cfg.eval.get("lengths") or []))
-        _resolve(STAGES[stage])(cfg, paths)
+        resolve_target(STAGES[stage])(cfg, paths)
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -111,7 +111,7 @@ def main(argv: list[str] | None = None) -> None:
 
     root = project_root()
     if argv and argv[0] in ("--plan", "--gpu-models"):
-        p = argparse.ArgumentParser(prog="python -m memlens.eval.evaluate.sweep")
+        p = argparse.ArgumentParser(prog="python -m memlens.sweep")
         p.add_argument("--plan", action="store_true")
         p.add_argument("--gpu-models", action="store_true")
         p.add_argument("--models", default=None, help="comma-separated model names (default: the whole roster)")
