@@ -1,9 +1,10 @@
-"""A killed and resumed evaluation gives the same predictions file as an uninterrupted one.
+"""A killed and resumed evaluation gives the same predictions as an uninterrupted one.
 
 ``memlens evaluate`` runs in a subprocess against a FakeOpenAIServer of this process (its answers are
 a deterministic function of the request); the subprocess is killed with SIGKILL twice at different
-points, then re-run to completion. The final prediction files must be byte-identical to those of an
-uninterrupted run, with no duplicated item.
+points (watching the results store grow), then re-run to completion. The final prediction views
+must be byte-identical to those of an uninterrupted run, with no duplicated item, and the resumed
+runs must not ask again what the killed ones had stored.
 """
 from __future__ import annotations
 
@@ -33,18 +34,16 @@ def _env() -> dict[str, str]:
     return env
 
 
-def _lines(path: Path) -> int:
-    try:
-        return path.read_bytes().count(b"\n")
-    except FileNotFoundError:
-        return 0
+def _stored(root: Path) -> int:
+    """Answers in the project's results store so far."""
+    return sum(p.read_bytes().count(b"\n") for p in (root / ".memlens_cache" / "results").glob("*/answers.jsonl"))
 
 
-def _run_and_kill(root: Path, server, watch: Path, after_lines: int, timeout: float = 120) -> None:
+def _run_and_kill(root: Path, server, after_lines: int, timeout: float = 120) -> None:
     proc = subprocess.Popen(_cmd(root, server), env=_env(), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     try:
         t0 = time.monotonic()
-        while _lines(watch) < after_lines:
+        while _stored(root) < after_lines:
             if proc.poll() is not None:
                 pytest.fail(f"evaluate finished (status {proc.returncode}) before it could be killed")
             if time.monotonic() - t0 > timeout:
@@ -64,17 +63,22 @@ def test_kill9_and_resume_gives_identical_predictions(tiny_project, tmp_path):
     with FakeOpenAIServer(latency_s=0.15, record_requests=False) as server:
         done = subprocess.run(_cmd(a, server), env=_env(), capture_output=True, text=True, timeout=300)
         assert done.returncode == 0, done.stderr[-2000:]
+        from memlens.core.config import Paths
+        from memlens.core.items import BuiltBenchmark
 
-        _run_and_kill(b, server, pred(b, "32k"), after_lines=2)
-        mid = pred(b, "32k").read_bytes()
-        _run_and_kill(b, server, pred(b, "64k"), after_lines=1)  # killed again, in the second length
+        bench = BuiltBenchmark(Paths(a))
+        n32, total = bench.count("32k"), bench.count("32k") + bench.count("64k")
+        before = server.request_count
+        _run_and_kill(b, server, after_lines=2)
+        mid = _stored(b)
+        assert not pred(b, "32k").exists()          # killed mid-run: the 32k view was never written ...
+        assert 2 <= mid < n32                       # ... but the answers so far are stored
+        _run_and_kill(b, server, after_lines=n32 + 1)  # killed again, in the second length
         done = subprocess.run(_cmd(b, server), env=_env(), capture_output=True, text=True, timeout=300)
         assert done.returncode == 0, done.stderr[-2000:]
-    from memlens.core.config import Paths
-    from memlens.core.items import BuiltBenchmark
-
-    bench = BuiltBenchmark(Paths(a))
-    assert 2 <= mid.count(b"\n") < bench.count("32k")  # the first kill happened mid-run, with results stored
+        # nothing stored was asked again: only requests in flight at a kill (at most 2 each) repeat
+        assert total <= server.request_count - before <= total + 2 * 2
+    assert _stored(b) <= total + 2 * 2
     for length in ("32k", "64k"):
         ref, got = pred(a, length).read_bytes(), pred(b, length).read_bytes()
         assert got == ref, length

@@ -14,7 +14,12 @@ from typing import Callable
 from memlens.core.config import Paths
 from memlens.core.errors import DataError, ImageError
 from memlens.core.schema import ImageRecord, Instance, Question, Session, Turn
-from memlens.core.io import iter_jsonl, read_records
+from memlens.core.io import canonical_bytes, iter_jsonl, read_records, sha256_bytes
+
+
+def session_digest(turns: list[Turn], image_digest: Callable[[str], str]) -> str:
+    """SHA-256 of what a session shows a system: each turn's role, text and image contents."""
+    return sha256_bytes(canonical_bytes([[t.role, t.content, [image_digest(i) for i in t.images]] for t in turns]))
 
 
 @dataclass
@@ -23,6 +28,8 @@ class HistorySession:
     date: str
     turns: list[Turn]
     is_evidence: bool = False
+    #: :func:`session_digest` of the turns (filled by the item source; "" when unknown)
+    digest: str = ""
 
 
 @dataclass
@@ -44,6 +51,18 @@ class EvalItem:
     def evidence_sessions(self) -> list[HistorySession]:
         return [s for s in self.sessions if s.is_evidence]
 
+    def fingerprint(self) -> str:
+        """SHA-256 of everything about the item that can reach a system: the question and its date,
+        and the history in order (each session's content digest, date and evidence flag, which the
+        oracle-evidence mode uses). Equal fingerprints = the same request; any change to the
+        question, a session, an image's bytes or the order changes it."""
+        missing = [s.session_id for s in self.sessions if not s.digest]
+        if missing:
+            raise DataError(f"item {self.question_id}: sessions without a content digest: {missing[:3]}")
+        return sha256_bytes(canonical_bytes({
+            "question": self.question.question, "question_date": self.question.question_date,
+            "history": [[s.digest, s.date, bool(s.is_evidence)] for s in self.sessions]}))
+
 
 class BuiltBenchmark:
     """Reads a benchmark built by the pipeline (``data/generated`` + ``data/instances``)."""
@@ -54,6 +73,14 @@ class BuiltBenchmark:
         self.questions = {q.question_id: q for q in read_records(gen / "questions.jsonl", Question)}
         self._sessions: dict[str, Session] | None = None
         self._images: dict[str, ImageRecord] | None = None
+        self._digests: dict[str, str] = {}
+
+    def session_digest(self, session_id: str) -> str:
+        """Content digest of a session (images are named by the SHA-256 of their bytes already)."""
+        d = self._digests.get(session_id)
+        if d is None:
+            d = self._digests[session_id] = session_digest(self.sessions[session_id].turns, str)
+        return d
 
     @property
     def sessions(self) -> dict[str, Session]:
@@ -101,7 +128,7 @@ class BuiltBenchmark:
                 s = self.sessions.get(sid)
                 if s is None:
                     raise DataError(f"instances/{length}.jsonl: question {q.question_id} references missing session {sid}")
-                hist.append(HistorySession(sid, date, s.turns, sid in ev))
+                hist.append(HistorySession(sid, date, s.turns, sid in ev, self.session_digest(sid)))
             yield EvalItem(q, length, hist, self.resolve_image)
 
     def count(self, length: str) -> int:

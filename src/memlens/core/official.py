@@ -25,6 +25,7 @@ from typing import Any
 
 from memlens.core.errors import DataError, ImageError, SchemaError
 from memlens.core.schema import Evidence, Question, Turn
+from memlens.core.io import sha256_bytes
 from memlens.core.store import safe_join
 
 DATASET_RE = re.compile(r"^dataset_(\d+k)\.json$")
@@ -184,6 +185,21 @@ class OfficialRelease:
             raise DataError(f"{self.folder}: release folder not found")
         self.image_root = self.folder / "release_images"
         self._questions: dict[str, Question] | None = None
+        self._image_digests: dict[str, str] = {}
+
+    def image_digest(self, rel: str) -> str:
+        """SHA-256 of an image file of the release (read once per path). A missing or unsafe path
+        gets a digest naming the problem: the request itself then fails and is recorded as failed."""
+        d = self._image_digests.get(rel)
+        if d is None:
+            from memlens.core.io import sha256_file
+
+            try:
+                d = sha256_file(self.resolve_image(rel))
+            except ImageError as exc:
+                d = "unavailable:" + sha256_bytes(f"{rel}\0{exc.reason}".encode())
+            self._image_digests[rel] = d
+        return d
 
     def lengths(self) -> list[str]:
         names = [m.group(1) for p in self.folder.iterdir() if (m := DATASET_RE.match(p.name))]
@@ -209,11 +225,12 @@ class OfficialRelease:
             yield parse_item(item, f"{path.name}[{i}]")
 
     def items(self, length: str):
-        from memlens.core.items import EvalItem, HistorySession
+        from memlens.core.items import EvalItem, HistorySession, session_digest
 
         for q, sessions in self.iter_parsed(length):
             ev = set(q.evidence_session_ids)
-            hist = [HistorySession(sid, d, turns, sid in ev) for sid, d, turns in sessions]
+            hist = [HistorySession(sid, d, turns, sid in ev, session_digest(turns, self.image_digest))
+                    for sid, d, turns in sessions]
             yield EvalItem(q, length, hist, self.resolve_image)
 
     def count(self, length: str) -> int:

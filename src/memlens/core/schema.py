@@ -372,6 +372,8 @@ class Prediction(ItemKey):
     prompt_tokens: int | None = None
     completion_tokens: int | None = None
     meta: dict = field(default_factory=dict)
+    #: the results-store key of the request this answers (system identity, protocol, mode, content)
+    request_key: str = ""
 
     @property
     def key(self) -> tuple[str, str, str, str]:

@@ -90,6 +90,7 @@ from memlens.core.schema import IMAGE_PLACEHOLDER
 
 __all__ = [
     "HEADER",
+    "PROMPT_PROTOCOL",
     "IMAGE_LABEL",
     "INSTRUCTIONS",
     "LAYOUTS",
@@ -110,6 +111,11 @@ LEGACY_TEMPLATE = (
 )
 
 HEADER = SESSION_HEADER
+
+#: Version of the prompt protocol (this module's rendering of an item into messages). It is part of
+#: every results-store key: bump it whenever the rendered messages change, so stored answers are
+#: never reused for a prompt they were not given (a test pins the rendering to this version).
+PROMPT_PROTOCOL = "memlens-prompt-1"
 IMAGE_LABEL = "[Image {n}]"
 LAYOUTS = ("messages", "legacy")
 _LEGACY_ROLE = {"user": "[User]: ", "assistant": "[Assistant]: "}

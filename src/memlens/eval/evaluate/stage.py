@@ -1,22 +1,29 @@
-"""evaluate stage: run the configured system on every instance, appending to the prediction store.
+"""evaluate stage: run the configured system on every item the results store has no answer for.
 
-Resumable: items already answered (``ok``) are skipped; failed items are retried. A progress bar
-shows done/total, throughput and failures. Writes ``data/predictions/<system>/<mode>/<length>.jsonl``.
+Answers go to the results store (:mod:`memlens.eval.results`, outside DVC) as they finish, so an
+interrupted run, another experiment or another branch resumes without asking anything twice; items
+whose request changed are asked again; failed items are retried. The stage then writes the view
+``data/predictions/<system>/<mode>/<length>.jsonl`` for the current benchmark. A progress bar
+shows done/total, throughput and failures.
 """
 from __future__ import annotations
 
 import logging
+import os
 import time
+from pathlib import Path
 
 from hydra.utils import instantiate
+from omegaconf import OmegaConf
 from tqdm import tqdm
 
 from memlens.core.config import Paths, resolved_lengths, section
-from memlens.core.errors import ConfigError
+from memlens.core.errors import ConfigError, DataError
 from memlens.core.items import EvalItem
 from memlens.eval.systems.base import MODES, Model, ModelOutput
 from memlens.eval.benchmark import open_benchmark
-from memlens.eval.results import PredictionStore
+from memlens.eval.prompt import PROMPT_PROTOCOL
+from memlens.eval.results import ResultsStore, request_key, write_view
 from memlens.core.schema import Prediction
 from memlens.core.store import hash_tree, write_manifest
 
@@ -51,46 +58,91 @@ def build_model(cfg) -> Model:
     return model
 
 
-def evaluate_length(model: Model, source, length: str, mode: str, paths: Paths, max_items=None) -> dict:
-    store = PredictionStore(paths.predictions, model.name, mode, length)
-    done = store.done_ids()
-    total = source.count(length)
-    if max_items:
-        total = min(total, int(max_items))
+#: model config keys that change how a system is reached, never what it answers: left out of its
+#: identity so that a new endpoint, more concurrency or a longer timeout reuses stored answers
+OPERATIONAL_KEYS = frozenset({
+    "name", "kind", "base_url", "api_key_env", "concurrency", "timeout_s", "max_retries", "backoff_base_s",
+    "backoff_max_s", "reorder_window", "image_cache_mb", "host", "port", "bind_host", "command",
+    "startup_timeout_s", "health_interval_s", "shutdown_timeout_s", "log_file", "env", "resources",
+    "tensor_parallel_size", "gpu_memory_utilization", "enable_prefix_caching", "served_model_name",
+    "device", "device_map", "context_window", "extra_args",
+})
 
-    def todo():
-        for i, item in enumerate(source.items(length)):
-            if max_items and i >= int(max_items):
-                return
-            if item.question_id not in done:
-                yield item
 
-    stats = {"done_before": len(done), "new": 0, "failed": 0}
-    bar = tqdm(total=total, initial=min(len(done), total), desc=f"{model.name}/{mode}@{length}",
-               unit="item", dynamic_ncols=True, mininterval=0.5, leave=False)
-    t0 = time.perf_counter()
+def system_identity(model_cfg: dict) -> dict:
+    """What determines a system's answers: its model config without the operational keys."""
+    return {k: v for k, v in sorted(model_cfg.items()) if k not in OPERATIONAL_KEYS}
 
-    def on_result(item: EvalItem, out: ModelOutput) -> None:
-        q = item.question
-        pred = Prediction(system=model.name, mode=mode, length=length, question_id=q.question_id,
-                          question_type=q.question_type, question_subtype=q.question_subtype, ok=out.ok,
-                          raw_prediction=out.text, prediction=postprocess(out.text, mode) if out.ok else None,
-                          error=out.error, prompt_tokens=out.prompt_tokens,
-                          completion_tokens=out.completion_tokens, meta=out.meta)
-        store.append(pred, {"latency_s": out.latency_s, "attempts": out.attempts})
-        stats["new"] += 1
-        stats["failed"] += int(not out.ok)
-        bar.update(1)
-        el = time.perf_counter() - t0
-        bar.set_postfix(failed=stats["failed"], rate=f"{stats['new'] / el:.1f}/s" if el > 0 else "-")
 
-    try:
-        model.run(todo(), mode, on_result)
-    finally:
-        bar.close()
-        store.compact()
-    log.info("evaluate %s/%s@%s: %d new, %d already done, %d failed", model.name, mode, length,
-             stats["new"], stats["done_before"], stats["failed"])
+def results_root(paths: Paths) -> Path:
+    """The results store: ``$MEMLENS_CACHE/results`` or ``<project>/.memlens_cache/results``."""
+    env = os.environ.get("MEMLENS_CACHE")
+    return (Path(env) if env else paths.root / ".memlens_cache") / "results"
+
+
+def _prediction(model_name: str, mode: str, length: str, item: EvalItem, rec: dict, key: str) -> Prediction:
+    q = item.question
+    return Prediction(system=model_name, mode=mode, length=length, question_id=q.question_id,
+                      question_type=q.question_type, question_subtype=q.question_subtype, ok=bool(rec["ok"]),
+                      raw_prediction=rec.get("text"), prediction=postprocess(rec.get("text"), mode) if rec["ok"] else None,
+                      error=rec.get("error"), prompt_tokens=rec.get("prompt_tokens"),
+                      completion_tokens=rec.get("completion_tokens"), meta=dict(rec.get("meta") or {}),
+                      request_key=key)
+
+
+def evaluate_length(model: Model, store: ResultsStore, source, length: str, mode: str, paths: Paths,
+                    max_items=None, *, wait_for_lock: bool = False) -> dict:
+    """Answer every item of one length that the store has no answer for, then write the view."""
+    items: list[EvalItem] = []
+    for i, item in enumerate(source.items(length)):
+        if max_items and i >= int(max_items):
+            break
+        items.append(item)
+    keys = {}
+    for item in items:
+        if item.question_id in keys:
+            raise DataError(f"{length}: question id {item.question_id} appears twice in the benchmark")
+        keys[item.question_id] = request_key(store.key, PROMPT_PROTOCOL, mode, item.fingerprint())
+    stats = {"items": len(items), "reused": 0, "new": 0, "failed": 0}
+
+    def todo(it):
+        return not store.has_answer(keys[it.question_id])
+
+    if any(todo(it) for it in items):
+        with store.writer(wait=wait_for_lock):
+            pending = [it for it in items if todo(it)]  # re-checked under the lock
+            stats["reused"] = len(items) - len(pending)
+            bar = tqdm(total=len(items), initial=stats["reused"], desc=f"{model.name}/{mode}@{length}",
+                       unit="item", dynamic_ncols=True, mininterval=0.5, leave=False)
+            t0 = time.perf_counter()
+
+            def on_result(item: EvalItem, out: ModelOutput) -> None:
+                store.put(keys[item.question_id], {
+                    "question_id": item.question_id, "mode": mode, "ok": out.ok, "text": out.text,
+                    "error": out.error, "prompt_tokens": out.prompt_tokens,
+                    "completion_tokens": out.completion_tokens, "meta": out.meta, "latency_s": out.latency_s,
+                    "attempts": out.attempts, "created": time.time()})
+                stats["new"] += 1
+                stats["failed"] += int(not out.ok)
+                bar.update(1)
+                el = time.perf_counter() - t0
+                bar.set_postfix(failed=stats["failed"], rate=f"{stats['new'] / el:.1f}/s" if el > 0 else "-")
+
+            try:
+                model.run(iter(pending), mode, on_result)
+            finally:
+                bar.close()
+    else:
+        stats["reused"] = len(items)
+    preds = []
+    for item in items:
+        rec = store.get(keys[item.question_id])
+        if rec is None:  # interrupted before this item finished: it has no record yet
+            continue
+        preds.append(_prediction(model.name, mode, length, item, rec, keys[item.question_id]))
+    write_view(paths.predictions / model.name / mode / f"{length}.jsonl", preds)
+    log.info("evaluate %s/%s@%s: %d items, %d reused from the results store, %d new, %d failed",
+             model.name, mode, length, stats["items"], stats["reused"], stats["new"], stats["failed"])
     return stats
 
 
@@ -106,14 +158,24 @@ def run(cfg, paths: Paths) -> None:
     if missing:
         raise ConfigError(f"lengths {missing} are not in the benchmark (built: {built})")
     model = build_model(cfg)
+    identity = system_identity(OmegaConf.to_container(cfg.model, resolve=True))
+    store = ResultsStore(results_root(paths), identity)
+    out = paths.predictions / model.name
+    # the view holds exactly this run's lengths of this benchmark: nothing of another dataset stays
+    if (out / mode).is_dir():
+        for old in (out / mode).glob("*.jsonl"):
+            if old.stem not in lengths:
+                old.unlink()
     summary = {}
     try:
         for length in lengths:
-            summary[length] = evaluate_length(model, source, length, mode, paths, cfg.eval.get("max_items"))
+            summary[length] = evaluate_length(model, store, source, length, mode, paths, cfg.eval.get("max_items"),
+                                              wait_for_lock=bool(cfg.eval.get("wait_for_lock", False)))
     finally:
         model.close()
-    out = paths.predictions / model.name
     arts = hash_tree(out)
-    extra = {"system": model.name, "mode": mode, "lengths": lengths}
-    extra["dataset_sha256"] = source.dataset_hash()  # names exactly what was evaluated
-    write_manifest(out, "evaluate", section(cfg, "model", "eval"), arts, code=(__name__,), extra=extra)
+    extra = {"system": model.name, "mode": mode, "lengths": lengths, "system_key": store.key,
+             "prompt_protocol": PROMPT_PROTOCOL, "dataset_sha256": source.dataset_hash(),
+             "max_items": cfg.eval.get("max_items")}
+    write_manifest(out, "evaluate", {"model": identity, "eval": section(cfg, "eval")["eval"]}, arts,
+                   code=(__name__,), extra=extra)
