@@ -2,48 +2,27 @@
 
 Evidence and haystack mentions draw from the same phrase space (same templates, same vocabulary,
 same family mix), so a session cannot be told from its neighbours by wording. Evidence contexts are
-reserved: no other mention reuses them, so every question stays unambiguous.
+reserved: no other mention reuses them, so every question stays unambiguous. The phrase lists are
+package data (``data/contexts.yaml``).
 """
 from __future__ import annotations
 
 import random
 
-OWNERS = ["my sister's", "my brother's", "my parents'", "my cousin's", "my neighbour's", "my friend Dana's",
-          "my flatmate's", "my aunt's", "my grandmother's", "my colleague's", "our", "my old", "my new",
-          "my partner's", "my uncle's", "my friend Omar's", "my landlord's", "my niece's", "my boss's",
-          "my friend Priya's", "my godmother's", "my teammate's"]
-PLACES = ["kitchen shelf", "hallway shelf", "study bookshelf", "living room sideboard", "dining table",
-          "balcony table", "office desk", "garden table", "bedroom dresser", "kitchen counter",
-          "workshop bench", "studio shelf", "reading nook shelf", "window sill", "coffee table",
-          "breakfast bar", "pantry shelf", "craft table", "entryway console", "bathroom shelf"]
-ROOMS = ["kitchen", "hallway", "office", "study", "living room", "bedroom", "workshop", "studio", "dining room",
-         "guest room", "waiting room", "classroom", "break room"]
-OCCASIONS = ["that bakery run", "the farmers market trip", "lunch with the team", "the late dinner downtown",
-             "my sister's birthday shopping", "the hardware store visit", "the weekend grocery haul",
-             "the airport stopover", "the bookshop detour", "the pharmacy stop", "the office supplies order",
-             "the picnic shopping", "the camping gear run", "the garden centre visit", "the brunch outing",
-             "the school supplies trip", "the museum cafe", "the holiday market", "the bike shop repair",
-             "the pet store errand", "the night market", "the conference lunch", "the beach kiosk",
-             "the train station snack stop", "the street food walk", "the flea market",
-             "the antique fair", "the harbour walk", "the ski weekend", "the vineyard tour", "the craft fair",
-             "the food hall visit", "the outlet mall trip", "the lake cabin weekend", "the zoo outing",
-             "the car boot sale", "the book fair", "the design fair", "the cheese shop stop", "the spice market",
-             "the record fair", "the aquarium trip", "the festival weekend", "the college reunion",
-             "the cooking class", "the pottery market", "the wine bar evening", "the ferry crossing"]
-PEOPLE = ["Maya", "Jonas", "Lena", "Tariq", "Sofia", "Ben", "Aiko", "Marco", "Nadia", "Owen", "Chloe", "Ravi",
-          "Ines", "Felix", "Hana", "Leo", "Zara", "Tomás", "Elif", "Sam"]
-PLANS = ["the dinner plans", "the weekend hike", "the concert tickets", "the study group", "the moving day",
-         "the birthday surprise", "the road trip", "the book club meeting", "the gym schedule",
-         "the carpool", "the camping trip", "the museum visit", "the wedding gift", "the garden project"]
-APPS = ["my delivery app", "the fitness tracker", "the weather app", "the booking site", "my banking app",
-        "the streaming account page", "the grocery app", "the hotel app", "the airline app", "the library app"]
+from memlens.build.text import textbank
+from memlens.core.bank import load_bank
 
+_BANK = load_bank("memlens.build.abilities", "contexts")  # data/contexts.yaml
+OWNERS = list(_BANK.phrases("owners"))
+PLACES = list(_BANK.phrases("places"))
+ROOMS = list(_BANK.phrases("rooms"))
+OCCASIONS = list(_BANK.phrases("occasions"))
+PEOPLE = list(_BANK.phrases("people"))
+PLANS = list(_BANK.phrases("plans"))
+APPS = list(_BANK.phrases("apps"))
+WHEN = list(_BANK.phrases("when"))
 #: family -> textbank mention kind
-FAMILY_KIND = {"object_scene": "photo", "named_sign": "photo", "price_tag": "photo", "clock": "photo",
-               "receipt": "document", "ticket": "document", "calendar_page": "document",
-               "chat_screenshot": "screenshot", "app_screenshot": "screenshot"}
-WHEN = ["last weekend", "the other day", "my trip", "this morning", "yesterday evening", "the market",
-        "lunch", "my commute", "the holidays", "last week"]
+FAMILY_KIND = textbank.FAMILY_KIND
 
 
 def _clashes(c: str, reserved: set[str]) -> bool:
@@ -93,7 +72,5 @@ def thing_for(rng: random.Random, family: str, reserved: set[str] | None = None)
 
 def mention_for(rng: random.Random, family: str, thing: str, tail: str | None = None) -> str:
     """A mention sentence for an image (one ``<image>`` right after the thing it shows)."""
-    from memlens.build.text import textbank
-
     kind = FAMILY_KIND.get(family, "photo")
     return textbank.render_mention(rng, kind=kind, thing=thing, when=rng.choice(WHEN), tail=tail)

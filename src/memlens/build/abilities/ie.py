@@ -38,12 +38,11 @@ from decimal import Decimal
 from memlens.build.abilities.base import Ability, Draft, FactDraft, ImageRequest, Plan, pick
 from memlens.build.abilities.contexts import PEOPLE, PLANS, mention_for, thing_for
 from memlens.build.abilities.derive import derive, money
+from memlens.build.images.synthetic.object_scene import KIND_PLURALS as PLURAL
 from memlens.core.schema import IE, Question
 
 SCENE_KINDS = ["mug", "book", "candle", "vase", "bottle", "plant pot", "cup", "gift box", "ball"]
 SCENE_COLORS = ["red", "blue", "green", "yellow", "orange", "purple", "white", "black"]
-PLURAL = {"mug": "mugs", "cup": "cups", "book": "books", "apple": "apples", "ball": "balls", "bottle": "bottles",
-          "plant pot": "plant pots", "candle": "candles", "vase": "vases", "gift box": "gift boxes"}
 #: colours that may be a one-word answer: words that occur in no textbank sentence, filler subject,
 #: ontology subtopic or context phrase (red, yellow, blue, black, brown all do somewhere)
 SAFE_COLORS = ["green", "orange", "purple", "white", "grey", "pink"]

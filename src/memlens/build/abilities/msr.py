@@ -35,6 +35,8 @@ from decimal import Decimal
 from memlens.build.abilities import derive as _derive
 from memlens.build.abilities.base import Ability, Draft, FactDraft, ImageRequest, Plan, pick
 from memlens.build.abilities.contexts import OCCASIONS, PEOPLE, mention_for, thing_for
+from memlens.build.images.synthetic.formats import PRICE_SCALE  # a currency's amounts relative to USD
+from memlens.build.images.synthetic.vocab import BRANDS  # the brands price labels show
 from memlens.build.text.validators import contains_token_bounded
 from memlens.core.schema import Question
 
@@ -60,8 +62,6 @@ def _engine_counts_values() -> bool:
 COUNT_BY_VALUE = _engine_counts_values()
 
 CURRENCY_POOL = ["USD", "USD", "USD", "EUR", "EUR", "GBP", "DKK", "JPY", "CHF"]
-#: a currency's amounts relative to USD (random text operands, chance answers)
-PRICE_SCALE = {"USD": 1, "EUR": 1, "GBP": 1, "DKK": 7, "JPY": 150, "CHF": 1}
 NON_CASH = ["VISA", "Mastercard", "Amex", "Debit card", "Apple Pay", "Google Pay", "Contactless"]
 SHOP_SIGN_TYPES = ["Bakery", "Cafe", "Florist", "Bistro", "Deli", "Bookshop", "Tea Room", "Gelato", "Records",
                    "Tailor", "Optician", "Barber", "Bike Shop", "Pharmacy", "Hardware"]
@@ -69,8 +69,6 @@ SHOP_WORDS = ["Luna", "Aurora", "Willow", "Copper", "Golden", "Blue Door", "Red 
               "Olive", "Saffron", "Pebble", "Lantern", "Nordic", "Sunny", "Little", "Corner", "Old Town",
               "Green Leaf", "Silver Spoon", "Bluebird", "Hazel", "Ember", "Meadow", "Wild Thyme", "Northside",
               "Sparrow", "Tidewater", "Cobble", "Marigold", "Basil", "Ivy", "Driftwood", "Acorn"]
-BRANDS = ["Nordhaven", "Sunfield", "Bramble & Co", "Golden Acre", "Kitchen Hero", "Alpina", "Oatly Farms",
-          "Crispin's", "Mountain Peak", "Verde", "Happy Hen", "Blue Coast", "Little Oak"]
 TEXT_TAILS = ["and I spent {amt} there", "and the bill there came to {amt}", "and I paid {amt} there",
               "and I ended up spending {amt} there", "and I spent {amt} in total there"]
 

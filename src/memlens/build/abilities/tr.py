@@ -51,6 +51,7 @@ from memlens.build.abilities import contexts as ctxs
 from memlens.build.abilities.base import Ability, Draft, FactDraft, ImageRequest, Plan, pick
 from memlens.build.abilities.derive import derive
 from memlens.build.images.synthetic import vocab
+from memlens.build.images.synthetic.formats import MONTHS
 from memlens.build.text import textbank
 from memlens.build.text.validators import contains_token_bounded
 from memlens.core.schema import IMAGE_PLACEHOLDER, TR, Question, format_date, parse_date
@@ -60,8 +61,6 @@ from memlens.core.schema import IMAGE_PLACEHOLDER, TR, Question, format_date, pa
 # --------------------------------------------------------------------------------------------------
 EPOCH = datetime(2024, 1, 1, 8, 0)
 WINDOW = 225                     # evidence sessions and events stay inside this many days
-MONTHS = ["January", "February", "March", "April", "May", "June", "July", "August", "September",
-          "October", "November", "December"]
 ORDINALS = ["first", "second", "third", "fourth", "fifth", "sixth", "seventh", "eighth", "ninth", "tenth",
             "eleventh", "twelfth", "thirteenth", "fourteenth", "fifteenth", "sixteenth", "seventeenth",
             "eighteenth", "nineteenth", "twentieth", "twenty-first", "twenty-second", "twenty-third",
