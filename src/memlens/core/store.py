@@ -34,11 +34,26 @@ def short_id(prefix: str, *keys: Any, n: int = 12) -> str:
     return f"{prefix}_{hashlib.sha256(canonical_bytes([str(k) for k in keys])).hexdigest()[:n]}"
 
 
+LAYERS = ("core", "build", "eval")
+
+
+def _code_path(name: str) -> Path:
+    """The package or module ``name`` names: a path under ``memlens/`` (``build/generate``) or a bare
+    name found in exactly one layer (``generate`` -> ``build/generate``, ``schema`` -> ``core/schema``)."""
+    cands = [PACKAGE_ROOT / name, *(PACKAGE_ROOT / layer / name for layer in LAYERS)]
+    found = [p for p in cands if p.is_dir() or p.with_suffix(".py").is_file()]
+    if len(found) != 1:
+        what = "not found" if not found else "ambiguous: " + ", ".join(str(p.relative_to(PACKAGE_ROOT)) for p in found)
+        raise ValueError(f"code_hash: memlens package or module {name!r} {what}")
+    return found[0]
+
+
 def code_hash(*subpackages: str) -> str:
-    """SHA-256 over the source files of the given memlens subpackages/modules (sorted)."""
+    """SHA-256 over the source files of the given memlens subpackages/modules (sorted). A name that
+    matches no source (or several) raises, so a manifest never records the hash of nothing."""
     h = hashlib.sha256()
     for name in sorted(subpackages):
-        p = PACKAGE_ROOT / name
+        p = _code_path(name)
         files = sorted(p.rglob("*.py")) if p.is_dir() else [p.with_suffix(".py")]
         for f in files:
             if f.is_file():
