@@ -3,6 +3,7 @@ import json
 
 import pytest
 
+from memlens.core.store import hash_tree
 from tests.conftest import TINY, run_stage
 
 pytestmark = pytest.mark.slow
@@ -16,8 +17,9 @@ def test_unknown_config_option(tiny_copy, capsys):
 
 def test_missing_image_at_export_keeps_previous_release(tiny_copy, capsys):
     assert run_stage(tiny_copy, "export", *TINY) == 0
-    before = (tiny_copy / "data" / "release" / "dataset_32k.json").read_bytes()
-    q = json.loads((tiny_copy / "data" / "generated" / "questions.jsonl").read_text().splitlines()[0])
+    release = tiny_copy / "data" / "release"
+    before = hash_tree(release)
+    inputs = {d: hash_tree(tiny_copy / "data" / d) for d in ("generated", "instances")}
     idx = [json.loads(x) for x in (tiny_copy / "data" / "images" / "index.jsonl").read_text().splitlines()]
     ev = next(r["image"] for r in idx if r["image"]["role"] == "evidence")
     ext = "jpg" if ev["format"] == "jpeg" else ev["format"]
@@ -25,8 +27,8 @@ def test_missing_image_at_export_keeps_previous_release(tiny_copy, capsys):
     assert run_stage(tiny_copy, "export", *TINY) == 2
     err = capsys.readouterr().err
     assert ev["sha256"] in err and "missing" in err
-    assert (tiny_copy / "data" / "release" / "dataset_32k.json").read_bytes() == before
-    assert q  # questions untouched
+    assert hash_tree(release) == before  # the previous release, every file of it
+    assert {d: hash_tree(tiny_copy / "data" / d) for d in inputs} == inputs  # the inputs are untouched
 
 
 def test_corrupt_image_is_rejected_by_filter(tiny_copy):

@@ -59,11 +59,15 @@ def test_validate_export_evaluate_judge_report(tiny_copy):
     assert (root / "data" / "predictions" / "chance" / "standard" / "32k.jsonl").read_bytes() == before
 
 
-def test_mlflow_runs_params_metrics_artifacts(tiny_copy, monkeypatch):
+def test_mlflow_runs_params_metrics_artifacts(tiny_copy):
     root = tiny_copy
-    monkeypatch.setenv("MY_SECRET_KEY", "sk-should-never-appear")
-    for st in ("validate", "evaluate", "judge", "report"):
+    secret = "sk-should-never-appear"
+    for st in ("validate", "evaluate", "judge"):
         assert run_stage(root, st, *TINY, "model=chance") == 0
+    # a key carried in the model config (as a provider's SDK option would be) reaches the params
+    # the report stage logs: the tracker must drop it
+    assert run_stage(root, "report", *TINY, "model=chance", f"+model.api_key={secret}",
+                     f"+model.client.openai_api_key={secret}", "+model.api_key_env=MY_PROVIDER_KEY") == 0
     import mlflow
     from mlflow.tracking import MlflowClient
 
@@ -83,5 +87,7 @@ def test_mlflow_runs_params_metrics_artifacts(tiny_copy, monkeypatch):
     assert not any(k2.startswith(k1 + "/") for k1 in keys for k2 in keys)
     arts = [a.path for a in client.list_artifacts(r.info.run_id)]
     assert any(a.endswith(".jsonl") for a in arts)
-    blob = json.dumps([dict(x.data.params) for x in runs])
-    assert "sk-should-never-appear" not in blob
+    blob = json.dumps([[dict(x.data.params), dict(x.data.tags)] for x in runs])
+    assert secret not in blob
+    assert all(x.data.params["model.api_key_env"] == "MY_PROVIDER_KEY" for x in runs)  # the name is kept
+    assert not any("api_key" in k and not k.endswith("_env") for x in runs for k in x.data.params)

@@ -273,6 +273,18 @@ def _pick_evaluate(orig):
     return evaluate
 
 
+def _picks(prog):
+    """Every ``pick`` sub-program of a derivation."""
+    if isinstance(prog, dict):
+        if prog.get("op") == "pick":
+            yield prog
+        for v in prog.values():
+            yield from _picks(v)
+    elif isinstance(prog, list):
+        for v in prog:
+            yield from _picks(v)
+
+
 def test_entity_anchors_with_pick(monkeypatch, ability, topics):
     """With a ``pick`` op, entity anchors select their image by name and mode D date extraction
     is not derivable from session dates alone."""
@@ -281,6 +293,7 @@ def test_entity_anchors_with_pick(monkeypatch, ability, topics):
     monkeypatch.setattr(dv, "evaluate", _pick_evaluate(dv.evaluate))
     monkeypatch.setattr(T, "HAS_PICK", True)
     assert T._probe_pick()
+    swapped = changed = 0
     for sub, v in [("temporal_info_extraction", "D_session"), ("temporal_info_extraction", "D_relative"),
                    ("order_ranking", "mode_C"), ("order_ranking", "mode_D"), ("duration_comparison", "mode_D")]:
         for s in range(6):
@@ -289,13 +302,25 @@ def test_entity_anchors_with_pick(monkeypatch, ability, topics):
             assert "pick" in str(d.derivation)
             assert derive(d.derivation, truths, ctx) == d.answer
             assert derive(d.derivation, [None] * len(truths), ctx) is None
-            # swapping two entity images changes what the derivation selects
+            # swapping two entity images changes what the derivation selects: each name now
+            # selects the value (session date) tied to the image that shows it after the swap
             ents = [k for k, r in enumerate(plan.images) if r.family == "named_sign"]
-            if len(ents) >= 2:
-                sw = list(truths)
-                sw[ents[0]], sw[ents[1]] = sw[ents[1]], sw[ents[0]]
-                got = derive(d.derivation, sw, ctx)
-                assert got is not None
+            if len(ents) < 2:
+                continue
+            a, b = ents[0], ents[1]
+            sw = list(truths)
+            sw[a], sw[b] = sw[b], sw[a]
+            moved = {a: b, b: a}
+            for pick in _picks(d.derivation):
+                value_of = {key["img"]: derive(val, truths, ctx) for key, val in pick["cases"]}
+                shows = next(k for k in value_of if truths[k]["text"] == pick["match"])
+                assert derive(pick, truths, ctx) == value_of[shows]
+                assert derive(pick, sw, ctx) == value_of[moved.get(shows, shows)]
+                if shows in moved and value_of[a] != value_of[b]:
+                    assert derive(pick, sw, ctx) != derive(pick, truths, ctx)
+            swapped += 1
+            changed += derive(d.derivation, sw, ctx) != d.answer
+    assert swapped and changed  # the answer depends on which image shows which entity
 
 
 def test_show_phrase():

@@ -408,7 +408,22 @@ def test_missing_fonts_fall_back_to_default(monkeypatch, tmp_path):
 
 
 def test_render_environment_lists_versions():
-    from memlens.build.images.synthetic import render_environment
+    """The recorded encoder settings are the ones the encoder uses: re-encoding with them gives the
+    same bytes (the recorded quality is not just a number that happens to be in the manifest)."""
+    import io
+
+    from PIL import Image
+
+    from memlens.build.images.synthetic import encode_image, render_environment
 
     env = render_environment()
-    assert env["pillow"] and env["jpeg_quality"] == 88 and "DejaVuSansMono.ttf" in env["fonts"]
+    assert env["pillow"] == Image.__version__ and "DejaVuSansMono.ttf" in env["fonts"]
+    img = Image.radial_gradient("L").convert("RGB").resize((96, 64))
+    jpg, ext = encode_image(img, photo_like=True)
+    buf = io.BytesIO()
+    img.save(buf, format="JPEG", quality=env["jpeg_quality"], subsampling=2, optimize=False, progressive=False)
+    assert ext == "jpg" and jpg == buf.getvalue()
+    png, ext = encode_image(img, photo_like=False)
+    buf = io.BytesIO()
+    img.save(buf, format="PNG", compress_level=env["png_compress_level"], optimize=False)
+    assert ext == "png" and png == buf.getvalue()

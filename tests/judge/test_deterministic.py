@@ -69,8 +69,15 @@ def test_score_unknown_type_raises():
         score("mystery_type", None, "x", "x")
 
 
-def test_ten_task_keys():
-    assert len(set(TASK_KEYS)) == 10
+def test_every_task_key_is_reached_by_routing():
+    """TASK_KEYS is exactly the set of keys the routing produces for the release's types and subtypes
+    (no dead key, no key missing from the list), and each key is listed once."""
+    from memlens.core.schema import SUBTYPES
+
+    refs = ("Yes", "No", "3", "$12.00", "(1)(2)", "2024/05/31", "Paris")
+    reached = {task_key(qt, st, ref) for qt, subs in SUBTYPES.items() for st in subs for ref in refs}
+    assert reached == set(TASK_KEYS)
+    assert len(TASK_KEYS) == len(set(TASK_KEYS))
 
 
 # ---------------------------------------------------------------------------------------------

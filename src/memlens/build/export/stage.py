@@ -109,7 +109,14 @@ def run(cfg, paths: Paths) -> None:
     arts = hash_tree(out)
     write_manifest(out, "export", {"format": "memlens-official-1.0"}, arts, code=(__name__,),
                    extra={"images": len(files), "needle_images": len([f for f in files.values() if f.startswith("needle")])})
+    # swap by renames: deleting the old release (slow at paper scale) happens only once the new one
+    # is in place, so an interruption never leaves a half-deleted release
+    old = final.with_name(final.name + ".old")
+    if old.exists():
+        shutil.rmtree(old)
     if final.exists():
-        shutil.rmtree(final)
+        final.rename(old)
     out.rename(final)
+    if old.exists():
+        shutil.rmtree(old)
     log.info("export: %d lengths, %d images -> %s", len(bench.lengths()), len(files), final)

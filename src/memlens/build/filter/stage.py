@@ -46,7 +46,8 @@ def check_image(path, rec: ImageRecord, fcfg) -> tuple[bool, str, object]:
                 im.load()
                 ph = imagehash.phash(im.convert("RGB"), hash_size=16)
     except (OSError, SyntaxError, ValueError, Image.DecompressionBombWarning, Image.DecompressionBombError) as exc:
-        return False, f"does not decode: {exc}", None
+        # Pillow names the file it cannot identify: keep the reason free of the absolute path
+        return False, f"does not decode: {str(exc).replace(str(path), path.name)}", None
     if max(w, h) > int(fcfg.max_side) or min(w, h) < int(fcfg.min_side):
         return False, f"size {w}x{h} outside [{fcfg.min_side}, {fcfg.max_side}]", None
     if (w, h) != (rec.width, rec.height):

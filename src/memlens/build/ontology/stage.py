@@ -28,10 +28,37 @@ def load_ontology_file(version: str = "1", path: str | Path | None = None) -> di
     data = read_json(path)
     if not isinstance(data, dict) or "tracks" not in data:
         raise DataError(f"{path}: an ontology file needs a 'tracks' object")
-    for track in data["tracks"]:
+    if not isinstance(data["tracks"], dict):
+        raise DataError(f"{path}: 'tracks' must be an object of track name -> track")
+    for track, tdata in data["tracks"].items():
         if track not in TRACKS:
             raise DataError(f"{path}: unknown track {track!r} (known: {', '.join(TRACKS)})")
+        _check_track(path, track, tdata)
     return data
+
+
+def _check_track(path, track: str, tdata) -> None:
+    """Structure of one track, so a malformed file ends with one message naming the place."""
+    subs = tdata.get("sub_attributes") if isinstance(tdata, dict) else None
+    if not isinstance(subs, dict):
+        raise DataError(f"{path}: tracks.{track} needs a 'sub_attributes' object")
+    for sub_key, sub in subs.items():
+        where = f"tracks.{track}.sub_attributes.{sub_key}"
+        topics = sub.get("topics") if isinstance(sub, dict) else None
+        if not isinstance(topics, list):
+            raise DataError(f"{path}: {where} needs a 'topics' list")
+        seen: set[str] = set()
+        for i, t in enumerate(topics):
+            title = t.get("title") if isinstance(t, dict) else None
+            if not isinstance(title, str) or not title:
+                raise DataError(f"{path}: {where}.topics[{i}] needs a non-empty string 'title'")
+            if title in seen:
+                raise DataError(f"{path}: {where}.topics[{i}]: duplicate title {title!r}")
+            seen.add(title)
+            for key in ("subtopics", "families"):
+                v = t.get(key, [])
+                if not isinstance(v, list) or not all(isinstance(x, str) for x in v):
+                    raise DataError(f"{path}: {where}.topics[{i}] ({title}): {key!r} must be a list of strings")
 
 
 def build_topics(data: dict, seed: int) -> list[Topic]:

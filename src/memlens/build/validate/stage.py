@@ -68,6 +68,17 @@ def _canonical_forms(ans: str) -> list[str]:
     return [f for f in forms if f]
 
 
+def _derive(prog, truths, ctx) -> tuple[str | None, str | None]:
+    """(derived answer, error): a truth that lacks what the derivation reads is a failed
+    derivation of that question, not a crash of the stage."""
+    if not prog:
+        return None, "no derivation"
+    try:
+        return derive(prog, truths, ctx), None
+    except (KeyError, IndexError, TypeError, ValueError, ArithmeticError) as exc:
+        return None, f"{type(exc).__name__}: {exc}"
+
+
 def answerability(questions, sessions, images: dict[str, ImageRecord]) -> dict:
     answerable = [q for q in questions.values() if q.question_type != AR]
     ok_truth, text_only, failures = 0, 0, []
@@ -76,15 +87,16 @@ def answerability(questions, sessions, images: dict[str, ImageRecord]) -> dict:
         ids = q.details.get("image_ids", [])
         truths = [images[i].truth if i in images else None for i in ids]
         ctx = {"evidence_dates": [e.date for e in q.evidence]}
-        got = derive(prog, truths, ctx) if prog else None
+        got, err = _derive(prog, truths, ctx)
         if got is not None and got.strip().lower() == q.answer.strip().lower():
             ok_truth += 1
         else:
-            failures.append({"question_id": q.question_id, "reference": q.answer, "derived": got})
+            failures.append({"question_id": q.question_id, "reference": q.answer, "derived": got,
+                             **({"error": err} if err else {})})
         # text-only solver: no image truth, full evidence text
         ev_text = " ".join(sessions[s].text.replace(IMAGE_PLACEHOLDER, " ") for s in q.evidence_session_ids
                            if s in sessions)
-        no_truth = derive(prog, [None] * len(ids), ctx) if prog else None
+        no_truth, _ = _derive(prog, [None] * len(ids), ctx)
         if (no_truth is not None and no_truth == q.answer) or any(
                 contains_token_bounded(ev_text, f) for f in _canonical_forms(q.answer)):
             text_only += 1

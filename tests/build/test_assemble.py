@@ -1,0 +1,244 @@
+"""assemble stage on a hand-made session pool: lengths, evidence, dates, nesting across lengths, seeds."""
+from __future__ import annotations
+
+import random
+from datetime import datetime, timedelta
+
+import pytest
+from omegaconf import OmegaConf
+
+from memlens.build.assemble import stage as A
+from memlens.build.assemble.tokens import TokenCounter
+from memlens.core.config import Paths, length_tokens
+from memlens.core.errors import MemLensError
+from memlens.core.io import read_json, read_records, write_jsonl
+from memlens.core.schema import (IMAGE_PLACEHOLDER, Evidence, ImageRecord, Instance, Question, Session, Topic, Turn,
+                                 format_date, parse_date)
+
+TOKENS = {"tokenizer": "minilm", "image_rule": "mmlongbench", "patch": 28, "max_side": 896, "fixed_per_image": 2000}
+TOL = 0.01
+LENGTHS = ("8k", "16k")
+WORDS = ("the a we garden trip kitchen recipe market weekend friend bicycle coffee train river museum "
+         "morning evening plan budget paint window shelf lamp rain summer winter jacket ticket phone "
+         "camera dinner lunch story book song movie walk bus street house city village").split()
+QDATE = datetime(2024, 9, 1, 10, 0)
+
+
+def sha(i: int) -> str:
+    return f"{i:064x}"
+
+
+def text(rng: random.Random, n: int) -> str:
+    return " ".join(rng.choice(WORDS) for _ in range(n)) + "."
+
+
+def make_session(rng, sid: str, kind: str, topic: str, images: list[str], n_turns: int) -> Session:
+    turns = []
+    for k in range(n_turns):
+        imgs = images if k == 0 else []
+        body = text(rng, rng.randint(30, 220))
+        if imgs:
+            body += " Look: " + " ".join([IMAGE_PLACEHOLDER] * len(imgs))
+        turns.append(Turn(role="user" if k % 2 == 0 else "assistant", content=body, images=imgs))
+    return Session(session_id=sid, kind=kind, topic_id=topic, turns=turns)
+
+
+def build_inputs():
+    """Topics on two tracks, 6 questions (IE, MSR and KU ordered, TR), 110 haystack and 60 filler sessions."""
+    rng = random.Random(1)
+    topics = [Topic(topic_id=f"t{i}", track=("identification", "experience", "document")[i % 3],
+                    sub_attribute=f"sub{i % 4}", title=f"topic {i}") for i in range(8)]
+    images, sessions, n_img = {}, {}, 0
+
+    def new_images(k):
+        nonlocal n_img
+        out = []
+        for _ in range(k):
+            w, h = rng.choice([(280, 280), (560, 420), (1200, 900)])
+            images[sha(n_img)] = ImageRecord(sha256=sha(n_img), family="photo", role="haystack", width=w, height=h,
+                                             format="png", source="test")
+            out.append(sha(n_img))
+            n_img += 1
+        return out
+
+    for i in range(110):
+        s = make_session(rng, f"h{i:03d}", "haystack", f"t{i % 8}", new_images(rng.randint(0, 2)), rng.randint(2, 6))
+        sessions[s.session_id] = s
+    for i in range(60):
+        s = make_session(rng, f"f{i:03d}", "filler", f"t{i % 8}", [], rng.randint(1, 6))
+        sessions[s.session_id] = s
+    spec = [("information_extraction", "entity", 1, False, "t1"), ("multi_session_reasoning", "counting", 3, True, "t2"),
+            ("knowledge_update", "", 2, True, "t3"), ("temporal_reasoning", "order_ranking", 3, True, "t4"),
+            ("temporal_reasoning", "duration_comparison", 2, False, "t5"), ("answer_refusal", "", 0, False, "t6")]
+    questions = []
+    for qi, (qt, st, n_ev, ordered, topic) in enumerate(spec):
+        ev = []
+        for j in range(n_ev):
+            s = make_session(rng, f"e{qi}_{j}", "evidence", topic, new_images(1), 4)
+            sessions[s.session_id] = s
+            # ordered evidence: earliest first; unordered: listed out of time order
+            days = 200 - 60 * j if ordered else 30 + 50 * j
+            ev.append(Evidence(session_id=s.session_id, date=format_date(QDATE - timedelta(days=days, minutes=7 * qi)),
+                               fact=f"fact {j}", image_ids=s.image_ids))
+        questions.append(Question(question_id=f"q{qi}", question_type=qt, question_subtype=st,
+                                  question=f"question {qi}?", answer="x",
+                                  question_date=format_date(QDATE + timedelta(hours=qi)), topic_id=topic, evidence=ev,
+                                  ordered_evidence=ordered))
+    return topics, images, sessions, questions
+
+
+@pytest.fixture(scope="module")
+def inputs():
+    return build_inputs()
+
+
+@pytest.fixture(scope="module")
+def counter():
+    return TokenCounter(OmegaConf.create(TOKENS))
+
+
+@pytest.fixture(scope="module")
+def pool(inputs, counter):
+    topics, images, sessions, _ = inputs
+    return A.Pool(sessions, images, counter, {t.topic_id: t for t in topics})
+
+
+@pytest.fixture(scope="module")
+def header(counter):
+    return counter.text(A.HEADER.format(i=12, d="2024/05/31 (Fri) 07:58"))
+
+
+def assemble(inputs, pool, counter, header, seed=42, lengths=LENGTHS):
+    return {(q.question_id, ln): A.assemble_one(q, ln, pool, counter, seed, TOL, header)
+            for q in inputs[3] for ln in lengths}
+
+
+@pytest.fixture(scope="module")
+def built(inputs, pool, counter, header):
+    return assemble(inputs, pool, counter, header)
+
+
+def recount(inst: Instance, q: Question, sessions, images, counter, header) -> tuple[int, int, int]:
+    """(total, image tokens, images) of a history counted from scratch, session by session."""
+    total = counter.text(A.QUESTION_OVERHEAD_TEXT.format(date=q.question_date, q=q.question))
+    itok = n = 0
+    for sid in inst.session_ids:
+        t, i, k = counter.session(sessions[sid], images)
+        total += t + i + header
+        itok += i
+        n += k
+    return total, itok, n
+
+
+def test_every_instance_is_within_tolerance_of_its_target(inputs, built, counter, header):
+    _, images, sessions, questions = inputs
+    qs = {q.question_id: q for q in questions}
+    for (qid, ln), inst in built.items():
+        total, itok, n = recount(inst, qs[qid], sessions, images, counter, header)
+        assert (inst.total_tokens, inst.image_tokens, inst.n_images) == (total, itok, n), (qid, ln)
+        assert inst.text_tokens == total - itok
+        assert inst.target_tokens == length_tokens(ln)
+        assert abs(total - inst.target_tokens) <= TOL * inst.target_tokens, (qid, ln, total)
+        assert len(set(inst.session_ids)) == len(inst.session_ids)  # no session twice
+
+
+def test_evidence_sessions_keep_their_dates_and_order(inputs, built):
+    for q in inputs[3]:
+        fixed = {e.session_id: e.date for e in q.evidence}
+        for ln in LENGTHS:
+            inst = built[(q.question_id, ln)]
+            assert inst.answer_session_ids == q.evidence_session_ids
+            dates = dict(zip(inst.session_ids, inst.dates))
+            assert all(dates[s] == d for s, d in fixed.items())
+            pos = [inst.session_ids.index(s) for s in q.evidence_session_ids]
+            if q.ordered_evidence:  # MSR / KU / TR order: the history shows the facts in their order
+                assert pos == sorted(pos), (q.question_id, ln)
+
+
+def test_history_is_sorted_and_before_the_question(inputs, built):
+    for q in inputs[3]:
+        qdate = parse_date(q.question_date)
+        for ln in LENGTHS:
+            inst = built[(q.question_id, ln)]
+            when = [parse_date(d) for d in inst.dates]
+            assert when == sorted(when)
+            assert all(w < qdate for w in when), (q.question_id, ln)
+            assert qdate - min(when) <= timedelta(days=A.HISTORY_SPAN_DAYS + 1)
+
+
+def test_longer_length_extends_the_shorter(inputs, built):
+    sessions = inputs[2]
+    for q in inputs[3]:
+        short, long = built[(q.question_id, "8k")], built[(q.question_id, "16k")]
+        assert (short.question_id, short.answer_session_ids) == (long.question_id, long.answer_session_ids)
+        s_dates, l_dates = dict(zip(short.session_ids, short.dates)), dict(zip(long.session_ids, long.dates))
+        shared = set(s_dates) & set(l_dates)
+        assert all(s_dates[s] == l_dates[s] for s in shared)  # a session keeps its date at every length
+        # the same seeded order: all but the short history's finishing session carry over
+        assert len(set(s_dates) - set(l_dates)) <= 1, q.question_id
+        extra = [s for s in long.session_ids if s not in s_dates]
+        assert extra and all(sessions[s].kind in ("haystack", "filler") for s in extra)
+
+
+@pytest.mark.xfail(strict=True, reason="the session that finishes a shorter history is not always kept at the "
+                                       "next length (assemble_one fills each length independently)")
+def test_longer_length_contains_every_session_of_the_shorter(built, inputs):
+    for q in inputs[3]:
+        assert set(built[(q.question_id, "8k")].session_ids) <= set(built[(q.question_id, "16k")].session_ids)
+
+
+def test_same_seed_same_histories_other_seed_other_histories(inputs, pool, counter, header, built):
+    again = assemble(inputs, pool, counter, header, seed=42)
+    assert {k: v.to_dict() for k, v in again.items()} == {k: v.to_dict() for k, v in built.items()}
+    other = assemble(inputs, pool, counter, header, seed=43)
+    changed = [k for k in built if other[k].session_ids != built[k].session_ids]
+    assert len(changed) == len(built)  # every history is reshuffled by the seed
+    for k in built:  # ... but not what defines the question
+        assert other[k].answer_session_ids == built[k].answer_session_ids
+        assert abs(other[k].total_tokens - other[k].target_tokens) <= TOL * other[k].target_tokens
+
+
+def test_haystack_prefers_the_questions_sub_attribute(inputs, pool, built):
+    topics = {t.topic_id: t for t in inputs[0]}
+    sessions = inputs[2]
+    hay = pool.haystack
+    for q in inputs[3]:
+        qt = topics[q.topic_id]
+        related = lambda sid: topics[sessions[sid].topic_id].sub_attribute == qt.sub_attribute  # noqa: E731
+        base = sum(map(related, hay)) / len(hay)
+        inst = built[(q.question_id, "8k")]
+        picked = [s for s in inst.session_ids if sessions[s].kind == "haystack"]
+        assert sum(map(related, picked)) / len(picked) > base, q.question_id
+
+
+def test_pool_too_small_is_a_clear_error(inputs, counter, header):
+    topics, images, sessions, questions = inputs
+    few = {sid: s for sid, s in sessions.items() if s.kind == "evidence" or sid in ("h000", "h001", "f000")}
+    small = A.Pool(few, images, counter, {t.topic_id: t for t in topics})
+    q = questions[0]
+    with pytest.raises(MemLensError) as exc:
+        A.assemble_one(q, "16k", small, counter, 42, TOL, header)
+    msg = str(exc.value)
+    assert q.question_id in msg and "16k" in msg and "haystack_sessions" in msg and "filler_sessions" in msg
+
+
+def test_run_writes_sorted_instances_and_manifest_table(tmp_path, inputs, built):
+    topics, images, sessions, questions = inputs
+    root = tmp_path / "proj"
+    d = root / "data"
+    write_jsonl(d / "ontology" / "topics.jsonl", topics)
+    write_jsonl(d / "generated" / "questions.jsonl", list(reversed(questions)))
+    write_jsonl(d / "generated" / "sessions.jsonl", [sessions[k] for k in sorted(sessions)])
+    write_jsonl(d / "images" / "index.jsonl", [{"image": r.to_dict()} for r in images.values()])
+    cfg = OmegaConf.create({"data": {"seed": 42, "length_tolerance": TOL, "lengths": list(LENGTHS), "tokens": TOKENS}})
+    A.run(cfg, Paths(root))
+    table = read_json(d / "instances" / "manifest.json")["table"]
+    for ln in LENGTHS:
+        insts = read_records(d / "instances" / f"{ln}.jsonl", Instance)
+        assert [i.question_id for i in insts] == sorted(q.question_id for q in questions)
+        assert [i.to_dict() for i in insts] == [built[(i.question_id, ln)].to_dict() for i in insts]
+        assert table[ln]["instances"] == len(questions) and table[ln]["max_rel_error"] <= TOL
+        assert table[ln]["mean_tokens"] == pytest.approx(sum(i.total_tokens for i in insts) / len(insts), abs=0.1)
+    first = (d / "instances" / "16k.jsonl").read_bytes()
+    A.run(cfg, Paths(root))
+    assert (d / "instances" / "16k.jsonl").read_bytes() == first
