@@ -67,8 +67,8 @@ def private_reach_ins(mods: dict[str, Path]) -> list[str]:
 
 
 def mutable_module_state(path: Path) -> list[str]:
-    """Module-level names bound to a mutable container or rebound with ``global`` (registries of
-    constants written once at import are tuples/frozensets/MappingProxy or upper-case dict literals)."""
+    """Module-level names bound to an empty container (a registry or cache filled at run time) or
+    rebound with ``global``. Constants built at import from literals or data files are fine."""
     tree = ast.parse(path.read_text())
     bad = []
     for node in tree.body:
@@ -82,8 +82,10 @@ def mutable_module_state(path: Path) -> list[str]:
                 continue
             empty = (isinstance(value, (ast.Dict, ast.List, ast.Set)) and not getattr(value, "keys", None)
                      and not getattr(value, "elts", None))
-            ctor = isinstance(value, ast.Call) and isinstance(value.func, ast.Name) and value.func.id in (
-                "dict", "list", "set", "defaultdict", "OrderedDict", "Counter")
+            # an empty container made to be filled later (a constant built from data is fine)
+            ctor = isinstance(value, ast.Call) and isinstance(value.func, ast.Name) and (
+                (value.func.id in ("dict", "list", "set", "OrderedDict", "Counter") and not value.args
+                 and not value.keywords) or value.func.id == "defaultdict")
             if empty or ctor:
                 bad.append(f"{path.name}:{node.lineno}: {t.id} = <mutable, filled at run time>")
     for node in ast.walk(tree):

@@ -30,14 +30,12 @@ acknowledgement hint, ``{x}`` a filler subject.
 """
 from __future__ import annotations
 
-import json
 import random
 import re
 from functools import lru_cache
-from importlib import resources
 
 from memlens.core.bank import load_bank
-from memlens.core.schema import TRACKS
+from memlens.core.constants import TRACKS
 
 __all__ = [
     "TRACKS",
@@ -177,11 +175,9 @@ def _topic_lc(title: str) -> str:
 # --------------------------------------------------------------------------------------------------
 @lru_cache(maxsize=1)
 def _topic_index() -> dict[str, str]:
-    try:
-        path = resources.files("memlens.build.ontology").joinpath("data/ontology_v1.json")
-        doc = json.loads(path.read_text(encoding="utf-8"))
-    except (FileNotFoundError, ModuleNotFoundError, json.JSONDecodeError):  # pragma: no cover
-        return {}
+    from memlens.build.ontology.stage import load_ontology_file
+
+    doc = load_ontology_file()
     index: dict[str, str] = {}
     for track in doc.get("tracks", {}).values():
         for key, sa in track.get("sub_attributes", {}).items():
