@@ -192,6 +192,14 @@ def test_params_overrides_use_hydra_semantics(tmp_path):
         load(["data.seed=[1"], params=PARAMS, root=root)
 
 
+def test_interpolations_in_the_params_file_resolve(tmp_path):
+    root = make_project(tmp_path)
+    (root / PARAMS).write_text(OmegaConf.to_yaml(load(["model=vllm_server", "model.served_model_name=vx"], root=root)))
+    assert "${oc.select:eval.layout,messages}" in (root / PARAMS).read_text()  # kept unresolved in the file
+    cfg = load(["eval.layout=legacy"], params=PARAMS, root=root)
+    assert cfg.model.name == "vx" and cfg.model.layout == "legacy"
+
+
 @pytest.mark.parametrize("params", PATHS, ids=["conf", "params"])
 def test_interpolations_resolve(params):
     generic = load(["model=openai_compatible", "model.model=served-x"], params=params)
