@@ -33,16 +33,39 @@ def test_params_file_with_overrides(tmp_path):
     (root / "params.yaml").write_text(OmegaConf.to_yaml(cfg))
     c2 = load_config(["model=chance", "data.seed=7"], params="params.yaml", root=root)
     assert c2.model.name == "chance" and c2.data.seed == 7
-    with pytest.raises(ConfigError, match="unknown option"):
+    assert c2.model == load_config(["model=chance"], root=root).model  # the option file, as Hydra composes it
+    assert c2.judge == cfg.judge and c2.source == cfg.source  # the rest is the file's
+    with pytest.raises(ConfigError, match="Could not find 'model/nope'(.|\n)*Available options in 'model'"):
         load_config(["model=nope"], params="params.yaml", root=root)
-    with pytest.raises(ConfigError, match="unknown config key"):
+    with pytest.raises(ConfigError, match=r"unknown config key data.nope \(known: scale, seed, "):
         load_config(["data.nope=1"], params="params.yaml", root=root)
+    with pytest.raises(ConfigError, match=r"unknown config key data.nope \(known: scale, seed, "):
+        load_config(["+data.nope=1"], params="params.yaml", root=root)
+
+
+def test_params_file_errors(tmp_path):
+    root = make_project(tmp_path)
+    with pytest.raises(ConfigError, match="params file not found"):
+        load_config([], params="params.yaml", root=root)
+    (root / "params.yaml").write_text("- a\n- b\n")
+    with pytest.raises(ConfigError, match="must be a mapping"):
+        load_config([], params="params.yaml", root=root)
+    (root / "params.yaml").write_text("defaults: [data: default]\n")
+    with pytest.raises(ConfigError, match="no defaults list"):
+        load_config([], params="params.yaml", root=root)
+
+
+def test_unknown_key_without_plus_names_the_known_keys():
+    with pytest.raises(ConfigError, match=r"unknown config key eval.mod \(known: mode, layout, lengths, max_items\)"):
+        load_config(["eval.mod=cot"], root=REPO)
 
 
 def test_committed_params_yaml_is_the_composition_of_conf():
     composed = OmegaConf.to_container(load_config([], root=REPO))
     committed = OmegaConf.to_container(OmegaConf.load(REPO / "params.yaml"))
     assert committed == composed, "params.yaml is stale: run `make params` and commit it"
+    assert (REPO / "params.yaml").read_text() == OmegaConf.to_yaml(load_config([], root=REPO))
+    assert OmegaConf.to_container(load_config([], params="params.yaml", root=REPO)) == composed
 
 
 def test_length_names():

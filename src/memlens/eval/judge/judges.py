@@ -11,6 +11,7 @@ from collections.abc import Sequence
 from typing import Protocol
 
 from memlens.core.schema import Prediction, Question, Verdict
+from memlens.core.settings import DeterministicJudgeSettings
 
 
 class Judge(Protocol):
@@ -26,7 +27,11 @@ def failed_verdict(judge: str, q: Question, p: Prediction, reason: str) -> Verdi
 
 
 class DeterministicJudge:
-    def __init__(self, name: str = "deterministic", tolerance: float | None = None, **_):
+    """The typed rules of :mod:`memlens.eval.judge.deterministic` (``conf/judge/deterministic.yaml``)."""
+
+    Config = DeterministicJudgeSettings
+
+    def __init__(self, name: str = "deterministic", tolerance: float | None = None):
         self.name = name
         self.tolerance = tolerance
 

@@ -46,6 +46,7 @@ from memlens.eval.judge.official import official_diagnostics
 from memlens.eval.judge.parsing import parse_model_output, prepare_prediction
 from memlens.eval.judge.prompts import PROMPT_VERSION, build_messages
 from memlens.core.schema import Prediction, Question, Verdict
+from memlens.core.settings import LLMJudgeSettings
 
 log = logging.getLogger(__name__)
 
@@ -175,8 +176,12 @@ class LLMJudge:
 
     Built from ``conf/judge/llm.yaml`` (see there for the keys). ``cache_path`` relative paths are
     resolved against the project root (``set_root``, called by the judge stage; else the project
-    root found from the working directory); ``cache_path: null`` disables the cache.
+    root found from the working directory); ``cache_path: null`` disables the cache. The config
+    schema is :class:`memlens.core.settings.LLMJudgeSettings` (``LLMJudge.Config``; ``root`` is not a
+    config key: the judge stage sets it).
     """
+
+    Config = LLMJudgeSettings
 
     def __init__(self, name: str = "llm", *, base_url: str = "http://127.0.0.1:8001/v1",
                  model: str = "qwen3-235b-judge", model_id: str | None = None,
@@ -185,15 +190,12 @@ class LLMJudge:
                  max_retries: int = 4, backoff_base_s: float = 1.0, backoff_max_s: float = 30.0,
                  extra_body: dict | None = None, cache_path: str | None = ".memlens_cache/judge.sqlite",
                  prompt_version: str | None = None, layout: str = "system", max_words: int = 500,
-                 progress: bool | None = None, root: str | Path | None = None, **_: Any):
+                 progress: bool | None = None, root: str | Path | None = None):
         if prompt_version is not None and str(prompt_version) != PROMPT_VERSION:
             raise ConfigError(f"judge.prompt_version is {prompt_version!r} but the prompts in memlens.eval.judge.prompts are "
                               f"{PROMPT_VERSION!r}; update the config (the cache is keyed by the version)")
         if layout not in ("system", "single"):
             raise ConfigError(f"judge.layout must be 'system' or 'single', not {layout!r}")
-        if "api_key" in _:
-            raise ConfigError("judge.api_key is not accepted: put the key in an environment variable and name it "
-                              "in judge.api_key_env")
         self.name = str(name)
         self.base_url = str(base_url)
         self.model = str(model)

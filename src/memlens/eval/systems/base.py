@@ -3,13 +3,17 @@
 
 A model is one YAML file in ``conf/model/`` whose ``_target_`` names the class and whose other keys
 are its constructor arguments, so adding a model is one YAML file and, at most, one small class.
+Constructors are strict (no ``**kwargs`` catch-all): every key a class accepts is a named argument,
+and its ``Config`` class attribute is the pydantic schema the configuration is validated against
+before anything runs (:mod:`memlens.core.settings`; a new class declares its own ``Config``).
 """
 from __future__ import annotations
 
 import time
 from abc import ABC, abstractmethod
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
+from typing import Any, ClassVar
 
 from memlens.core.items import EvalItem
 
@@ -36,12 +40,15 @@ class Model(ABC):
     (batched or asynchronous backends)."""
 
     kind = "model"
+    #: the schema of the class's configuration keys (a pydantic model; see :mod:`memlens.core.settings`)
+    Config: ClassVar[type | None] = None
 
-    def __init__(self, name: str, kind: str | None = None, **options):
+    def __init__(self, name: str, kind: str | None = None, options: Mapping[str, Any] | None = None):
+        """``options``: the settings reported by :meth:`describe` (subclasses pass their own)."""
         self.name = name
         if kind:
             self.kind = kind
-        self.options = options
+        self.options = dict(options or {})
 
     @abstractmethod
     def generate(self, item: EvalItem, mode: str = "standard") -> ModelOutput:

@@ -8,6 +8,7 @@
 from __future__ import annotations
 
 from memlens.core.items import EvalItem
+from memlens.core.settings import ChanceSettings, RefuseSettings
 from memlens.eval.systems.base import Model, ModelOutput
 from memlens.core.schema import REFUSAL_REFERENCE
 from memlens.core.store import derive_rng
@@ -15,6 +16,10 @@ from memlens.core.store import derive_rng
 
 class RefuseBaseline(Model):
     kind = "baseline"
+    Config = RefuseSettings
+
+    def __init__(self, name: str = "refuse", kind: str | None = None):
+        super().__init__(name, kind)
 
     def generate(self, item: EvalItem, mode: str = "standard") -> ModelOutput:
         return ModelOutput(text=REFUSAL_REFERENCE)
@@ -22,9 +27,10 @@ class RefuseBaseline(Model):
 
 class ChanceBaseline(Model):
     kind = "baseline"
+    Config = ChanceSettings
 
-    def __init__(self, name: str = "chance", seed: int = 0, **options):
-        super().__init__(name, seed=seed, **options)
+    def __init__(self, name: str = "chance", seed: int = 0, kind: str | None = None):
+        super().__init__(name, kind, options={"seed": seed})
         self.seed = int(seed)
 
     def generate(self, item: EvalItem, mode: str = "standard") -> ModelOutput:

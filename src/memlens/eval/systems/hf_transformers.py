@@ -30,6 +30,7 @@ from typing import Any
 
 from memlens.core.errors import ConfigError
 from memlens.core.items import EvalItem
+from memlens.core.settings import TransformersSettings
 from memlens.eval.systems.base import Model, ModelOutput
 from memlens.eval.prompt import LAYOUTS, build_messages
 
@@ -73,10 +74,14 @@ class TransformersModel(Model):
         image_key: key of image blocks in the chat messages (``image``; ``url`` for some templates).
         trust_remote_code, attn_implementation: passed to ``from_pretrained``.
         image_cache_size: decoded images kept in memory.
-        **info: descriptive keys (``context_window``, ``thinking``, ``resources`` ...).
+        kind: overrides the class's ``kind`` (``lvlm``).
+        context_window, thinking, resources, notes: descriptive keys (logs, sweep planner).
+
+    The schema is :class:`memlens.core.settings.TransformersSettings` (``TransformersModel.Config``).
     """
 
     kind = "lvlm"
+    Config = TransformersSettings
 
     def __init__(self, name: str, model_path: str | None = None, hf_id: str | None = None, *,
                  revision: str | None = None, dtype: str = "auto", device: str = "auto",
@@ -85,10 +90,13 @@ class TransformersModel(Model):
                  system_prefix: str | None = None, chat_template_kwargs: Mapping[str, Any] | None = None,
                  model_class: str = "AutoModelForImageTextToText", image_key: str = "image",
                  trust_remote_code: bool = False, attn_implementation: str | None = None,
-                 image_cache_size: int = 256, kind: str | None = None, **info: Any):
-        super().__init__(name, kind, model_path=model_path, hf_id=hf_id, revision=revision, dtype=dtype,
-                         device=device, max_new_tokens=max_new_tokens, max_image_side=max_image_side, layout=layout,
-                         label_images=label_images, model_class=model_class, **info)
+                 image_cache_size: int = 256, kind: str | None = None, context_window: int | None = None,
+                 thinking: bool = False, resources: Mapping[str, Any] | None = None, notes: str | None = None):
+        super().__init__(name, kind, options=dict(
+            model_path=model_path, hf_id=hf_id, revision=revision, dtype=dtype, device=device,
+            max_new_tokens=max_new_tokens, max_image_side=max_image_side, layout=layout, label_images=label_images,
+            model_class=model_class, context_window=context_window, thinking=thinking,
+            resources=dict(resources) if resources is not None else None, notes=notes))
         if not (model_path or hf_id):
             raise ConfigError(f"model {name!r}: transformers needs model_path or hf_id")
         if layout not in LAYOUTS:

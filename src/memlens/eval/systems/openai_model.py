@@ -7,7 +7,9 @@ memlens.eval.systems.openai_model.OpenAICompatibleModel``); the keys are those o
 ``max_retries``, ``image_transport``, ``max_image_side``, ``extra_body``, ``top_p``, ``seed``,
 ``backoff_base_s``, ``backoff_max_s``) plus the prompt options (``layout``, ``label_images``,
 ``system_prefix``), ``token_param`` and ``image_cache_mb``. Descriptive keys (``hf_id``,
-``context_window``, ``thinking``, ``resources``, ``notes`` ...) are kept for the logs only.
+``context_window``, ``thinking``, ``resources``, ``notes``) are kept for the logs only. The schema is
+:class:`memlens.core.settings.OpenAICompatibleSettings` (``OpenAICompatibleModel.Config``); any other
+key is an error.
 
 How :meth:`OpenAICompatibleModel.run` drives the client:
 
@@ -38,6 +40,7 @@ from typing import Any
 
 from memlens.core.errors import MemLensError
 from memlens.core.items import EvalItem
+from memlens.core.settings import OpenAICompatibleSettings
 from memlens.eval.systems.base import Model, ModelOutput, ResultCallback
 from memlens.eval.prompt import LAYOUTS, build_messages, history_key
 
@@ -96,10 +99,12 @@ class OpenAICompatibleModel(Model):
         reorder_window: items sorted together for prefix sharing (1 keeps the source order).
         image_cache_mb: size cap of the encoded-image cache.
         progress: show the client's own progress bar (the evaluate stage already shows one).
-        **info: descriptive keys (``hf_id``, ``context_window``, ``thinking``, ``resources`` ...).
+        kind: overrides the class's ``kind`` (``lvlm``).
+        hf_id, context_window, thinking, resources, notes: descriptive keys (logs, sweep planner).
     """
 
     kind = "lvlm"
+    Config = OpenAICompatibleSettings
 
     def __init__(self, name: str, base_url: str, model: str, api_key_env: str | None = None,
                  concurrency: int = 8, max_new_tokens: int = 2048, temperature: float | None = 0.0,
@@ -108,15 +113,19 @@ class OpenAICompatibleModel(Model):
                  seed: int | None = None, backoff_base_s: float = 1.0, backoff_max_s: float = 30.0,
                  token_param: str = "max_tokens", layout: str = "messages", label_images: bool = False,
                  system_prefix: str | None = None, reorder_window: int = 16, image_cache_mb: int = 384,
-                 progress: bool = False, kind: str | None = None, **info: Any):
+                 progress: bool = False, kind: str | None = None, hf_id: str | None = None,
+                 context_window: int | None = None, thinking: bool = False, resources: dict | None = None,
+                 notes: str | None = None):
         client_settings = dict(base_url=base_url, model=model, api_key_env=api_key_env, concurrency=concurrency,
                                max_new_tokens=max_new_tokens, temperature=temperature, timeout_s=timeout_s,
                                max_retries=max_retries, image_transport=image_transport,
                                max_image_side=max_image_side, extra_body=extra_body, top_p=top_p, seed=seed,
                                backoff_base_s=backoff_base_s, backoff_max_s=backoff_max_s)
-        super().__init__(name, kind, **client_settings, token_param=token_param, layout=layout,
-                         label_images=label_images, system_prefix=system_prefix, reorder_window=reorder_window,
-                         image_cache_mb=image_cache_mb, **info)
+        info = dict(hf_id=hf_id, context_window=context_window, thinking=thinking, resources=resources, notes=notes)
+        super().__init__(name, kind, options=dict(**client_settings, token_param=token_param, layout=layout,
+                                                  label_images=label_images, system_prefix=system_prefix,
+                                                  reorder_window=reorder_window, image_cache_mb=image_cache_mb,
+                                                  **info))
         if layout not in LAYOUTS:
             raise ValueError(f"layout must be one of {LAYOUTS}, not {layout!r}")
         if token_param not in TOKEN_PARAMS:

@@ -50,6 +50,7 @@ from pathlib import Path
 from typing import Any
 
 from memlens.core.errors import ConfigError, MemLensError
+from memlens.core.settings import VLLMServerSettings
 from memlens.eval.systems.openai_model import OpenAICompatibleModel
 from memlens.core.items import EvalItem
 from memlens.eval.systems.base import ResultCallback
@@ -290,10 +291,14 @@ class VLLMServerModel(OpenAICompatibleModel):
         env: extra environment for the server (e.g. ``CUDA_VISIBLE_DEVICES``).
         startup_timeout_s, health_interval_s, shutdown_timeout_s, log_file: lifecycle settings.
         resources: ``{accelerator, gpus, tensor_parallel_size}`` (scheduling; validated).
-        **client: every :class:`OpenAICompatibleModel` option except ``base_url``/``model``.
+        base_url, model: not accepted (derived from host, port and served_model_name); present only
+            to fail with a clear message.
+        **client: forwarded to :class:`OpenAICompatibleModel`, whose signature is strict (every client,
+            prompt and descriptive option except ``base_url``/``model``); nothing is swallowed.
     """
 
     kind = "lvlm"
+    Config = VLLMServerSettings
 
     def __init__(self, name: str, hf_id: str | None = None, *, model_path: str | None = None,
                  served_model_name: str | None = None, command: str | Sequence[str] | None = None,

@@ -1,0 +1,681 @@
+"""Typed schema of the configuration: one pydantic model per config group, unknown keys rejected.
+
+Every section of the composed configuration (``conf/`` or ``params.yaml``, see
+:mod:`memlens.core.config`) is checked against a model here, with ``extra="forbid"`` and strict
+types at every level, so a misspelled key (``model.concurency``, also when added with ``+``) or a
+wrong type (``model.concurrency=abc``) ends the command with one message naming the key path and,
+for unknown keys, the keys that section knows::
+
+    unknown config key model.concurency (known: name, _target_, kind, ...)
+
+Groups and their schemas:
+
+====================  ==========================================================================
+``data``              :class:`DataSettings` (with :class:`TokensSettings`, :class:`ScaleSettings`)
+``source``            by ``_target_``: :data:`SOURCE_SCHEMAS`
+``filter``            :class:`FilterSettings`
+``generator``         :class:`GeneratorSettings` (selected by ``name``; there is one: ``template``)
+``model``             by ``_target_``: :data:`MODEL_SCHEMAS` (one schema per system class)
+``eval``              :class:`EvalSettings`
+``validate``          :class:`ValidateSettings` (optional: its defaults apply)
+``judge``             by ``_target_``: :data:`JUDGE_SCHEMAS`
+``tracking``          :class:`TrackingSettings`
+``ontology``,         optional sections that are not in ``conf/`` (add them with ``+``):
+``export``, ``report``  :class:`OntologySettings`, :class:`ExportSettings`, :class:`ReportSettings`
+``stages``            optional list of stage names (the sweep entry point)
+====================  ==========================================================================
+
+Sections with a ``_target_`` are validated against the schema of that class. The built-in classes
+are mapped here by their import path (the core layer never imports the classes themselves); each
+of those classes also exposes its schema as a ``Config`` class attribute. A class of your own (any
+``_target_`` not in the mapping) is supported when it declares ``Config``: a pydantic model of its
+constructor keywords (``extra="forbid"``; the key ``_target_`` is accepted as well).
+
+Defaults: a key an option file leaves out gets the constructor's default, which is the default
+written in the schema (``tests/test_settings.py`` checks that both agree). Validation only checks:
+the stages keep reading the (unchanged) composed ``DictConfig``, so ``params.yaml`` and the config
+dicts written into manifests are exactly the composition.
+"""
+from __future__ import annotations
+
+import types
+from collections.abc import Mapping, Sequence
+from typing import Annotated, Any, Literal, Union, get_args, get_origin
+
+from pydantic import (AfterValidator, BaseModel, BeforeValidator, ConfigDict, Field, ValidationError,
+                      model_validator)
+
+from memlens.core.errors import ConfigError
+
+__all__ = [
+    "Settings", "DataSettings", "TokensSettings", "ScaleSettings", "SyntheticSourceSettings",
+    "DirectorySourceSettings", "FilterSettings", "ChannelSettings", "GeneratorSettings", "EvalSettings",
+    "ValidateSettings", "TrackingSettings", "OntologySettings", "ExportSettings", "ReportSettings",
+    "ResourcesSettings", "RefuseSettings", "ChanceSettings", "OpenAICompatibleSettings", "VLLMServerSettings",
+    "TransformersSettings", "DeterministicJudgeSettings", "LLMJudgeSettings", "MODEL_SCHEMAS", "JUDGE_SCHEMAS",
+    "SOURCE_SCHEMAS", "TARGET_SCHEMAS", "EVAL_MODES", "LAYOUTS", "validate_settings", "schema_for",
+    "unknown_key_message", "known_keys",
+]
+
+#: eval.mode values (the same tuple as :data:`memlens.eval.systems.base.MODES`)
+EVAL_MODES = ("standard", "cot", "reasoning", "text_only", "no_context", "label_images", "oracle_evidence")
+#: prompt layouts (the same tuple as :data:`memlens.eval.prompt.LAYOUTS`)
+LAYOUTS = ("messages", "legacy")
+
+MAX_MESSAGES = 12
+
+
+class Section(BaseModel):
+    """Base of every schema: unknown keys are errors, types are strict (``"4"`` is not an int,
+    ``"false"`` is not a bool; an int is accepted where a float is expected)."""
+
+    model_config = ConfigDict(extra="forbid", strict=True, protected_namespaces=(), frozen=True)
+
+
+class Targeted(Section):
+    """A section instantiated by Hydra: ``_target_`` names the class."""
+
+    target: str = Field(alias="_target_")
+
+
+# ------------------------------------------------------------------------------------ helpers
+def _ordered_pair(v: list[int]) -> list[int]:
+    if v[0] > v[1]:
+        raise ValueError(f"[low, high] with low <= high, got {v}")
+    return v
+
+
+#: ``[low, high]`` (inclusive range of integers)
+IntRange = Annotated[list[Annotated[int, Field(ge=0)]], Field(min_length=2, max_length=2), AfterValidator(_ordered_pair)]
+PositiveInt = Annotated[int, Field(ge=1)]
+NonNegInt = Annotated[int, Field(ge=0)]
+PositiveFloat = Annotated[float, Field(gt=0)]
+NonNegFloat = Annotated[float, Field(ge=0)]
+Fraction = Annotated[float, Field(ge=0, le=1)]
+
+
+def _one_of(check, what: str):
+    def validate(v: Any) -> Any:
+        if not check(v):
+            raise ValueError(f"expected {what}, got {v!r}")
+        return v
+    return AfterValidator(validate)
+
+
+def _is_str_list(v: Any) -> bool:
+    return isinstance(v, list) and all(isinstance(x, str) for x in v)
+
+
+#: a command: a string (split like a shell) or a list of arguments
+Command = Annotated[Any, _one_of(lambda v: v is None or isinstance(v, str) or _is_str_list(v),
+                                 "null, a string or a list of strings")]
+#: ``device_map`` of transformers: a name (``auto``) or a mapping of module -> device
+DeviceMap = Annotated[Any, _one_of(lambda v: v is None or isinstance(v, (str, dict)), "null, a string or a mapping")]
+#: environment values (converted to strings)
+EnvValue = Annotated[Any, _one_of(lambda v: isinstance(v, (str, int, float)) and not isinstance(v, bool),
+                                  "a string or a number")]
+
+
+def _reject_api_key(section: str, data: Any) -> Any:
+    """A literal API key is never accepted in the configuration (it would end up in params.yaml)."""
+    if isinstance(data, Mapping) and "api_key" in data:
+        raise ValueError(f"{section}.api_key is not accepted: put the key in an environment variable and name "
+                         f"it in {section}.api_key_env")
+    return data
+
+
+# ------------------------------------------------------------------------------------ data
+class TokensSettings(Section):
+    """``data.tokens``: cross-modal token counting (:class:`memlens.build.assemble.tokens.TokenCounter`)."""
+
+    tokenizer: str            # minilm (bundled WordPiece) or a tokenizer.json path
+    image_rule: Literal["mmlongbench", "fixed"]
+    patch: PositiveInt
+    max_side: PositiveInt
+    fixed_per_image: NonNegInt
+
+
+class ScaleSettings(Section):
+    """``data.scales.<name>``: the composition of one scale."""
+
+    lengths: list[str]
+    counts: dict[str, NonNegInt]   # "<question_type>/<subtype>" -> questions ("<type>/" for types without subtypes)
+    haystack_sessions: NonNegInt
+    filler_sessions: NonNegInt
+
+
+class DataSettings(Section):
+    """``data``: benchmark construction. ``scale`` must name one of ``scales``; ``lengths`` empty = the
+    scale's lengths."""
+
+    scale: str
+    seed: int
+    lengths: list[str] = []
+    length_tolerance: NonNegFloat
+    spare_fraction: NonNegFloat = 0.1
+    tokens: TokensSettings
+    scales: dict[str, ScaleSettings]
+    source: Literal["built", "official"] = "built"
+    official_dir: str | None = None
+
+
+# ------------------------------------------------------------------------------------ source
+class _SourceCommon(Targeted):
+    # read by the crawl stage, not by the source class
+    haystack_per_session: NonNegFloat = 2.0   # haystack images per image-bearing session
+    workers: NonNegInt = 0                    # rendering processes; 0 = one per CPU core (at most 8)
+
+
+class SyntheticSourceSettings(_SourceCommon):
+    """``source`` with ``_target_: memlens.build.images.sources.SyntheticSource`` (offline renderers)."""
+
+    name: str = "synthetic"
+    photo_effect_rate: Fraction = 0.5
+
+
+class DirectorySourceSettings(_SourceCommon):
+    """``source`` with ``_target_: memlens.build.images.sources.DirectorySource`` (your own images,
+    ``root/<family>/*.jpg|png``)."""
+
+    name: str = "directory"
+    root: str
+
+
+# ------------------------------------------------------------------------------------ filter
+def _channel_spec(v: Any) -> Any:
+    return {"name": v} if isinstance(v, str) else v
+
+
+class ChannelSettings(Section):
+    """One relevance channel of ``filter.channels``: a name (``metadata``) or a mapping with options.
+    ``clip``/``siglip`` need ``model`` and ``pretrained`` (open_clip weights). ``threshold: null`` = the
+    channel's default (metadata 0.999, clip/siglip 0.30)."""
+
+    name: Literal["metadata", "clip", "siglip"]
+    threshold: float | None = None
+    model: str | None = None
+    pretrained: str | None = None
+
+    @model_validator(mode="after")
+    def _options(self) -> ChannelSettings:
+        if self.name == "metadata" and (self.model is not None or self.pretrained is not None):
+            raise ValueError("the metadata channel takes no model/pretrained")
+        if self.name != "metadata" and (self.model is None or self.pretrained is None):
+            raise ValueError(f"the {self.name} channel needs model and pretrained (open_clip names)")
+        return self
+
+
+class FilterSettings(Section):
+    """``filter``: image validation and relevance scoring."""
+
+    max_side: PositiveInt
+    min_side: PositiveInt
+    max_pixels: PositiveInt
+    max_bytes: PositiveInt
+    phash_max_distance: NonNegInt   # images within this distance (256-bit pHash) are near-duplicates
+    channels: list[Annotated[ChannelSettings, BeforeValidator(_channel_spec)]]
+
+
+# ------------------------------------------------------------------------------------ generator
+class GeneratorSettings(Section):
+    """``generator``: the offline template generator of the generate stage (``memlens.build.generate``
+    with :class:`memlens.build.text.sessions.WriterConfig`). It is selected by ``name``; there is no
+    ``_target_`` (no generator class is instantiated) and ``template`` is the only generator."""
+
+    name: Literal["template"] = "template"
+    assistant_words: IntRange
+    user_words: IntRange
+    turns_per_session: IntRange
+    max_regenerations: NonNegInt
+
+
+# ------------------------------------------------------------------------------------ eval, validate, tracking
+class EvalSettings(Section):
+    """``eval``: the evaluation protocol."""
+
+    mode: Literal[EVAL_MODES]  # type: ignore[valid-type]
+    layout: Literal[LAYOUTS] = "messages"  # type: ignore[valid-type]
+    lengths: list[str] = []     # empty: every built length
+    max_items: PositiveInt | None = None
+
+
+class ValidateSettings(Section):
+    """``validate``: validity gates of the built benchmark."""
+
+    max_auc: Fraction = 0.60
+    max_text_only_rate: Fraction = 0.02
+    warn_only: bool = False
+
+
+class TrackingSettings(Section):
+    """``tracking``: MLflow. ``uri: null`` = ``sqlite:///<root>/mlflow.db``; ``experiment: null`` =
+    ``memlens-<dataset hash prefix>``."""
+
+    enabled: bool
+    uri: str | None = None
+    experiment: str | None = None
+    bootstrap_resamples: PositiveInt
+    bootstrap_seed: int
+
+
+class OntologySettings(Section):
+    """``ontology`` (optional, ``+ontology.version=...``): the ontology file version."""
+
+    version: str = "1"
+
+
+class ExportSettings(Section):
+    """``export`` (optional): ``huggingface: false`` skips the Hugging Face dataset files."""
+
+    huggingface: bool = True
+
+
+class ReportSettings(Section):
+    """``report`` (optional): options of the cross-system analyses."""
+
+    alpha: Fraction = 0.05
+    hard_threshold: Fraction = 0.2
+    hard_reference_length: str | None = None
+    degradation_test_direction: Literal["any", "increase", "decrease"] = "any"
+
+
+# ------------------------------------------------------------------------------------ models
+class ResourcesSettings(Section):
+    """``model.resources``: what a model needs to run (scheduling; checked against the serve settings)."""
+
+    accelerator: str | None = None
+    gpus: PositiveInt | None = None
+    tensor_parallel_size: PositiveInt | None = None
+    nodes: PositiveInt | None = None
+    cpus: PositiveInt | None = None
+    mem_gb: PositiveFloat | None = None
+
+
+class _System(Section):
+    """Keys of every system: ``name`` names the prediction folder; ``kind`` (lvlm, baseline, agent ...)
+    defaults to the class's own."""
+
+    name: Annotated[str, Field(min_length=1)]
+    target: str = Field(alias="_target_")
+    kind: str | None = None
+
+
+class _Descriptive(_System):
+    """Descriptive keys, kept for the logs and the sweep planner only."""
+
+    hf_id: str | None = None
+    context_window: PositiveInt | None = None
+    thinking: bool = False
+    resources: ResourcesSettings | None = None
+    notes: str | None = None
+
+
+class RefuseSettings(_System):
+    """``model`` with ``_target_: memlens.eval.systems.baselines.RefuseBaseline``."""
+
+
+class ChanceSettings(_System):
+    """``model`` with ``_target_: memlens.eval.systems.baselines.ChanceBaseline``."""
+
+    seed: int = 0
+
+
+class _Client(_Descriptive):
+    """Client, decoding and prompt keys shared by the OpenAI-compatible backends (see
+    :class:`memlens.core.http.OpenAICompatibleConfig`)."""
+
+    api_key_env: str | None = None        # NAME of the environment variable holding the key
+    concurrency: PositiveInt = 8
+    max_new_tokens: PositiveInt = 2048
+    temperature: NonNegFloat | None = 0.0  # null: no temperature is sent (reasoning APIs)
+    timeout_s: PositiveFloat = 600
+    max_retries: NonNegInt = 5
+    image_transport: Literal["base64", "url"] = "base64"
+    max_image_side: PositiveInt | None = 800
+    extra_body: dict[str, Any] | None = None
+    top_p: Fraction | None = None
+    seed: int | None = None
+    backoff_base_s: NonNegFloat = 1.0
+    backoff_max_s: NonNegFloat = 30.0
+    token_param: Literal["max_tokens", "max_completion_tokens"] = "max_tokens"
+    layout: Literal[LAYOUTS] = "messages"  # type: ignore[valid-type]
+    label_images: bool = False
+    system_prefix: str | None = None
+    reorder_window: PositiveInt = 16
+    image_cache_mb: NonNegInt = 384
+    progress: bool = False
+
+    @model_validator(mode="before")
+    @classmethod
+    def _no_api_key(cls, data: Any) -> Any:
+        return _reject_api_key("model", data)
+
+
+class OpenAICompatibleSettings(_Client):
+    """``model`` with ``_target_: memlens.eval.systems.openai_model.OpenAICompatibleModel``."""
+
+    base_url: str
+    model: str
+
+
+class VLLMServerSettings(_Client):
+    """``model`` with ``_target_: memlens.eval.systems.vllm_server.VLLMServerModel``: ``hf_id`` or
+    ``model_path`` is served; the client connects to ``host:port`` (no ``base_url``/``model``)."""
+
+    model_path: str | None = None
+    served_model_name: str | None = None   # default: name
+    command: Command = None                # null: $MEMLENS_VLLM_COMMAND or `vllm serve`
+    host: str = "127.0.0.1"
+    bind_host: str | None = None
+    port: Annotated[int, Field(ge=0, le=65535)] = 0
+    tensor_parallel_size: PositiveInt | None = None
+    max_model_len: PositiveInt | None = None
+    limit_mm_per_prompt: dict[str, NonNegInt] | None = None
+    gpu_memory_utilization: Annotated[float, Field(gt=0, le=1)] | None = 0.9
+    trust_remote_code: bool = False
+    enable_prefix_caching: bool = True
+    extra_args: list[str] = []
+    env: dict[str, EnvValue] | None = None
+    startup_timeout_s: PositiveFloat = 1800
+    health_interval_s: PositiveFloat = 2.0
+    shutdown_timeout_s: PositiveFloat = 60
+    log_file: str | None = None
+
+    @model_validator(mode="before")
+    @classmethod
+    def _no_external_server(cls, data: Any) -> Any:
+        if isinstance(data, Mapping) and ("base_url" in data or "model" in data):
+            raise ValueError("vllm_server derives base_url/model from host, port and served_model_name; use the "
+                             "openai_compatible backend (memlens.eval.systems.openai_model.OpenAICompatibleModel) "
+                             "for an external server")
+        return data
+
+    @model_validator(mode="after")
+    def _served(self) -> VLLMServerSettings:
+        if not (self.hf_id or self.model_path):
+            raise ValueError("vllm_server needs hf_id or model_path")
+        res = self.resources
+        tp_res = res.tensor_parallel_size if res else None
+        tp = self.tensor_parallel_size or tp_res or 1
+        if tp_res is not None and self.tensor_parallel_size is not None and tp_res != self.tensor_parallel_size:
+            raise ValueError(f"tensor_parallel_size {self.tensor_parallel_size} disagrees with "
+                             f"resources.tensor_parallel_size {tp_res}")
+        if res and res.gpus is not None and res.gpus < tp:
+            raise ValueError(f"resources.gpus ({res.gpus}) must be >= tensor_parallel_size ({tp})")
+        return self
+
+
+class TransformersSettings(_Descriptive):
+    """``model`` with ``_target_: memlens.eval.systems.hf_transformers.TransformersModel``."""
+
+    model_path: str | None = None
+    revision: str | None = None
+    dtype: Literal["auto", "bfloat16", "float16", "float32"] = "auto"
+    device: str = "auto"                  # auto | cpu | cuda | cuda:N
+    device_map: DeviceMap = None          # e.g. auto (accelerate sharding)
+    max_new_tokens: PositiveInt = 2048
+    max_image_side: PositiveInt | None = 800
+    layout: Literal[LAYOUTS] = "messages"  # type: ignore[valid-type]
+    label_images: bool = False
+    system_prefix: str | None = None
+    chat_template_kwargs: dict[str, Any] | None = None
+    model_class: str = "AutoModelForImageTextToText"
+    image_key: str = "image"
+    trust_remote_code: bool = False
+    attn_implementation: str | None = None
+    image_cache_size: PositiveInt = 256
+
+    @model_validator(mode="after")
+    def _source(self) -> TransformersSettings:
+        if not (self.model_path or self.hf_id):
+            raise ValueError("transformers needs model_path or hf_id")
+        return self
+
+
+# ------------------------------------------------------------------------------------ judges
+class DeterministicJudgeSettings(Targeted):
+    """``judge`` with ``_target_: memlens.eval.judge.judges.DeterministicJudge``."""
+
+    name: Annotated[str, Field(min_length=1)]
+    tolerance: NonNegFloat | None = None   # absolute tolerance of arithmetic answers; null = exact to the cent
+
+
+class LLMJudgeSettings(Targeted):
+    """``judge`` with ``_target_: memlens.eval.judge.llm.LLMJudge`` (see ``conf/judge/llm.yaml``).
+    ``prompt_version`` must match :data:`memlens.eval.judge.prompts.PROMPT_VERSION` (checked when the
+    judge is built)."""
+
+    name: Annotated[str, Field(min_length=1)]
+    base_url: str = "http://127.0.0.1:8001/v1"
+    model: str = "qwen3-235b-judge"
+    model_id: str | None = None            # judge identity in the cache key; default: model
+    api_key_env: str | None = "MEMLENS_JUDGE_API_KEY"
+    concurrency: PositiveInt = 8
+    max_new_tokens: PositiveInt = 512
+    temperature: NonNegFloat = 0.0
+    timeout_s: PositiveFloat = 300.0
+    max_retries: NonNegInt = 4
+    backoff_base_s: NonNegFloat = 1.0
+    backoff_max_s: NonNegFloat = 30.0
+    extra_body: dict[str, Any] | None = None
+    cache_path: str | None = ".memlens_cache/judge.sqlite"
+    prompt_version: str | None = None
+    layout: Literal["system", "single"] = "system"
+    max_words: PositiveInt = 500
+    progress: bool | None = None           # null: a progress bar when stderr is a terminal
+
+    @model_validator(mode="before")
+    @classmethod
+    def _no_api_key(cls, data: Any) -> Any:
+        return _reject_api_key("judge", data)
+
+
+# ------------------------------------------------------------------------------------ registry
+MODEL_SCHEMAS: dict[str, type[BaseModel]] = {
+    "memlens.eval.systems.baselines.RefuseBaseline": RefuseSettings,
+    "memlens.eval.systems.baselines.ChanceBaseline": ChanceSettings,
+    "memlens.eval.systems.openai_model.OpenAICompatibleModel": OpenAICompatibleSettings,
+    "memlens.eval.systems.vllm_server.VLLMServerModel": VLLMServerSettings,
+    "memlens.eval.systems.hf_transformers.TransformersModel": TransformersSettings,
+}
+JUDGE_SCHEMAS: dict[str, type[BaseModel]] = {
+    "memlens.eval.judge.judges.DeterministicJudge": DeterministicJudgeSettings,
+    "memlens.eval.judge.llm.LLMJudge": LLMJudgeSettings,
+}
+SOURCE_SCHEMAS: dict[str, type[BaseModel]] = {
+    "memlens.build.images.sources.SyntheticSource": SyntheticSourceSettings,
+    "memlens.build.images.sources.DirectorySource": DirectorySourceSettings,
+}
+#: section -> {_target_ -> schema}
+TARGET_SCHEMAS: dict[str, dict[str, type[BaseModel]]] = {
+    "source": SOURCE_SCHEMAS, "model": MODEL_SCHEMAS, "judge": JUDGE_SCHEMAS}
+
+
+class Settings(Section):
+    """The whole configuration. ``source``, ``model`` and ``judge`` are validated against the schema of
+    their ``_target_`` (:func:`validate_settings` puts the validated sections in place)."""
+
+    data: DataSettings
+    source: Any
+    filter: FilterSettings
+    generator: GeneratorSettings
+    model: Any
+    eval: EvalSettings
+    validate_: ValidateSettings = Field(ValidateSettings(), alias="validate")
+    judge: Any
+    tracking: TrackingSettings
+    ontology: OntologySettings | None = None
+    export: ExportSettings | None = None
+    report: ReportSettings | None = None
+    stages: list[str] | None = None
+
+
+def schema_for(section: str, data: Any) -> type[BaseModel]:
+    """The schema of a ``source``/``model``/``judge`` section, chosen by its ``_target_``."""
+    registry = TARGET_SCHEMAS[section]
+    known = ", ".join(registry)
+    if not isinstance(data, Mapping):
+        raise ConfigError(f"config section {section} must be a mapping with a _target_, not {data!r}")
+    target = data.get("_target_")
+    if not target:
+        raise ConfigError(f"missing config key {section}._target_ (known targets: {known})")
+    schema = registry.get(str(target))
+    if schema is not None:
+        return schema
+    from hydra.utils import get_class
+
+    try:  # a class of the user's own declares its keys as a pydantic model: ``Config``
+        cls = get_class(str(target))
+    except Exception as exc:  # noqa: BLE001
+        raise ConfigError(f"{section}._target_ {target!r} cannot be imported ({exc}); known targets: {known}") from None
+    schema = getattr(cls, "Config", None)
+    if isinstance(schema, type) and issubclass(schema, BaseModel):
+        return schema
+    raise ConfigError(f"{section}._target_ {target!r} declares no config schema: give the class a `Config` "
+                      f"attribute (a pydantic model of its keys, extra='forbid') or use one of: {known}")
+
+
+# ------------------------------------------------------------------------------------ messages
+def _unwrap(tp: Any) -> Any:
+    while True:
+        origin = get_origin(tp)
+        if origin is Annotated:
+            tp = get_args(tp)[0]
+        elif origin in (Union, types.UnionType):
+            members = [a for a in get_args(tp) if a is not type(None)]
+            if len(members) != 1:
+                return tp
+            tp = members[0]
+        else:
+            return tp
+
+
+def _is_model(tp: Any) -> bool:
+    return isinstance(tp, type) and issubclass(tp, BaseModel)
+
+
+def known_keys(schema: type[BaseModel]) -> list[str]:
+    """The keys a section accepts (aliases; ``name`` and ``_target_`` first, then declaration order)."""
+    keys = [f.alias or name for name, f in schema.model_fields.items()]
+    return sorted(keys, key=lambda k: (k != "name", k != "_target_"))
+
+
+def _field(schema: type[BaseModel], key: Any):
+    for name, f in schema.model_fields.items():
+        if (f.alias or name) == key:
+            return f
+    return None
+
+
+def _descend(tp: Any, key: Any) -> tuple[bool, Any]:
+    """(known, type of the child) for ``key`` below a value of type ``tp``; the child type is None
+    when nothing more is known about it."""
+    tp = _unwrap(tp)
+    if _is_model(tp):
+        f = _field(tp, key)
+        return (False, None) if f is None else (True, f.annotation)
+    origin = get_origin(tp)
+    if origin in (dict, Mapping):
+        args = get_args(tp)
+        return True, args[1] if len(args) == 2 else None
+    if origin in (list, Sequence) and isinstance(key, int):
+        args = get_args(tp)
+        return True, args[0] if args else None
+    return True, None
+
+
+def _walk(data: Any, path: Sequence[Any]) -> tuple[int, type[BaseModel]] | None:
+    """The first component of ``path`` that the schema does not know, as (index, schema of its
+    section); None when every component is known (or below a free-form mapping)."""
+    tp: Any = Settings
+    node = data
+    for i, key in enumerate(path):
+        if i == 0 and key in TARGET_SCHEMAS:
+            try:
+                tp = schema_for(str(key), node.get(key) if isinstance(node, Mapping) else None)
+            except ConfigError:
+                return None
+            node = node.get(key)
+            continue
+        known, child = _descend(tp, key)
+        if not known:
+            return i, _unwrap(tp)
+        if child is None:
+            return None
+        tp = child
+        if isinstance(node, Mapping):
+            node = node.get(key)
+        elif isinstance(node, list) and isinstance(key, int) and key < len(node):
+            node = node[key]
+        else:
+            node = None
+    return None
+
+
+def _dotted(loc: Sequence[Any]) -> str:
+    out = ""
+    for part in loc:
+        out += f"[{part}]" if isinstance(part, int) else (f".{part}" if out else str(part))
+    return out
+
+
+def unknown_key_message(data: Mapping[str, Any], key: str) -> str | None:
+    """``unknown config key a.b (known: ...)`` for a dotted key the schema does not know (judged on the
+    composed ``data``, whose ``_target_`` values choose the schemas), or None if the schema knows it."""
+    path = [int(p) if p.isdigit() else p for p in key.split(".")]
+    hit = _walk(data, path)
+    if hit is None:
+        return None
+    i, schema = hit
+    return f"unknown config key {_dotted(path[: i + 1])} (known: {', '.join(known_keys(schema))})"
+
+
+def _messages(exc: ValidationError, data: Any, prefix: tuple[Any, ...], schema: type[BaseModel]) -> list[str]:
+    out = []
+    for e in exc.errors(include_url=False):
+        loc = tuple(e["loc"])
+        path = _dotted(prefix + loc) or "config"
+        kind = e["type"]
+        if kind == "extra_forbidden":
+            tp: Any = schema
+            for part in loc[:-1]:
+                tp = _descend(tp, part)[1]
+            tp = _unwrap(tp)
+            known = ", ".join(known_keys(tp)) if _is_model(tp) else "?"
+            out.append(f"unknown config key {path} (known: {known})")
+        elif kind == "missing":
+            out.append(f"missing config key {path}")
+        elif kind == "value_error":
+            out.append(f"{path}: {e['ctx']['error'] if 'ctx' in e else e['msg']}")
+        else:
+            out.append(f"config key {path}: {e['msg']} (got {e['input']!r})")
+    return out
+
+
+def validate_settings(data: Mapping[str, Any]) -> Settings:
+    """Validate a resolved configuration (plain containers); raises one :class:`ConfigError` listing every
+    problem found. Returns the typed settings (``source``/``model``/``judge`` as their own schemas)."""
+    if not isinstance(data, Mapping):
+        raise ConfigError(f"the configuration must be a mapping, not {type(data).__name__}")
+    problems: list[str] = []
+    try:
+        root = Settings.model_validate(data)
+    except ValidationError as exc:
+        problems += _messages(exc, data, (), Settings)
+        root = None
+    sections: dict[str, BaseModel] = {}
+    for name in TARGET_SCHEMAS:
+        if name not in data:
+            continue  # reported as missing above
+        try:
+            schema = schema_for(name, data[name])
+            sections[name] = schema.model_validate(data[name])
+        except ConfigError as exc:
+            problems.append(str(exc))
+        except ValidationError as exc:
+            problems += _messages(exc, data[name], (name,), schema)
+    if problems:
+        more = f"; ... and {len(problems) - MAX_MESSAGES} more" if len(problems) > MAX_MESSAGES else ""
+        raise ConfigError("; ".join(problems[:MAX_MESSAGES]) + more)
+    assert root is not None
+    return root.model_copy(update=sections)
