@@ -237,6 +237,7 @@ class EvalSettings(Section):
     layout: Literal[LAYOUTS] = "messages"  # type: ignore[valid-type]
     lengths: list[str] = []     # empty: every built length
     max_items: PositiveInt | None = None
+    wait_for_lock: bool = False  # a second evaluation of the same system waits (true) or stops at once
 
 
 class ValidateSettings(Section):

@@ -65,7 +65,7 @@ OPERATIONAL_KEYS = frozenset({
     "backoff_max_s", "reorder_window", "image_cache_mb", "host", "port", "bind_host", "command",
     "startup_timeout_s", "health_interval_s", "shutdown_timeout_s", "log_file", "env", "resources",
     "tensor_parallel_size", "gpu_memory_utilization", "enable_prefix_caching", "served_model_name",
-    "device", "device_map", "context_window", "extra_args",
+    "device", "device_map", "context_window", "extra_args", "notes", "progress",
 })
 
 
@@ -161,11 +161,6 @@ def run(cfg, paths: Paths) -> None:
     identity = system_identity(OmegaConf.to_container(cfg.model, resolve=True))
     store = ResultsStore(results_root(paths), identity)
     out = paths.predictions / model.name
-    # the view holds exactly this run's lengths of this benchmark: nothing of another dataset stays
-    if (out / mode).is_dir():
-        for old in (out / mode).glob("*.jsonl"):
-            if old.stem not in lengths:
-                old.unlink()
     summary = {}
     try:
         for length in lengths:
