@@ -3,8 +3,7 @@ import os
 import pytest
 
 from memlens.core.errors import ImageError
-from memlens.eval.results import PredictionStore
-from memlens.core.schema import Prediction
+from memlens.eval.results import ResultsStore, request_key
 from memlens.core.store import ObjectStore, derive_rng, safe_join, short_id
 
 
@@ -39,32 +38,71 @@ def test_safe_join_refuses_symlink_escape(tmp_path):
     assert safe_join(tmp_path / "root", "sub/a.png") == (tmp_path / "root" / "sub" / "a.png").resolve()
 
 
-def pred(qid, ok=True, text="x"):
-    return Prediction(system="s", mode="standard", length="32k", question_id=qid, question_type="answer_refusal",
-                      question_subtype="", ok=ok, raw_prediction=text if ok else None, prediction=text if ok else None,
-                      error=None if ok else "boom")
+IDENT = {"_target_": "x.Model", "model": "m", "temperature": 0.0}
 
 
-def test_prediction_store_resume_and_partial_tail(tmp_path):
-    st = PredictionStore(tmp_path, "s", "standard", "32k")
-    st.append(pred("q1"))
-    st.append(pred("q2", ok=False))
-    st.close()
+def rec(ok=True, text="x"):
+    return {"question_id": "q", "ok": ok, "text": text if ok else None, "error": None if ok else "boom"}
+
+
+def test_results_store_resume_and_partial_tail(tmp_path):
+    st = ResultsStore(tmp_path, IDENT)
+    with st.writer():
+        st.put("k1", rec())
+        st.put("k2", rec(ok=False))
     with open(st.path, "ab") as fh:  # a crash in the middle of a write
-        fh.write(b'{"question_id": "q3", "sys')
-    st2 = PredictionStore(tmp_path, "s", "standard", "32k")
-    assert st2.done_ids() == {"q1"}  # failed q2 is retried, partial q3 ignored
-    st2.append(pred("q2"))
-    st2.append(pred("q3"))
-    st2.compact()
+        fh.write(b'{"key": "k3", "ok": tr')
+    st2 = ResultsStore(tmp_path, IDENT)
+    assert st2.has_answer("k1") and not st2.has_answer("k2") and st2.get("k3") is None  # partial tail skipped
+    with st2.writer():  # a writer cuts the partial line off before appending
+        st2.put("k2", rec())
+        st2.put("k3", rec())
     lines = st2.path.read_text().splitlines()
-    assert [line.count('"question_id"') for line in lines] == [1, 1, 1]
-    assert st2.done_ids() == {"q1", "q2", "q3"}
+    assert [line.count('"key"') for line in lines] == [1, 1, 1, 1]
+    assert all(ResultsStore(tmp_path, IDENT).has_answer(k) for k in ("k1", "k2", "k3"))
 
 
-def test_failed_record_never_replaces_success(tmp_path):
-    st = PredictionStore(tmp_path, "s", "standard", "32k")
-    st.append(pred("q1"))
-    st.append(pred("q1", ok=False))
-    st.close()
-    assert st.load()["q1"].ok
+def test_failed_record_never_replaces_an_answer(tmp_path):
+    st = ResultsStore(tmp_path, IDENT)
+    with st.writer():
+        st.put("k1", rec(text="first"))
+        st.put("k1", rec(ok=False))
+    assert ResultsStore(tmp_path, IDENT).get("k1")["text"] == "first"
+
+
+def test_identity_names_the_folder_and_keys_hash_everything(tmp_path):
+    a, b = ResultsStore(tmp_path, IDENT), ResultsStore(tmp_path, {**IDENT, "temperature": 0.7})
+    assert a.dir != b.dir and a.key == ResultsStore(tmp_path, dict(reversed(list(IDENT.items())))).key
+    base = request_key(a.key, "p1", "standard", "f" * 64)
+    assert len({base, request_key(b.key, "p1", "standard", "f" * 64), request_key(a.key, "p2", "standard", "f" * 64),
+                request_key(a.key, "p1", "cot", "f" * 64), request_key(a.key, "p1", "standard", "e" * 64)}) == 5
+
+
+def test_second_writer_stops_at_once_or_waits(tmp_path):
+    import threading
+    import time
+
+    from memlens.eval.results import StoreBusyError
+
+    st = ResultsStore(tmp_path, IDENT)
+    other = ResultsStore(tmp_path, IDENT)
+    with st.writer():
+        st.put("k1", rec())
+        with pytest.raises(StoreBusyError, match="another evaluation"):
+            with other.writer():
+                pass
+        got = []
+
+        def waiter():
+            with other.writer(wait=True):
+                got.append(other.has_answer("k2"))  # sees what the first writer finished
+                other.put("k3", rec())
+
+        th = threading.Thread(target=waiter)
+        th.start()
+        time.sleep(0.2)
+        assert not got  # still waiting
+        st.put("k2", rec())
+    th.join(5)
+    assert got == [True]
+    assert all(ResultsStore(tmp_path, IDENT).has_answer(k) for k in ("k1", "k2", "k3"))

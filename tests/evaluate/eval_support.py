@@ -24,9 +24,16 @@ def predictions(root: Path, system: str, mode: str = "standard") -> dict[str, di
 
 
 def call_stats(root: Path, system: str, mode: str = "standard") -> dict[str, list[dict]]:
+    """``{length: [results-store records]}`` of the system's requests (attempts, latency, ...), in the
+    order they finished; ``system`` is matched against the view's request keys."""
+    view = root / "data" / "predictions" / system / mode
+    keys = {r["request_key"] for p in view.glob("*.jsonl") for r in iter_jsonl(p)}
     out: dict[str, list[dict]] = {}
-    for p in sorted((root / "data" / "calls" / system / mode).glob("*.jsonl")):
-        out[p.stem] = [json.loads(line) for line in p.read_text().splitlines() if line.strip()]
+    for p in sorted((root / ".memlens_cache" / "results").glob("*/answers.jsonl")):
+        for line in p.read_text().splitlines():
+            rec = json.loads(line)
+            if rec["key"] in keys and rec["mode"] == mode:
+                out.setdefault(rec["length"], []).append(rec)
     return out
 
 

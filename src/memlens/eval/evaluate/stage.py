@@ -118,7 +118,7 @@ def evaluate_length(model: Model, store: ResultsStore, source, length: str, mode
 
             def on_result(item: EvalItem, out: ModelOutput) -> None:
                 store.put(keys[item.question_id], {
-                    "question_id": item.question_id, "mode": mode, "ok": out.ok, "text": out.text,
+                    "question_id": item.question_id, "length": length, "mode": mode, "ok": out.ok, "text": out.text,
                     "error": out.error, "prompt_tokens": out.prompt_tokens,
                     "completion_tokens": out.completion_tokens, "meta": out.meta, "latency_s": out.latency_s,
                     "attempts": out.attempts, "created": time.time()})
