@@ -5,13 +5,17 @@ import asyncio
 import base64
 import io
 import json
+import logging
 import random
+import re
 import time
 import urllib.request
+from pathlib import Path
 
 import pytest
 from PIL import Image
 
+from memlens.core import http as http_module
 from memlens.core.http import (
     CompletionResult,
     OpenAICompatibleClient,
@@ -20,13 +24,6 @@ from memlens.core.http import (
 )
 from memlens.core.images import ImageEncoder
 from tests.support.fake_openai import FakeOpenAIServer, Fault, default_responder, faults_by_key
-
-try:
-    import aiohttp  # noqa: F401
-
-    BACKENDS = ["httpx", "aiohttp"]
-except ImportError:  # pragma: no cover
-    BACKENDS = ["httpx"]
 
 SECRET = "sk-test-Secret-123456"
 
@@ -38,10 +35,16 @@ def msgs(text: str = "hello") -> list[dict]:
     ]
 
 
-def make_client(server: FakeOpenAIServer, backend: str = "httpx", **cfg) -> OpenAICompatibleClient:
+def make_client(server: FakeOpenAIServer, **cfg) -> OpenAICompatibleClient:
     settings = {"backoff_base_s": 0.01, "backoff_max_s": 0.5, "timeout_s": 5.0, "max_retries": 3, **cfg}
     config = OpenAICompatibleConfig(base_url=server.base_url, model="test-model", **settings)
-    return OpenAICompatibleClient(config, rng=random.Random(0), http_backend=backend)
+    return OpenAICompatibleClient(config, rng=random.Random(0))
+
+
+def retry_counts(server: FakeOpenAIServer) -> list[str | None]:
+    """The SDK's ``x-stainless-retry-count`` header of each request: ``"0"`` on the first
+    attempt of every ``create()`` call, ``"n"`` on the SDK's own n-th retry."""
+    return [h.get("x-stainless-retry-count") for h in server.request_headers]
 
 
 def complete(client: OpenAICompatibleClient, messages: list[dict], **overrides) -> CompletionResult:
@@ -59,9 +62,8 @@ def server():
 
 
 # ---------------------------------------------------------------------------- success path
-@pytest.mark.parametrize("backend", BACKENDS)
-def test_success_records_answer_and_usage(server, backend):
-    result = complete(make_client(server, backend), msgs("what is up?"))
+def test_success_records_answer_and_usage(server):
+    result = complete(make_client(server), msgs("what is up?"))
     assert result.ok and result.error is None and result.attempts == 1
     body = server.requests[0]
     assert result.text == default_responder(body) and result.text.startswith("ANSWER:")
@@ -111,17 +113,21 @@ def test_optional_fields_omitted_and_overrides(server):
 
 
 # ---------------------------------------------------------------------------- faults and retries
-FAULTS = ["429", "500", "503", "timeout", "malformed", "truncated", "empty_choices", "disconnect"]
+# HTTP faults are retried inside the SDK call (its retry-count header goes 0, 1); unusable
+# 200 answers by this client, with a new SDK call (the header stays 0).
+SDK_FAULTS = ["429", "500", "503", "timeout", "truncated", "disconnect"]
+OUR_FAULTS = ["malformed", "empty_choices"]
 
 
-@pytest.mark.parametrize("backend", BACKENDS)
-@pytest.mark.parametrize("kind", FAULTS)
-def test_each_fault_is_retried_then_succeeds(backend, kind):
+@pytest.mark.parametrize("kind", SDK_FAULTS + OUR_FAULTS)
+def test_each_fault_is_retried_then_succeeds(kind):
     fault = Fault("timeout", sleep_s=30) if kind == "timeout" else kind
     timeout = 1.0 if kind == "timeout" else 10.0  # generous: the machine may be busy
     with FakeOpenAIServer(faults=[fault, "ok"], retry_after_s=0.01) as srv:
-        result = complete(make_client(srv, backend, timeout_s=timeout), msgs())
+        result = complete(make_client(srv, timeout_s=timeout), msgs())
         assert srv.fault_log == [(0, kind), (1, "ok")]
+        assert retry_counts(srv) == (["0", "1"] if kind in SDK_FAULTS else ["0", "0"])
+        assert srv.requests[0] == srv.requests[1]  # the retry resends the same body
     assert result.ok, result.error
     assert result.attempts == 2 and result.text.startswith("ANSWER:")
 
@@ -145,22 +151,66 @@ def test_client_errors_are_not_retried(status):
     assert status in result.error
 
 
-def test_retry_after_is_honoured():
+def test_429_with_retry_after_is_retried_by_the_sdk_and_succeeds():
     with FakeOpenAIServer(faults=[Fault("429", retry_after=0.4), "ok"]) as srv:
-        client = make_client(srv, backoff_base_s=0.001)
+        client = make_client(srv, backoff_base_s=0.001, backoff_max_s=0.001)  # ours would not wait
         t0 = time.perf_counter()
         result = complete(client, msgs())
         elapsed = time.perf_counter() - t0
-    assert result.ok and result.attempts == 2
-    assert elapsed >= 0.4
+        assert retry_counts(srv) == ["0", "1"]  # one create() call, retried by the SDK
+    assert result.ok and result.attempts == 2 and result.text.startswith("ANSWER:")
+    assert elapsed >= 0.4  # the server's Retry-After, not the SDK's 0.5 s * jitter minimum (0.375)
 
 
-def test_retry_after_is_capped_by_backoff_max():
-    with FakeOpenAIServer(faults=[Fault("429", retry_after=30), "ok"]) as srv:
+def test_retry_after_beyond_two_minutes_fails_at_once():
+    """The SDK does not wait more than 2 minutes for a server: the request is a recorded failure."""
+    with FakeOpenAIServer(faults=[Fault("429", retry_after=600), "ok"]) as srv:
         t0 = time.perf_counter()
-        result = complete(make_client(srv, backoff_max_s=0.1), msgs())
-        assert time.perf_counter() - t0 < 3
-    assert result.ok and result.attempts == 2
+        result = complete(make_client(srv), msgs())
+        assert time.perf_counter() - t0 < 3 and srv.request_count == 1
+    assert not result.ok and result.attempts == 1 and "429" in result.error and result.text is None
+
+
+def test_unusable_completions_are_retried_by_this_client():
+    calls = 0
+
+    def responder(body):
+        nonlocal calls
+        calls += 1
+        return {"content": "" if calls <= 2 else "fine"}  # call 1: the empty_choices answer; 2: empty content
+
+    faults = ["malformed", "empty_choices", "ok", "ok"]
+    with FakeOpenAIServer(faults=faults, responder=responder) as srv:
+        result = complete(make_client(srv, max_retries=5), msgs(), require_content=True)
+        assert srv.fault_log == [(0, "malformed"), (1, "empty_choices"), (2, "ok"), (3, "ok")]
+        assert retry_counts(srv) == ["0", "0", "0", "0"]  # each retry is a new SDK call
+        assert "require_content" not in srv.requests[0]  # a client option, not a request field
+    assert result.ok and result.attempts == 4 and result.text == "fine"
+    # without require_content an empty answer is a valid (empty) answer
+    with FakeOpenAIServer(responder=lambda body: {"content": None}) as srv:
+        result = complete(make_client(srv), msgs())
+        assert srv.request_count == 1
+    assert result.ok and result.text == "" and result.attempts == 1
+
+
+def test_empty_content_required_fails_after_the_budget_but_length_cut_is_kept():
+    with FakeOpenAIServer(responder=lambda body: {"content": "  "}) as srv:
+        result = complete(make_client(srv, max_retries=2), msgs(), require_content=True)
+        assert srv.request_count == 3
+    assert not result.ok and result.attempts == 3 and result.error.startswith("EmptyContentError")
+    with FakeOpenAIServer(responder=lambda body: {"content": None, "finish_reason": "length"}) as srv:
+        result = complete(make_client(srv, max_retries=2), msgs(), require_content=True)
+        assert srv.request_count == 1
+    assert result.ok and result.truncated and result.text == ""
+
+
+def test_one_retry_budget_for_both_layers():
+    """max_retries=3 allows 4 HTTP attempts in all, whoever retries."""
+    with FakeOpenAIServer(faults=["malformed", "500", "empty_choices", "503", "ok"], retry_after_s=0.01) as srv:
+        result = complete(make_client(srv, max_retries=3), msgs())
+        assert srv.request_count == 4
+        assert retry_counts(srv) == ["0", "0", "1", "0"]  # ours, SDK call with a 500 then an empty answer, ours
+    assert not result.ok and result.attempts == 4 and "503" in result.error
 
 
 def test_backoff_is_full_jitter_and_seeded(server):
@@ -169,8 +219,7 @@ def test_backoff_is_full_jitter_and_seeded(server):
     assert delays_a == [b.backoff_delay(n) for n in range(8)]  # same seed, same delays
     for n, d in enumerate(delays_a):
         assert 0.0 <= d <= min(5.0, 1.0 * 2**n)
-    assert a.backoff_delay(3, retry_after=2.0) == 2.0
-    assert a.backoff_delay(3, retry_after=99.0) == 5.0
+    assert len(set(delays_a)) == 8
 
 
 def test_timeout_handling():
@@ -188,7 +237,15 @@ def test_connection_refused_is_a_failure_not_an_exception():
         url = srv.base_url
     config = OpenAICompatibleConfig(base_url=url, model="m", max_retries=1, backoff_base_s=0.01, timeout_s=1)
     result = complete(OpenAICompatibleClient(config), msgs())
-    assert not result.ok and result.attempts == 2 and result.error
+    assert not result.ok and result.attempts == 2 and result.error.startswith("APIConnectionError")
+
+
+def test_reset_connections_fail_after_max_retries_counted_by_the_server():
+    with FakeOpenAIServer(refuse_connections=True) as srv:
+        result = complete(make_client(srv, max_retries=2), msgs())
+        assert srv.connection_count == 3 and srv.request_count == 0
+    assert not result.ok and result.attempts == 3 and result.text is None and result.latency_s is None
+    assert result.error.startswith("APIConnectionError") and "caused by" in result.error
 
 
 # ---------------------------------------------------------------------------- concurrency
@@ -251,8 +308,21 @@ def test_complete_many_async_callback_failures_and_progress(capsys):
     assert by_key["Q-ok"].ok and by_key["Q-ok"].attempts == 1
     assert by_key["Q-flaky"].ok and by_key["Q-flaky"].attempts == 3
     assert not by_key["Q-fail"].ok and by_key["Q-fail"].attempts == 3 and by_key["Q-fail"].text is None
-    assert (summary.ok, summary.failed, summary.attempts) == (2, 1, 7)
+    assert (summary.ok, summary.failed, summary.attempts, summary.truncated) == (2, 1, 7, 0)
     assert "failed=1" in capsys.readouterr().err
+
+
+def test_truncated_completions_are_kept_and_counted():
+    def responder(body):
+        return {"content": "partial", "finish_reason": "length"} if "long" in json.dumps(body) else "short"
+
+    out: dict[str, CompletionResult] = {}
+    with FakeOpenAIServer(responder=responder) as srv:
+        summary = make_client(srv).run_many([("a", msgs("long one")), ("b", msgs("b"))], out.__setitem__,
+                                            progress=False)
+    assert out["a"].ok and out["a"].truncated and out["a"].text == "partial" and out["a"].finish_reason == "length"
+    assert out["b"].ok and not out["b"].truncated
+    assert (summary.ok, summary.truncated) == (2, 1)
 
 
 def test_on_result_exception_propagates(server):
@@ -300,9 +370,34 @@ def test_api_key_from_env_sent_but_never_exposed(server, monkeypatch):
 
 def test_missing_key_env_sends_empty(server, monkeypatch):
     monkeypatch.delenv("MEMLENS_UNSET_KEY", raising=False)
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-from-the-sdk-default-variable")  # never used
     assert complete(make_client(server, api_key_env="MEMLENS_UNSET_KEY"), msgs()).ok
     assert complete(make_client(server), msgs()).ok
     assert [h["authorization"] for h in server.request_headers] == ["Bearer EMPTY", "Bearer EMPTY"]
+
+
+def test_http_logs_are_debug_and_never_show_the_key(server, monkeypatch, caplog):
+    monkeypatch.setenv("MEMLENS_TEST_API_KEY", SECRET)
+    with FakeOpenAIServer(faults=["500", "ok"]) as srv:
+        with caplog.at_level(logging.INFO):
+            assert complete(make_client(srv, api_key_env="MEMLENS_TEST_API_KEY"), msgs()).ok
+        info = [r for r in caplog.records if r.name.split(".")[0] in ("openai", "httpx", "httpx2")]
+        assert info == []  # "HTTP Request: POST ..." and "Retrying request in ..." are not INFO
+        caplog.clear()
+        with caplog.at_level(logging.DEBUG):
+            assert complete(make_client(srv, api_key_env="MEMLENS_TEST_API_KEY"), msgs()).ok
+    http_records = [r for r in caplog.records if r.name.split(".")[0] in ("openai", "httpx2")]
+    assert any("HTTP Request" in r.getMessage() for r in http_records)
+    assert all(r.levelno == logging.DEBUG for r in http_records)
+    assert not any(SECRET in r.getMessage() for r in caplog.records)
+
+
+def test_http_module_uses_no_private_sdk_names():
+    source = Path(http_module.__file__).read_text(encoding="utf-8")
+    for pattern in (r"openai\._", r"_base_client", r"cast_to", r"DefaultAsync\w*Client", r"DefaultAioHttpClient",
+                    r"\.post\(", r"_client\._"):
+        assert not re.search(pattern, source), f"http.py uses {pattern!r}"
+    assert "chat.completions.with_raw_response.create" in source  # the public SDK call
 
 
 # ---------------------------------------------------------------------------- images

@@ -39,6 +39,11 @@ Fault kinds: ``ok``, ``429`` (with ``Retry-After``), ``500``, ``503`` and any ot
 ``truncated`` (``Content-Length`` larger than the body, then the connection is closed),
 ``empty_choices`` (valid JSON, ``"choices": []``) and ``disconnect`` (close without
 any answer).
+
+``refuse_connections=True`` makes the server reset every TCP connection as soon as it is
+accepted, before reading a byte (what a client sees from a server that is going down);
+:attr:`FakeOpenAIServer.connection_count` counts accepted connections either way, so
+tests can count a client's connection attempts on the server side.
 """
 
 from __future__ import annotations
@@ -47,6 +52,8 @@ import asyncio
 import contextlib
 import hashlib
 import json
+import socket
+import struct
 import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
@@ -237,6 +244,8 @@ class FakeOpenAIServer:
         parse_bodies: parse request JSON.  When false the server only counts bytes, which
             keeps server CPU out of client benchmarks; key-based faults then never match.
         reasoning: optional fixed ``reasoning_content`` to add to every answer.
+        refuse_connections: reset every connection at once (no request is read or counted
+            as a chat request; :attr:`connection_count` still counts them).
     """
 
     def __init__(
@@ -253,6 +262,7 @@ class FakeOpenAIServer:
         record_requests: bool = True,
         parse_bodies: bool = True,
         reasoning: str | None = None,
+        refuse_connections: bool = False,
     ) -> None:
         self.latency_s = latency_s
         self.responder = responder or default_responder
@@ -263,6 +273,7 @@ class FakeOpenAIServer:
         self.record_requests = record_requests
         self.parse_bodies = parse_bodies
         self.reasoning = reasoning
+        self.refuse_connections = refuse_connections
         self._fault_fn = self._compile_faults(faults)
         self._requested_port = port
 
@@ -274,6 +285,7 @@ class FakeOpenAIServer:
         self._in_flight = 0
         self._max_in_flight = 0
         self._bytes_received = 0
+        self._connections = 0
 
         self._loop: asyncio.AbstractEventLoop | None = None
         self._server: asyncio.base_events.Server | None = None
@@ -394,6 +406,12 @@ class FakeOpenAIServer:
             return self._chat_count
 
     @property
+    def connection_count(self) -> int:
+        """Number of TCP connections accepted (including refused ones)."""
+        with self._lock:
+            return self._connections
+
+    @property
     def in_flight(self) -> int:
         """Chat requests currently being handled."""
         with self._lock:
@@ -419,6 +437,7 @@ class FakeOpenAIServer:
             self._fault_log.clear()
             self._max_in_flight = self._in_flight
             self._bytes_received = 0
+            self._connections = 0
 
     # ------------------------------------------------------------------ faults
     @staticmethod
@@ -454,7 +473,16 @@ class FakeOpenAIServer:
         if task is not None:
             self._tasks.add(task)
         self._writers.add(writer)
+        with self._lock:
+            self._connections += 1
         try:
+            if self.refuse_connections:
+                sock = writer.get_extra_info("socket")
+                if sock is not None:  # linger 0: close() sends a RST, not a FIN
+                    with contextlib.suppress(OSError):
+                        sock.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+                writer.transport.abort()
+                return
             while True:
                 try:
                     head = await reader.readuntil(b"\r\n\r\n")

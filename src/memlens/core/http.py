@@ -2,49 +2,55 @@
 
 Used by the evaluation engine (one request per benchmark question) and by the LLM judge.
 
-Design, compared with the official harness (a ``ThreadPoolExecutor`` of 4 workers, up to 5
-attempts with a fixed 10 s pause, every image re-encoded for every request):
+Who does what:
 
-* **One event loop, one connection pool.** Requests run as coroutines on a single
-  ``AsyncOpenAI`` client (``max_retries=0``: retries are ours) whose HTTP pool holds
-  ``concurrency`` connections.  An ``asyncio.Semaphore`` caps the requests in flight at
-  ``concurrency``, whether they come from :meth:`OpenAICompatibleClient.complete_many` or
-  from direct :meth:`~OpenAICompatibleClient.complete` calls.
-* **Bounded memory.** :meth:`~OpenAICompatibleClient.complete_many` is a pool of
-  ``concurrency`` workers pulling ``(key, messages)`` pairs from the caller's iterator;
-  at most ``concurrency`` request payloads exist at any time, and each result is handed
-  to ``on_result`` as soon as it is known (so it can go to a crash-safe store at once).
-* **Images encoded once.** Image blocks that reference local files are converted by a
-  shared :class:`~memlens.core.images.ImageEncoder` (LRU cache), so a history that is
-  reused by many questions is encoded once.  A request whose images are all cached is
-  built on the event loop (~1 ms); only a cache miss sends the build to a worker thread.
-* **Cheap request bodies.** The messages are serialised once (``orjson`` when installed)
-  with a placeholder per inline image, and the encoder's cached data-URL bytes are
-  spliced in as separate chunks of a :class:`RequestBody` that is streamed with an
-  explicit ``Content-Length`` through ``AsyncOpenAI.post``.  A 128K-token request with
-  90 inline images (~100 MB) is thus built in about a millisecond instead of the
-  ~50 ms (orjson) to ~250 ms (stdlib ``json``, what ``chat.completions.create`` does)
-  of materialising it, no per-request copy of the image data exists, and retries resend
-  the same chunks.  It also skips the SDK's per-request TypedDict transform.  When
-  ``aiohttp`` is installed the SDK's aiohttp transport (``openai.DefaultAioHttpClient``)
-  is used; it costs less CPU per request than the default httpx transport.
-* **Retries that never raise.** 429 and 5xx (``Retry-After``/``retry-after-ms`` honoured,
-  capped at ``backoff_max_s``), 408/409/425, timeouts, connection errors, malformed or
-  truncated responses and empty ``choices`` are retried with exponential backoff and
-  full jitter (``uniform(0, min(backoff_max_s, backoff_base_s * 2**n))``); other 4xx
-  (400/401/403/404/413/422 ...) are content or configuration errors and fail at once.
-  :meth:`~OpenAICompatibleClient.complete` always returns a :class:`CompletionResult`;
-  a failed request has ``ok=False`` and ``error`` set, never an answer.
-* **No secret leaks.** The config stores only the *name* of the environment variable
-  holding the key; the key itself lives in a private attribute, is excluded from every
-  ``repr`` and is masked in error strings.
+* **HTTP faults are the openai SDK's business.**  Every request is one public
+  ``AsyncOpenAI.chat.completions.with_raw_response.create(...)`` call on a client built with
+  ``max_retries`` and ``timeout``: the SDK retries connection errors, timeouts, 408, 409,
+  429 and 5xx with its own exponential backoff (0.5 s doubling up to 8 s, 0-25 % jitter)
+  and honours ``Retry-After``/``retry-after-ms`` up to two minutes (a server asking for
+  more is not retried: the request fails at once).  Other 4xx fail at once.
+* **This module adds what the SDK does not do.**  A 200 answer that is not a usable
+  completion (unparsable JSON, no ``choices``, an empty ``choices`` list, or no content
+  when the call asked for ``require_content=True``) is retried here with full-jitter
+  backoff (``uniform(0, min(backoff_max_s, backoff_base_s * 2**n))``).  ``max_retries`` is
+  one budget for both layers: a request never makes more than ``max_retries + 1`` HTTP
+  attempts.  A completion cut by the token limit is kept and recorded
+  (``finish_reason="length"``, counted in :attr:`BatchSummary.truncated`).
+  :meth:`~OpenAICompatibleClient.complete` never raises for request problems: a request
+  that still fails after all attempts becomes a :class:`CompletionResult` with
+  ``ok=False`` and ``error`` set, never an answer.
+* **One event loop, one connection pool, bounded memory.**  An ``asyncio.Semaphore`` caps
+  the requests in flight at ``concurrency`` (for :meth:`~OpenAICompatibleClient.complete_many`
+  and direct :meth:`~OpenAICompatibleClient.complete` calls alike), and the HTTP pool holds
+  as many connections.  :meth:`~OpenAICompatibleClient.complete_many` is a pool of
+  ``concurrency`` workers pulling ``(key, messages)`` pairs from the caller's iterator, so
+  at most ``concurrency`` payloads exist at once; each result goes to ``on_result`` as
+  soon as it is known (so it can reach a crash-safe store at once).
+* **Images encoded once, bodies built without copies.**  Local image files are converted
+  by a shared :class:`~memlens.core.images.ImageEncoder` (LRU cache).  The messages are
+  serialised once (``orjson`` when installed) with a placeholder per inline image and the
+  encoder's cached data-URL bytes are spliced in as chunks of a :class:`RequestBody`.  A
+  128K-token request with 90 inline images (~100 MB) is built in about a millisecond,
+  where ``create(messages=...)`` would spend ~0.5 s of event-loop time (type transform
+  plus stdlib ``json``) and copy the 100 MB.  So ``create()`` is called with an empty
+  ``messages`` list and the HTTP client swaps the SDK's placeholder JSON for the call's
+  prebuilt body (:class:`_PrebuiltBodyClient`, an ``httpx`` client whose public ``send``
+  is overridden; the body is found through a :class:`contextvars.ContextVar`).  URL, auth,
+  SDK headers, timeouts and the retry loop stay the SDK's; every retry resends the same
+  chunks.  The same hook counts the HTTP attempts of each call.
+* **No secret leaks.**  The config stores only the *name* of the environment variable
+  holding the key (``OPENAI_API_KEY`` is never read); the key lives in a private
+  attribute, is excluded from every ``repr`` and is masked in error strings.  The
+  per-request log lines of the SDK and of ``httpx`` (URL, status, "Retrying request in
+  ...") are demoted from INFO to DEBUG.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
-import email.utils
+import contextvars
 import inspect
 import json
 import logging
@@ -61,7 +67,7 @@ from tqdm.auto import tqdm
 
 from memlens.core.images import ImageEncoder, ImageError
 
-try:  # the openai SDK >= 2 ships on httpx2; older releases on httpx
+try:  # the openai SDK >= 3 ships on httpx2; older releases on httpx
     import httpx2 as _httpx
 except ImportError:  # pragma: no cover - depends on the installed SDK
     import httpx as _httpx  # type: ignore[no-redef]
@@ -71,16 +77,12 @@ try:
 except ImportError:  # pragma: no cover - optional speed-up
     _orjson = None
 
-try:
-    import aiohttp as _aiohttp
-except ImportError:  # pragma: no cover - optional transport
-    _aiohttp = None
-
 __all__ = [
     "BatchSummary",
     "ClientStats",
     "CompletionResult",
     "EmptyChoicesError",
+    "EmptyContentError",
     "MalformedResponseError",
     "OpenAICompatibleClient",
     "OpenAICompatibleConfig",
@@ -92,8 +94,6 @@ log = logging.getLogger(__name__)
 
 K = TypeVar("K", bound=Hashable)
 
-#: HTTP statuses that are worth another attempt (besides every 5xx).
-RETRYABLE_STATUS = frozenset({408, 409, 425, 429})
 _ERROR_MAX_CHARS = 500
 
 
@@ -113,13 +113,15 @@ class OpenAICompatibleConfig:
         max_new_tokens: ``max_tokens`` of each request.
         temperature: sampling temperature (0 = greedy).
         timeout_s: per-attempt HTTP timeout (connect, read, write and pool).
-        max_retries: extra attempts after the first for retryable failures.
+        max_retries: extra HTTP attempts after the first, shared by the SDK's retries of
+            HTTP faults and this client's retries of unusable completions.
         image_transport: ``"base64"`` (inline PNG data URLs) or ``"url"`` (``file://``).
         max_image_side: longest image side after resizing; ``None`` keeps full resolution.
         extra_body: extra top-level request fields, e.g.
             ``{"chat_template_kwargs": {"enable_thinking": False}}``.
-        backoff_base_s: first backoff ceiling; doubles per failed attempt.
-        backoff_max_s: cap of every backoff and of honoured ``Retry-After`` values.
+        backoff_base_s: first backoff ceiling of the retries of unusable completions;
+            doubles per retry (HTTP faults use the SDK's backoff, see the module docstring).
+        backoff_max_s: cap of those backoffs.
         top_p: nucleus sampling; ``None`` leaves the server default.
         seed: sampling seed; ``None`` sends none.
     """
@@ -164,10 +166,10 @@ class CompletionResult:
         text: ``choices[0].message.content`` (``""`` when the model produced no content);
             ``None`` when not ok.
         reasoning: ``reasoning_content`` (or ``reasoning``) of the message, if any.
-        finish_reason: ``choices[0].finish_reason``.
+        finish_reason: ``choices[0].finish_reason`` (``"length"``: cut by the token limit).
         prompt_tokens: ``usage.prompt_tokens``.
         completion_tokens: ``usage.completion_tokens``.
-        latency_s: wall time of the successful attempt; ``None`` when not ok.
+        latency_s: wall time of the successful HTTP attempt; ``None`` when not ok.
         attempts: HTTP attempts made (0 when the request could not even be built).
         error: ``"<ExceptionClass>: <message>"`` of the last error when not ok.
         served_model: the ``model`` field of the response.
@@ -184,6 +186,11 @@ class CompletionResult:
     error: str | None = None
     served_model: str | None = None
 
+    @property
+    def truncated(self) -> bool:
+        """The completion was cut by the token limit (``finish_reason == "length"``)."""
+        return self.finish_reason == "length"
+
     def to_dict(self) -> dict[str, Any]:
         """Plain dict, e.g. for a JSONL store."""
         return asdict(self)
@@ -191,13 +198,17 @@ class CompletionResult:
 
 @dataclass
 class BatchSummary:
-    """Totals of one :meth:`OpenAICompatibleClient.complete_many` run."""
+    """Totals of one :meth:`OpenAICompatibleClient.complete_many` run.
+
+    ``truncated`` counts the successful completions cut by the token limit.
+    """
 
     total: int = 0
     ok: int = 0
     failed: int = 0
     attempts: int = 0
     elapsed_s: float = 0.0
+    truncated: int = 0
 
     @property
     def requests_per_s(self) -> float:
@@ -210,8 +221,8 @@ class ClientStats:
     """Cumulative client-side timings (seconds) and sizes, for benchmarks and logs.
 
     ``build_s`` is the time spent building request bodies (image cache look-ups, first-time
-    image encodes, JSON serialisation); ``http_s`` the time inside HTTP attempts (sending,
-    server time, receiving and parsing the response).
+    image encodes, JSON serialisation); ``http_s`` the time inside SDK calls (sending,
+    server time, receiving the response, and the SDK's own retry pauses, if any).
     """
 
     requests: int = 0
@@ -238,11 +249,16 @@ class EmptyChoicesError(ValueError):
     """The server answered a chat completion without any choice."""
 
 
-class RequestBody:
+class EmptyContentError(ValueError):
+    """The completion has no content although the call required some (``require_content``)."""
+
+
+class RequestBody(_httpx.AsyncByteStream):
     """A serialised JSON request body held as a sequence of byte chunks.
 
     Iterating it asynchronously yields the chunks; it can be iterated any number of times
     (each retry re-sends it).  ``len()`` is the total size, sent as ``Content-Length``.
+    It is an ``httpx`` ``AsyncByteStream``, so it is streamed as is, without a copy.
     """
 
     __slots__ = ("chunks", "length")
@@ -254,10 +270,7 @@ class RequestBody:
     def __len__(self) -> int:
         return self.length
 
-    def __aiter__(self) -> AsyncIterator[bytes]:
-        return self._iterate()
-
-    async def _iterate(self) -> AsyncIterator[bytes]:
+    async def __aiter__(self) -> AsyncIterator[bytes]:
         for chunk in self.chunks:
             yield chunk
 
@@ -266,14 +279,78 @@ class RequestBody:
         return self.chunks[0] if len(self.chunks) == 1 else b"".join(self.chunks)
 
 
+# ---------------------------------------------------------------------------- HTTP plumbing
+@dataclass
+class _Call:
+    """One SDK call in progress: the body to send and what its HTTP attempts did."""
+
+    body: RequestBody
+    attempts: int = 0
+    attempt_t0: float = 0.0
+
+
+#: The SDK call running in the current task (set around each ``create()``).
+_CURRENT_CALL: contextvars.ContextVar[_Call | None] = contextvars.ContextVar("memlens_http_call", default=None)
+
+
+class _PrebuiltBodyClient(_httpx.AsyncClient):
+    """``httpx`` client that sends the current call's :class:`RequestBody`.
+
+    The SDK builds every attempt's request (URL, auth, its headers) and calls ``send``; here
+    the SDK's placeholder JSON is replaced by the prebuilt body of the :class:`_Call` of the
+    running task, and the attempt is counted.  Requests made outside a call pass unchanged.
+    """
+
+    async def send(self, request: Any, **kwargs: Any) -> Any:  # type: ignore[override]
+        call = _CURRENT_CALL.get()
+        if call is not None:
+            call.attempts += 1
+            call.attempt_t0 = time.perf_counter()
+            headers = request.headers.copy()
+            headers["Content-Length"] = str(call.body.length)
+            request = _httpx.Request(
+                request.method, request.url, headers=headers, stream=call.body, extensions=request.extensions
+            )
+        return await super().send(request, **kwargs)
+
+
+class _DemoteToDebug(logging.Filter):
+    """Turns INFO records (one per HTTP request or retry) into DEBUG records."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        if record.levelno != logging.INFO:
+            return True
+        record.levelno, record.levelname = logging.DEBUG, logging.getLevelName(logging.DEBUG)
+        return logging.getLogger(record.name).isEnabledFor(logging.DEBUG)
+
+
+_DEMOTE = _DemoteToDebug()
+_QUIET_PACKAGES = ("openai", "httpx", "httpx2")
+
+
+def _demote_http_logs() -> None:
+    """Attach :class:`_DemoteToDebug` to the existing loggers of the SDK and of httpx.
+
+    A logger's filters only see the records logged on that very logger, so the filter goes
+    on each of them (they are created when the packages are imported).
+    """
+    names = [n for n in list(logging.Logger.manager.loggerDict) if n.split(".", 1)[0] in _QUIET_PACKAGES]
+    for name in {*names, *_QUIET_PACKAGES}:
+        logger = logging.getLogger(name)
+        if _DEMOTE not in logger.filters:
+            logger.addFilter(_DEMOTE)
+
+
 # ---------------------------------------------------------------------------- helpers
 _PASS_THROUGH = ("data:", "http://", "https://")
 # A per-process random marker standing for one inline image while the JSON is serialised.
 _IMAGE_PLACEHOLDER = f"\x00memlens-image-{uuid.uuid4().hex}\x00"
 _IMAGE_PLACEHOLDER_JSON = json.dumps(_IMAGE_PLACEHOLDER)[1:-1].encode("ascii")  # without quotes
 
+#: ``complete()`` keywords that change the client's behaviour (everything else is a body field).
 _CONFIG_OVERRIDES = frozenset(
-    {"model", "max_new_tokens", "temperature", "top_p", "seed", "extra_body", "timeout_s", "max_retries"}
+    {"model", "max_new_tokens", "temperature", "top_p", "seed", "extra_body", "timeout_s", "max_retries",
+     "require_content"}
 )
 
 
@@ -287,7 +364,18 @@ class _Settings:
     extra_body: dict | None
     timeout_s: float
     max_retries: int
+    require_content: bool = False
     body_extra: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass
+class _Parsed:
+    text: str
+    reasoning: str | None
+    finish_reason: str | None
+    prompt_tokens: int | None
+    completion_tokens: int | None
+    served_model: str | None
 
 
 @dataclass
@@ -295,6 +383,7 @@ class _LoopState:
     loop: asyncio.AbstractEventLoop
     client: openai.AsyncOpenAI
     semaphore: asyncio.Semaphore
+    creators: dict[int, Callable[..., Awaitable[Any]]] = field(default_factory=dict)
 
 
 def _dumps(obj: Any) -> bytes:
@@ -303,65 +392,27 @@ def _dumps(obj: Any) -> bytes:
     return json.dumps(obj, ensure_ascii=False, separators=(",", ":"), allow_nan=False).encode("utf-8")
 
 
-def _retry_after_seconds(headers: Mapping[str, str] | None) -> float | None:
-    """Parse ``retry-after-ms`` / ``Retry-After`` (seconds or HTTP date) into seconds."""
-    if not headers:
-        return None
-    raw_ms = headers.get("retry-after-ms")
-    if raw_ms:
-        with contextlib.suppress(ValueError):
-            return max(0.0, float(raw_ms) / 1000.0)
-    raw = headers.get("retry-after")
-    if not raw:
-        return None
-    try:
-        return max(0.0, float(raw))
-    except ValueError:
-        pass
-    with contextlib.suppress(TypeError, ValueError, IndexError, OverflowError):
-        when = email.utils.parsedate_to_datetime(raw)
-        return max(0.0, when.timestamp() - time.time())
-    return None
+def _loads(data: bytes) -> Any:
+    if _orjson is not None:
+        return _orjson.loads(data)
+    return json.loads(data)
 
 
-def _retryable_transport_errors() -> tuple[type[BaseException], ...]:
-    errors: list[type[BaseException]] = [
-        openai.APIConnectionError,  # includes APITimeoutError
-        openai.APIResponseValidationError,
-        MalformedResponseError,
-        EmptyChoicesError,
-        json.JSONDecodeError,
-        _httpx.TransportError,
-        _httpx.DecodingError,
-        _httpx.StreamError,
-        asyncio.TimeoutError,
-        ConnectionError,
-        EOFError,
-    ]
-    with contextlib.suppress(ImportError):
-        import anyio
-
-        errors += [anyio.EndOfStream, anyio.BrokenResourceError, anyio.ClosedResourceError]
-    if _aiohttp is not None:
-        errors.append(_aiohttp.ClientError)
-    return tuple(errors)
-
-
-_RETRYABLE_ERRORS = _retryable_transport_errors()
+#: Unusable 200 answers: retried by this client, not by the SDK.
+_UNUSABLE = (MalformedResponseError, EmptyChoicesError, EmptyContentError)
 
 
 # ---------------------------------------------------------------------------- the client
 class OpenAICompatibleClient:
-    """Concurrent, retrying chat-completions client.
+    """Concurrent chat-completions client on top of ``openai.AsyncOpenAI``.
 
     Args:
         config: connection and decoding settings.
-        rng: random generator for backoff jitter (inject a seeded one in tests).
+        rng: random generator for the backoff jitter of this client's own retries (inject
+            a seeded one in tests).
         image_encoder: encoder for local image files; by default one is built from
             ``config.max_image_side`` and ``config.image_transport`` (a given encoder's
             own settings win).  Share one encoder between clients to share its cache.
-        http_backend: ``"auto"`` (aiohttp when installed, else httpx), ``"aiohttp"`` or
-            ``"httpx"``.
 
     The client binds its HTTP connections to the running event loop and rebuilds them
     when used from another loop (e.g. successive :meth:`run_many` calls).  In your own
@@ -375,14 +426,8 @@ class OpenAICompatibleClient:
         *,
         rng: random.Random | None = None,
         image_encoder: ImageEncoder | None = None,
-        http_backend: str = "auto",
     ) -> None:
-        if http_backend not in ("auto", "aiohttp", "httpx"):
-            raise ValueError("http_backend must be 'auto', 'aiohttp' or 'httpx'")
-        if http_backend == "aiohttp" and _aiohttp is None:
-            raise ValueError("http_backend='aiohttp' needs the aiohttp package")
         self.config = config
-        self.http_backend = ("aiohttp" if _aiohttp is not None else "httpx") if http_backend == "auto" else http_backend
         self._rng = rng if rng is not None else random.Random()
         self.image_encoder = image_encoder or ImageEncoder(
             max_side=config.max_image_side,
@@ -391,6 +436,7 @@ class OpenAICompatibleClient:
         self._api_key = self._read_api_key(config.api_key_env)
         self._state: _LoopState | None = None
         self.stats = ClientStats()
+        _demote_http_logs()
 
     # ------------------------------------------------------------------ plumbing
     @staticmethod
@@ -407,7 +453,7 @@ class OpenAICompatibleClient:
         c = self.config
         return (
             f"{type(self).__name__}(base_url={c.base_url!r}, model={c.model!r}, "
-            f"concurrency={c.concurrency}, api_key_env={c.api_key_env!r}, http_backend={self.http_backend!r})"
+            f"concurrency={c.concurrency}, api_key_env={c.api_key_env!r})"
         )
 
     def _loop_state(self) -> _LoopState:
@@ -415,25 +461,33 @@ class OpenAICompatibleClient:
         state = self._state
         if state is not None and state.loop is loop:
             return state
-        limits = _httpx.Limits(
-            max_connections=self.config.concurrency,
-            max_keepalive_connections=self.config.concurrency,
+        n = self.config.concurrency
+        http_client = _PrebuiltBodyClient(
+            limits=_httpx.Limits(max_connections=n, max_keepalive_connections=n),
+            timeout=_httpx.Timeout(self.config.timeout_s),
+            follow_redirects=True,
         )
-        timeout = _httpx.Timeout(self.config.timeout_s)
-        if self.http_backend == "aiohttp":
-            http_client = openai.DefaultAioHttpClient(limits=limits, timeout=timeout)
-        else:
-            factory = getattr(openai, "DefaultAsyncHttpx2Client", None) or openai.DefaultAsyncHttpxClient
-            http_client = factory(limits=limits, timeout=timeout)
         client = openai.AsyncOpenAI(
             api_key=self._api_key,
             base_url=self.config.base_url,
             timeout=self.config.timeout_s,
-            max_retries=0,
+            max_retries=self.config.max_retries,
             http_client=http_client,
         )
-        self._state = _LoopState(loop=loop, client=client, semaphore=asyncio.Semaphore(self.config.concurrency))
+        self._state = _LoopState(loop=loop, client=client, semaphore=asyncio.Semaphore(n))
         return self._state
+
+    @staticmethod
+    def _creator(state: _LoopState, max_retries: int) -> Callable[..., Awaitable[Any]]:
+        """``chat.completions.with_raw_response.create`` of a client with ``max_retries``
+        (``with_options`` copies share the connection pool; one copy per budget is kept)."""
+        create = state.creators.get(max_retries)
+        if create is None:
+            sdk = state.client if max_retries == state.client.max_retries else state.client.with_options(
+                max_retries=max_retries
+            )
+            create = state.creators[max_retries] = sdk.chat.completions.with_raw_response.create
+        return create
 
     async def aclose(self) -> None:
         """Close the HTTP connections of the current event loop's client."""
@@ -612,7 +666,12 @@ class OpenAICompatibleClient:
 
     # ------------------------------------------------------------------ response parsing
     @staticmethod
-    def _parse(data: Any) -> tuple[str, str | None, str | None, int | None, int | None, str | None]:
+    def _parse(raw: bytes, *, require_content: bool = False) -> _Parsed:
+        """The fields of a chat-completion body; raises one of the ``_UNUSABLE`` errors."""
+        try:
+            data = _loads(raw)
+        except ValueError as exc:
+            raise MalformedResponseError(f"response is not valid JSON ({exc})") from None
         if not isinstance(data, Mapping):
             raise MalformedResponseError(f"expected a JSON object, got {type(data).__name__}")
         choices = data.get("choices")
@@ -630,40 +689,40 @@ class OpenAICompatibleClient:
         if isinstance(content, list):  # some servers return content parts
             content = "".join(p.get("text", "") for p in content if isinstance(p, Mapping))
         text = "" if content is None else str(content)
+        finish = choice.get("finish_reason")
+        if require_content and not text.strip() and finish != "length":
+            raise EmptyContentError(f"the completion has no content (finish_reason={finish!r})")
         reasoning = message.get("reasoning_content")
         if reasoning is None:
             reasoning = message.get("reasoning")
         usage = data.get("usage") if isinstance(data.get("usage"), Mapping) else {}
         model = data.get("model")
-        return (
-            text,
-            None if reasoning is None else str(reasoning),
-            choice.get("finish_reason"),
-            usage.get("prompt_tokens"),
-            usage.get("completion_tokens"),
-            None if model is None else str(model),
+        return _Parsed(
+            text=text,
+            reasoning=None if reasoning is None else str(reasoning),
+            finish_reason=finish,
+            prompt_tokens=usage.get("prompt_tokens"),
+            completion_tokens=usage.get("completion_tokens"),
+            served_model=None if model is None else str(model),
         )
 
     # ------------------------------------------------------------------ public API
-    def backoff_delay(self, attempt: int, retry_after: float | None = None) -> float:
-        """Seconds to wait after failed attempt number ``attempt`` (0-based).
-
-        A server-provided ``retry_after`` wins (capped at ``backoff_max_s``); otherwise full
-        jitter: ``uniform(0, min(backoff_max_s, backoff_base_s * 2**attempt))``.
+    def backoff_delay(self, retry: int) -> float:
+        """Seconds to wait before this client's own retry number ``retry`` (0-based) of an
+        unusable completion: full jitter, ``uniform(0, min(backoff_max_s, backoff_base_s * 2**retry))``.
         """
-        cap = self.config.backoff_max_s
-        if retry_after is not None:
-            return min(retry_after, cap)
-        ceiling = min(cap, self.config.backoff_base_s * (2 ** min(attempt, 62)))
+        ceiling = min(self.config.backoff_max_s, self.config.backoff_base_s * (2 ** min(retry, 62)))
         return self._rng.uniform(0.0, ceiling)
 
     async def complete(self, messages: list[dict], **overrides: Any) -> CompletionResult:
-        """Send one chat request, retrying transient failures; never raises for request problems.
+        """Send one chat request with retries; never raises for request problems.
 
         ``overrides`` may replace ``model``, ``max_new_tokens``, ``temperature``, ``top_p``,
         ``seed``, ``timeout_s``, ``max_retries`` or ``extra_body`` (merged over the config's)
-        for this call; any other keyword becomes a top-level request field (``None``
-        removes a field, e.g. ``max_new_tokens=None, max_completion_tokens=256``).
+        for this call; ``require_content=True`` treats a completion without content (other
+        than one cut by the token limit) as unusable, i.e. retries it.  Any other keyword
+        becomes a top-level request field (``None`` removes a field, e.g.
+        ``max_new_tokens=None, max_completion_tokens=256``).
         """
         state = self._loop_state()
         s = self._settings(overrides)
@@ -675,62 +734,56 @@ class OpenAICompatibleClient:
         except (TypeError, ValueError) as exc:  # unserialisable message content
             return CompletionResult(ok=False, attempts=0, error=self._describe(exc))
         self.stats.build_s += build_s
-        options: dict[str, Any] = {
-            "timeout": s.timeout_s,
-            "headers": {"Content-Type": "application/json", "Content-Length": str(len(body))},
-        }
 
+        budget = s.max_retries + 1  # HTTP attempts, shared with the SDK's retries
         attempts = 0
-        last_error = "no attempt made"
-        for attempt in range(s.max_retries + 1):
-            attempts += 1
-            retry_after: float | None = None
+        retry = 0
+        error = "no attempt made"
+        while True:
+            create = self._creator(state, budget - attempts - 1)
+            call = _Call(body)
+            retryable = False
             async with state.semaphore:
+                token = _CURRENT_CALL.set(call)
                 t0 = time.perf_counter()
                 try:
-                    data = await state.client.post(
-                        "/chat/completions", content=body, cast_to=object, options=options
-                    )
-                    latency = time.perf_counter() - t0
-                    text, reasoning, finish, p_tok, c_tok, served = self._parse(data)
-                except openai.APIStatusError as exc:
-                    last_error = self._describe(exc)
-                    status = exc.status_code
-                    retryable = status in RETRYABLE_STATUS or status >= 500
-                    if retryable:  # 429, and 503 from some servers, say when to come back
-                        retry_after = _retry_after_seconds(exc.response.headers)
-                except _RETRYABLE_ERRORS as exc:
-                    last_error = self._describe(exc)
-                    retryable = True
-                except Exception as exc:  # noqa: BLE001 - unknown failure: record it, do not retry
-                    last_error = self._describe(exc)
-                    retryable = False
+                    raw = await create(model=s.model, messages=[], timeout=s.timeout_s)
+                    latency = time.perf_counter() - call.attempt_t0
+                    parsed = self._parse(raw.http_response.content, require_content=s.require_content)
+                except _UNUSABLE as exc:
+                    error, retryable = self._describe(exc), True
+                except Exception as exc:  # noqa: BLE001 - SDK errors (already retried by it) and the unexpected
+                    error = self._describe(exc)
                 else:
+                    attempts += call.attempts
                     self.stats.attempts += attempts
-                    self.stats.bytes_sent += len(body) * attempts
+                    self.stats.bytes_sent += body.length * attempts
                     return CompletionResult(
                         ok=True,
-                        text=text,
-                        reasoning=reasoning,
-                        finish_reason=finish,
-                        prompt_tokens=p_tok,
-                        completion_tokens=c_tok,
+                        text=parsed.text,
+                        reasoning=parsed.reasoning,
+                        finish_reason=parsed.finish_reason,
+                        prompt_tokens=parsed.prompt_tokens,
+                        completion_tokens=parsed.completion_tokens,
                         latency_s=latency,
                         attempts=attempts,
-                        served_model=served,
+                        served_model=parsed.served_model,
                     )
                 finally:
                     self.stats.http_s += time.perf_counter() - t0
-            if not retryable or attempt >= s.max_retries:
+                    _CURRENT_CALL.reset(token)
+            attempts += call.attempts
+            if not retryable or call.attempts == 0 or attempts >= budget:
                 break
-            delay = self.backoff_delay(attempt, retry_after)
-            log.debug("attempt %d failed (%s); retrying in %.2fs", attempts, last_error, delay)
+            delay = self.backoff_delay(retry)
+            retry += 1
+            log.debug("attempt %d gave an unusable completion (%s); retrying in %.2fs", attempts, error, delay)
             if delay > 0:
                 await asyncio.sleep(delay)
         self.stats.attempts += attempts
-        self.stats.bytes_sent += len(body) * attempts
-        log.warning("request failed after %d attempt(s): %s", attempts, last_error)
-        return CompletionResult(ok=False, attempts=attempts, error=last_error)
+        self.stats.bytes_sent += body.length * attempts
+        log.warning("request failed after %d attempt(s): %s", attempts, error)
+        return CompletionResult(ok=False, attempts=attempts, error=error)
 
     async def complete_many(
         self,
@@ -796,6 +849,7 @@ class OpenAICompatibleClient:
                 summary.attempts += result.attempts
                 if result.ok:
                     summary.ok += 1
+                    summary.truncated += result.truncated
                 else:
                     summary.failed += 1
                     bar.set_postfix(failed=summary.failed, refresh=False)
@@ -825,6 +879,9 @@ class OpenAICompatibleClient:
             summary.elapsed_s = time.perf_counter() - t0
             bar.set_postfix(failed=summary.failed, refresh=False)
             bar.close()
+        if summary.truncated:
+            log.info("%d of %d completions were cut by the token limit (finish_reason=length)",
+                     summary.truncated, summary.ok)
         return summary
 
     def run_many(

@@ -367,7 +367,8 @@ class LLMJudge:
         progress = sys.stderr.isatty() if self.progress is None else bool(self.progress)
 
         def run() -> None:
-            client.run_many(items, on_result, progress=progress, total=len(items), desc=f"judge {self.name}")
+            client.run_many(items, on_result, progress=progress, total=len(items), desc=f"judge {self.name}",
+                            require_content=True)  # an empty verdict is retried like a broken answer
 
         try:
             import asyncio
