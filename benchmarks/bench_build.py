@@ -7,6 +7,7 @@ Prints per-stage wall time and peak RSS (each stage runs as its own `memlens` pr
 them), the length/session/image table, and the storage of the content-addressed store against the
 official JSON layout of the same data (which repeats every session per question and length).
 """
+
 from __future__ import annotations
 
 import argparse
@@ -45,8 +46,12 @@ def main() -> int:
     for st in STAGES:
         t0 = time.perf_counter()
         before = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
-        r = subprocess.run([str(exe), st, "--root", str(root), f"data.scale={args.scale}", *args.overrides],
-                           env=env, capture_output=True, text=True)
+        r = subprocess.run(
+            [str(exe), st, "--root", str(root), f"data.scale={args.scale}", *args.overrides],
+            env=env,
+            capture_output=True,
+            text=True,
+        )
         dt = time.perf_counter() - t0
         rss = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
         if r.returncode != 0:
@@ -61,8 +66,10 @@ def main() -> int:
     man = json.loads((root / "data" / "instances" / "manifest.json").read_text())
     print("\nlength  instances  mean tokens  max rel err  sessions  images  image tokens")
     for ln, t in man["table"].items():
-        print(f"{ln:6s} {t['instances']:10d} {t['mean_tokens']:12.0f} {t['max_rel_error']:12.4f} {t['mean_sessions']:9.1f} "
-              f"{t['mean_images']:7.1f} {t['mean_image_tokens']:13.0f}")
+        print(
+            f"{ln:6s} {t['instances']:10d} {t['mean_tokens']:12.0f} {t['max_rel_error']:12.4f} {t['mean_sessions']:9.1f} "
+            f"{t['mean_images']:7.1f} {t['mean_image_tokens']:13.0f}"
+        )
     validity = json.loads((root / "reports" / "validity.json").read_text())
     print("\ngates:", {k: (v["value"], "ok" if v["pass"] else "FAIL") for k, v in validity["gates"].items()})
     print("composition:", validity["composition"]["by_subtype"])
@@ -72,10 +79,14 @@ def main() -> int:
     rel = d / "release"
     release_json = sum(p.stat().st_size for p in rel.glob("dataset_*.json"))
     release_imgs = du(rel / "release_images")
-    print(f"\nstorage: content-addressed text (sessions once + instances) {store_text / 1e6:.1f} MB vs "
-          f"official JSON {release_json / 1e6:.1f} MB: ratio {store_text / max(1, release_json):.3f}")
-    print(f"         with images: store {(store_text + images) / 1e6:.1f} MB vs release {(release_json + release_imgs) / 1e6:.1f} MB: "
-          f"ratio {(store_text + images) / max(1, release_json + release_imgs):.3f}")
+    print(
+        f"\nstorage: content-addressed text (sessions once + instances) {store_text / 1e6:.1f} MB vs "
+        f"official JSON {release_json / 1e6:.1f} MB: ratio {store_text / max(1, release_json):.3f}"
+    )
+    print(
+        f"         with images: store {(store_text + images) / 1e6:.1f} MB vs release {(release_json + release_imgs) / 1e6:.1f} MB: "
+        f"ratio {(store_text + images) / max(1, release_json + release_imgs):.3f}"
+    )
     if not args.keep:
         shutil.rmtree(root, ignore_errors=True)
     return 0

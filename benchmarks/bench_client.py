@@ -56,11 +56,7 @@ import numpy as np
 import openai
 from PIL import Image
 
-from memlens.core.http import (
-    CompletionResult,
-    OpenAICompatibleClient,
-    OpenAICompatibleConfig,
-)
+from memlens.core.http import CompletionResult, OpenAICompatibleClient, OpenAICompatibleConfig
 from memlens.core.images import ImageEncoder
 from tests.support.fake_openai import FakeOpenAIServer
 
@@ -93,8 +89,27 @@ def make_images(directory: Path, n: int, size: tuple[int, int] = (1024, 768), se
 
 def make_history(image_refs: list[str], sessions: int = 60, turns: int = 16, text_chars: int = 310) -> list[dict]:
     """A 128K-token-like conversation: ~300 KB of text in sessions*turns messages, images spread out."""
-    words = "the quick brown fox jumps over a lazy dog while we talk about memory and images ".split()
-    messages: list[dict] = [{"role": "system", "content": [{"type": "text", "text": "Answer from the conversation history."}]}]
+    words = [
+        "the",
+        "quick",
+        "brown",
+        "fox",
+        "jumps",
+        "over",
+        "a",
+        "lazy",
+        "dog",
+        "while",
+        "we",
+        "talk",
+        "about",
+        "memory",
+        "and",
+        "images",
+    ]
+    messages: list[dict] = [
+        {"role": "system", "content": [{"type": "text", "text": "Answer from the conversation history."}]}
+    ]
     n_turns = sessions * turns
     image_slots = {round(k * n_turns / max(1, len(image_refs))) for k in range(len(image_refs))}
     images = iter(image_refs)
@@ -116,7 +131,10 @@ def make_history(image_refs: list[str], sessions: int = 60, turns: int = 16, tex
 
 
 def question(i: int) -> dict:
-    return {"role": "user", "content": [{"type": "text", "text": f"Question Date: 2024/06/01\nQuestion: what happened in item {i}?\n"}]}
+    return {
+        "role": "user",
+        "content": [{"type": "text", "text": f"Question Date: 2024/06/01\nQuestion: what happened in item {i}?\n"}],
+    }
 
 
 def items(history: list[dict], n: int):
@@ -191,11 +209,26 @@ class RunResult:
     cpu_s: float
 
 
-def run_ours(placement: str, history: list[dict], n: int, *, concurrency: int, latency: float, transport: str,
-             encoder: ImageEncoder | None = None, parse_bodies: bool = True, ramp_up_s: float = 0.0) -> RunResult:
+def run_ours(
+    placement: str,
+    history: list[dict],
+    n: int,
+    *,
+    concurrency: int,
+    latency: float,
+    transport: str,
+    encoder: ImageEncoder | None = None,
+    parse_bodies: bool = True,
+    ramp_up_s: float = 0.0,
+) -> RunResult:
     with ServerHandle(placement, latency_s=latency, parse_bodies=parse_bodies) as server:
-        cfg = OpenAICompatibleConfig(base_url=server.base_url, model="bench-model", concurrency=concurrency,
-                                     image_transport=transport, max_new_tokens=128)
+        cfg = OpenAICompatibleConfig(
+            base_url=server.base_url,
+            model="bench-model",
+            concurrency=concurrency,
+            image_transport=transport,
+            max_new_tokens=128,
+        )
         client = OpenAICompatibleClient(cfg, image_encoder=encoder)
         failures: list[CompletionResult] = []
 
@@ -210,8 +243,17 @@ def run_ours(placement: str, history: list[dict], n: int, *, concurrency: int, l
     if failures:
         print(f"    ! {len(failures)} failures, first: {failures[0].error}")
     st = client.stats
-    return RunResult(summary.requests_per_s, summary.elapsed_s, summary.ok, summary.failed, st.build_s, st.http_s,
-                     st.bytes_sent, server.stats(), cpu)
+    return RunResult(
+        summary.requests_per_s,
+        summary.elapsed_s,
+        summary.ok,
+        summary.failed,
+        st.build_s,
+        st.http_s,
+        st.bytes_sent,
+        server.stats(),
+        cpu,
+    )
 
 
 def official_encode(path: str, max_side: int = 800) -> str:
@@ -229,8 +271,9 @@ def official_encode(path: str, max_side: int = 800) -> str:
     return "data:image/png;base64," + base64.b64encode(buf.getvalue()).decode("utf-8")
 
 
-def run_official(placement: str, history: list[dict], n: int, *, latency: float, encode_images: bool,
-                 workers: int = 4) -> tuple[float, int]:
+def run_official(
+    placement: str, history: list[dict], n: int, *, latency: float, encode_images: bool, workers: int = 4
+) -> tuple[float, int]:
 
     with ServerHandle(placement, latency_s=latency, parse_bodies=False) as server:
         client = openai.OpenAI(base_url=server.base_url, api_key="EMPTY", max_retries=0, timeout=600)
@@ -248,11 +291,13 @@ def run_official(placement: str, history: list[dict], n: int, *, latency: float,
                     else:
                         blocks.append(b)
                 messages.append({"role": m["role"], "content": blocks})
-            for attempt in range(5):
+            for _attempt in range(5):
                 try:
-                    r = client.chat.completions.create(model="bench-model", messages=messages, max_tokens=128, temperature=0.0)
+                    r = client.chat.completions.create(
+                        model="bench-model", messages=messages, max_tokens=128, temperature=0.0
+                    )
                     return bool(r.choices)
-                except Exception:  # noqa: BLE001
+                except Exception:
                     time.sleep(10)
             return False
 
@@ -305,8 +350,10 @@ def measure_build(history_b64: list[dict], encoder: ImageEncoder, repeat: int = 
 async def _raw_load(port: int, connections: int, n: int) -> float:
     """Minimal keep-alive HTTP/1.1 client (a few microseconds per request) to load the server."""
     body = json.dumps({"model": "m", "messages": [{"role": "user", "content": "hi"}]}).encode()
-    request = (b"POST /v1/chat/completions HTTP/1.1\r\nhost: bench\r\ncontent-type: application/json\r\n"
-               b"content-length: %d\r\n\r\n%s" % (len(body), body))
+    request = (
+        b"POST /v1/chat/completions HTTP/1.1\r\nhost: bench\r\ncontent-type: application/json\r\n"
+        b"content-length: %d\r\n\r\n%s" % (len(body), body)
+    )
     todo = iter(range(n))
 
     async def conn() -> None:
@@ -315,7 +362,9 @@ async def _raw_load(port: int, connections: int, n: int) -> float:
             writer.write(request)
             await writer.drain()
             head = await reader.readuntil(b"\r\n\r\n")
-            length = next(int(line.split(b":")[1]) for line in head.split(b"\r\n") if line.lower().startswith(b"content-length"))
+            length = next(
+                int(line.split(b":")[1]) for line in head.split(b"\r\n") if line.lower().startswith(b"content-length")
+            )
             await reader.readexactly(length)
         writer.close()
 
@@ -337,16 +386,20 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--concurrency", type=int, default=32)
     ap.add_argument("--latency", type=float, default=0.2)
     ap.add_argument("--images", type=int, default=90)
-    ap.add_argument("--b-requests", type=int, default=160,
-                    help="requests in (b); each moves ~100 MB, so fewer than in (a)")
+    ap.add_argument(
+        "--b-requests", type=int, default=160, help="requests in (b); each moves ~100 MB, so fewer than in (a)"
+    )
     ap.add_argument("--c-requests", type=int, default=4, help="requests for the official approach with base64 images")
     ap.add_argument("--c-url-requests", type=int, default=80)
     ap.add_argument("--server", choices=("process", "thread"), default="process")
     ap.add_argument("--repeat", type=int, default=3, help="runs of (a) (median reported)")
     ap.add_argument("--b-repeat", type=int, default=1, help="runs of (b) (median reported)")
     ap.add_argument("--ramp-up", type=float, default=None, help="ramp-up seconds for (a) (default: latency)")
-    ap.add_argument("--server-parse", action="store_true",
-                    help="let the fake server JSON-parse bodies in (a) (adds server CPU to the measured latency)")
+    ap.add_argument(
+        "--server-parse",
+        action="store_true",
+        help="let the fake server JSON-parse bodies in (a) (adds server CPU to the measured latency)",
+    )
     ap.add_argument("--quick", action="store_true", help="small smoke run")
     ap.add_argument("--only", default="abcde", help="subset of scenarios to run, e.g. 'ad'")
     args = ap.parse_args(argv)
@@ -355,9 +408,11 @@ def main(argv: list[str] | None = None) -> int:
         args.b_repeat = 1
     ramp = args.latency if args.ramp_up is None else args.ramp_up
     ideal = args.concurrency / args.latency
-    print(f"python {sys.version.split()[0]}, {os.cpu_count()} CPUs, load average {os.getloadavg()[0]:.1f}, "
-          f"server placement: {args.server}, openai {openai.__version__} on httpx2 (SDK retries), "
-          f"orjson: {orjson is not None}")
+    print(
+        f"python {sys.version.split()[0]}, {os.cpu_count()} CPUs, load average {os.getloadavg()[0]:.1f}, "
+        f"server placement: {args.server}, openai {openai.__version__} on httpx2 (SDK retries), "
+        f"orjson: {orjson is not None}"
+    )
 
     with tempfile.TemporaryDirectory(prefix="memlens-bench-") as tmp:
         t0 = time.perf_counter()
@@ -372,20 +427,34 @@ def main(argv: list[str] | None = None) -> int:
         rates_a: list[float] = []
 
         if "a" in args.only:
-            print(f"\n(a) {args.requests} requests, concurrency {args.concurrency}, latency {args.latency * 1e3:.0f} ms, "
-                  f"file:// image URLs; ideal {ideal:.0f} req/s")
+            print(
+                f"\n(a) {args.requests} requests, concurrency {args.concurrency}, latency {args.latency * 1e3:.0f} ms, "
+                f"file:// image URLs; ideal {ideal:.0f} req/s"
+            )
             for label, r_up in (("no ramp-up", 0.0), (f"ramp-up {ramp:g}s", ramp)):
-                runs = [run_ours(args.server, history, args.requests, concurrency=args.concurrency, latency=args.latency,
-                                 transport="url", ramp_up_s=r_up, parse_bodies=args.server_parse)
-                        for _ in range(args.repeat)]
+                runs = [
+                    run_ours(
+                        args.server,
+                        history,
+                        args.requests,
+                        concurrency=args.concurrency,
+                        latency=args.latency,
+                        transport="url",
+                        ramp_up_s=r_up,
+                        parse_bodies=args.server_parse,
+                    )
+                    for _ in range(args.repeat)
+                ]
                 rates = sorted(r.rate for r in runs)
                 rates_a.extend(rates)
                 med = statistics.median(rates)
                 r0 = runs[0]
-                print(f"    {label:>14}: {med:6.1f} req/s = {med / ideal:6.1%} of ideal "
-                      f"(runs: {', '.join(f'{x:.1f}' for x in rates)}); body {r0.bytes_sent / max(1, r0.ok) / 1e3:.0f} KB, "
-                      f"build {r0.build_s / max(1, r0.ok) * 1e3:.2f} ms/req, client CPU {r0.cpu_s / max(1, r0.ok) * 1e3:.2f} ms/req, "
-                      f"server max in flight {r0.server['max_in_flight']}")
+                print(
+                    f"    {label:>14}: {med:6.1f} req/s = {med / ideal:6.1%} of ideal "
+                    f"(runs: {', '.join(f'{x:.1f}' for x in rates)}); body {r0.bytes_sent / max(1, r0.ok) / 1e3:.0f} KB, "
+                    f"build {r0.build_s / max(1, r0.ok) * 1e3:.2f} ms/req, client CPU {r0.cpu_s / max(1, r0.ok) * 1e3:.2f} ms/req, "
+                    f"server max in flight {r0.server['max_in_flight']}"
+                )
 
         if "b" in args.only or "c" in args.only or "d" in args.only:
             t0 = time.perf_counter()
@@ -393,41 +462,66 @@ def main(argv: list[str] | None = None) -> int:
                 encoder.encode_bytes(p)
             cold = time.perf_counter() - t0
             info = encoder.cache_info()
-            print(f"\nimage encoding (cold cache, serial): {cold:.2f}s for {len(paths)} images = "
-                  f"{cold / len(paths) * 1e3:.1f} ms/image; cached {info.size_bytes / 1e6:.1f} MB "
-                  f"({info.size_bytes / len(paths) / 1e6:.2f} MB/image as base64 PNG)")
+            print(
+                f"\nimage encoding (cold cache, serial): {cold:.2f}s for {len(paths)} images = "
+                f"{cold / len(paths) * 1e3:.1f} ms/image; cached {info.size_bytes / 1e6:.1f} MB "
+                f"({info.size_bytes / len(paths) / 1e6:.2f} MB/image as base64 PNG)"
+            )
 
         if "b" in args.only:
-            print(f"\n(b) {args.b_requests} requests, concurrency {args.concurrency}, latency {args.latency * 1e3:.0f} ms, "
-                  f"{len(paths)} base64 images per request (warm encoder cache)")
+            print(
+                f"\n(b) {args.b_requests} requests, concurrency {args.concurrency}, latency {args.latency * 1e3:.0f} ms, "
+                f"{len(paths)} base64 images per request (warm encoder cache)"
+            )
             for _ in range(args.b_repeat):
-                results_b.append(run_ours(args.server, history, args.b_requests, concurrency=args.concurrency,
-                                          latency=args.latency, transport="base64", encoder=encoder,
-                                          parse_bodies=False, ramp_up_s=ramp))
+                results_b.append(
+                    run_ours(
+                        args.server,
+                        history,
+                        args.b_requests,
+                        concurrency=args.concurrency,
+                        latency=args.latency,
+                        transport="base64",
+                        encoder=encoder,
+                        parse_bodies=False,
+                        ramp_up_s=ramp,
+                    )
+                )
             rb = sorted(results_b, key=lambda r: r.rate)[len(results_b) // 2]
             per = max(1, rb.ok)
             http_ms = rb.http_s / per * 1e3
-            print(f"    {rb.rate:.1f} req/s = {rb.rate / ideal:.1%} of ideal (runs: {', '.join(f'{r.rate:.1f}' for r in results_b)}); "
-                  f"payload {rb.bytes_sent / per / 1e6:.1f} MB/request, {rb.bytes_sent / rb.elapsed / 1e9:.2f} GB/s sent")
-            print(f"    client CPU {rb.cpu_s / per * 1e3:.1f} ms/request (of which building the body "
-                  f"{rb.build_s / per * 1e3:.1f} ms: cache look-ups + JSON + splice; the rest is pushing the bytes)")
-            print(f"    time per request: build {rb.build_s / per * 1e3:.1f} ms, "
-                  f"HTTP {http_ms:.1f} ms = server latency {args.latency * 1e3:.0f} ms + transfer/queueing "
-                  f"{http_ms - args.latency * 1e3:.1f} ms; first-time encoding {cold / len(paths) * 1e3:.1f} ms/image, "
-                  f"paid once per image")
+            print(
+                f"    {rb.rate:.1f} req/s = {rb.rate / ideal:.1%} of ideal (runs: {', '.join(f'{r.rate:.1f}' for r in results_b)}); "
+                f"payload {rb.bytes_sent / per / 1e6:.1f} MB/request, {rb.bytes_sent / rb.elapsed / 1e9:.2f} GB/s sent"
+            )
+            print(
+                f"    client CPU {rb.cpu_s / per * 1e3:.1f} ms/request (of which building the body "
+                f"{rb.build_s / per * 1e3:.1f} ms: cache look-ups + JSON + splice; the rest is pushing the bytes)"
+            )
+            print(
+                f"    time per request: build {rb.build_s / per * 1e3:.1f} ms, "
+                f"HTTP {http_ms:.1f} ms = server latency {args.latency * 1e3:.0f} ms + transfer/queueing "
+                f"{http_ms - args.latency * 1e3:.1f} ms; first-time encoding {cold / len(paths) * 1e3:.1f} ms/image, "
+                f"paid once per image"
+            )
 
         if "c" in args.only:
-            print(f"\n(c) official approach: ThreadPoolExecutor(4) + sync openai client, re-encoding every image")
+            print("\n(c) official approach: ThreadPoolExecutor(4) + sync openai client, re-encoding every image")
             rate_c, ok_c = run_official(args.server, history, args.c_requests, latency=args.latency, encode_images=True)
-            print(f"    base64 images: {rate_c:.3f} req/s ({ok_c}/{args.c_requests} ok; "
-                  f"789 requests would take {789 / rate_c / 60:.0f} min)")
+            print(
+                f"    base64 images: {rate_c:.3f} req/s ({ok_c}/{args.c_requests} ok; "
+                f"789 requests would take {789 / rate_c / 60:.0f} min)"
+            )
             if results_b:
                 rb_rate = statistics.median(r.rate for r in results_b)
                 print(f"    ours (b) / official = {rb_rate / rate_c:.0f}x")
-            rate_cu, ok_cu = run_official(args.server, history, args.c_url_requests, latency=args.latency,
-                                          encode_images=False)
-            print(f"    URL images:    {rate_cu:.1f} req/s ({ok_cu}/{args.c_url_requests} ok; "
-                  f"ceiling 4/{args.latency:g}s = {4 / args.latency:.0f} req/s)")
+            rate_cu, ok_cu = run_official(
+                args.server, history, args.c_url_requests, latency=args.latency, encode_images=False
+            )
+            print(
+                f"    URL images:    {rate_cu:.1f} req/s ({ok_cu}/{args.c_url_requests} ok; "
+                f"ceiling 4/{args.latency:g}s = {4 / args.latency:.0f} req/s)"
+            )
             if rates_a:
                 print(f"    ours (a) / official with URL images = {statistics.median(rates_a) / rate_cu:.0f}x")
 
@@ -441,11 +535,15 @@ def main(argv: list[str] | None = None) -> int:
             print(f"    request size {size:.1f} MB")
 
     if "e" in args.only:
-        print(f"\n(e) fake server capacity: 64 keep-alive connections, latency {args.latency * 1e3:.0f} ms, "
-              f"minimal client; ideal {64 / args.latency:.0f} req/s (requirement >= 200 req/s)")
+        print(
+            f"\n(e) fake server capacity: 64 keep-alive connections, latency {args.latency * 1e3:.0f} ms, "
+            f"minimal client; ideal {64 / args.latency:.0f} req/s (requirement >= 200 req/s)"
+        )
         for placement in ("thread", "process"):
             rate, peak = server_capacity(placement, args.latency, n=320 if args.quick else 1280)
-            print(f"    {placement:>7}: {rate:6.1f} req/s = {rate / (64 / args.latency):.1%} of ideal, {peak} in flight")
+            print(
+                f"    {placement:>7}: {rate:6.1f} req/s = {rate / (64 / args.latency):.1%} of ideal, {peak} in flight"
+            )
     print(f"\nload average at the end: {os.getloadavg()[0]:.1f}")
     return 0
 

@@ -36,13 +36,37 @@ class Item(NamedTuple):
     expected: bool | None  # the label the generator intended, None when not well defined
 
 
-_NUM_WORDS = ["zero", "one", "two", "three", "four", "five", "six", "seven", "eight", "nine",
-              "ten", "eleven", "twelve"]
-_MONTHS = ["January", "February", "March", "April", "May", "June", "July", "August",
-           "September", "October", "November", "December"]
-_ENTITIES = ["Biscuit", "the red bicycle", "Lake Tahoe", "a ceramic vase", "Dr. Alvarez",
-             "the Blue Heron cafe", "sourdough bread", "Monstera deliciosa", "Tom & Jerry",
-             "the Louvre", "a green umbrella", "Kyoto", "oat milk latte", "the 7:45 train"]
+_NUM_WORDS = ["zero", "one", "two", "three", "four", "five", "six", "seven", "eight", "nine", "ten", "eleven", "twelve"]
+_MONTHS = [
+    "January",
+    "February",
+    "March",
+    "April",
+    "May",
+    "June",
+    "July",
+    "August",
+    "September",
+    "October",
+    "November",
+    "December",
+]
+_ENTITIES = [
+    "Biscuit",
+    "the red bicycle",
+    "Lake Tahoe",
+    "a ceramic vase",
+    "Dr. Alvarez",
+    "the Blue Heron cafe",
+    "sourdough bread",
+    "Monstera deliciosa",
+    "Tom & Jerry",
+    "the Louvre",
+    "a green umbrella",
+    "Kyoto",
+    "oat milk latte",
+    "the 7:45 train",
+]
 _FILLER = [
     "Looking at session {a}, the user mentions the {e} again.",
     "In session {a} the assistant describes the image of {e}.",
@@ -53,32 +77,53 @@ _FILLER = [
     "Actually looking at it again, session {a} and session {b} are related.",
     "The user was awaiting a delivery in session {b}, which is unrelated.",
 ]
-_REFUSALS = ["Insufficient information", "Insufficient information.", "NOT_MENTIONED",
-             "I don't know.", "The conversation does not mention this.",
-             "This cannot be determined from the conversation.",
-             "There is not enough information to answer.", "I'm unable to determine that.",
-             "That was not provided in the conversation."]
-_GUESS_LEADS = ["The information is insufficient, but I think it is {v}.",
-                "I'm not sure, there is no information about it, but my best guess is {v}.",
-                "I cannot determine this for certain; probably {v}."]
+_REFUSALS = [
+    "Insufficient information",
+    "Insufficient information.",
+    "NOT_MENTIONED",
+    "I don't know.",
+    "The conversation does not mention this.",
+    "This cannot be determined from the conversation.",
+    "There is not enough information to answer.",
+    "I'm unable to determine that.",
+    "That was not provided in the conversation.",
+]
+_GUESS_LEADS = [
+    "The information is insufficient, but I think it is {v}.",
+    "I'm not sure, there is no information about it, but my best guess is {v}.",
+    "I cannot determine this for certain; probably {v}.",
+]
 
 
 def _filler(rng: random.Random, n_sentences: int) -> str:
     out = []
     for _ in range(n_sentences):
         t = rng.choice(_FILLER)
-        out.append(t.format(a=rng.randint(1, 40), b=rng.randint(1, 40), e=rng.choice(_ENTITIES),
-                            m=rng.choice(_MONTHS), d=rng.randint(1, 28)))
+        out.append(
+            t.format(
+                a=rng.randint(1, 40),
+                b=rng.randint(1, 40),
+                e=rng.choice(_ENTITIES),
+                m=rng.choice(_MONTHS),
+                d=rng.randint(1, 28),
+            )
+        )
     return " ".join(out)
 
 
 # ---- per-task generators: (reference, correct surface forms, wrong surface forms) -------------
 
+
 def _counting(rng: random.Random) -> tuple[str, list[str], list[str]]:
     n = rng.randint(0, 12)
     w = (n + rng.randint(1, 3)) % 13
-    good = [str(n), _NUM_WORDS[n], f"{n}.0", f"There are {n} in total.",
-            f"I counted {max(n - 1, 0)} in session 2 and 1 more in session 5, so {n} in total."]
+    good = [
+        str(n),
+        _NUM_WORDS[n],
+        f"{n}.0",
+        f"There are {n} in total.",
+        f"I counted {max(n - 1, 0)} in session 2 and 1 more in session 5, so {n} in total.",
+    ]
     bad = [str(w), f"{n} or {n + 1}", f"between {max(n - 1, 0)} and {n + 1}", f"{w} items"]
     return str(n), good, bad
 
@@ -90,8 +135,7 @@ def _arithmetic(rng: random.Random) -> tuple[str, list[str], list[str]]:
     ref = f"{v:,.2f} DKK" if cur == "DKK" else f"{cur}{v:,.2f}"
     sym = {"$": "USD", "€": "EUR", "£": "GBP", "DKK": "DKK"}[cur]
     a = round(v * 0.4, 2)
-    good = [ref, f"{v:.2f} {sym}", f"{a:.2f} + {v - a:.2f} = {ref}", f"The total comes to {ref}.",
-            f"{v:g}"]
+    good = [ref, f"{v:.2f} {sym}", f"{a:.2f} + {v - a:.2f} = {ref}", f"The total comes to {ref}.", f"{v:g}"]
     other = "EUR" if sym != "EUR" else "USD"
     bad = [f"{v + 1:.2f} {sym}", f"{v:.2f} {other}", f"between {v - 5:.2f} and {v + 5:.2f} {sym}"]
     return ref, good, bad
@@ -115,12 +159,16 @@ def _order(rng: random.Random) -> tuple[str, list[str], list[str]]:
     k = rng.randint(3, 8)
     seq = rng.sample(range(1, 10), k)
     ref = "".join(f"({i})" for i in seq)
-    good = [ref, ", ".join(map(str, seq)), "[" + ",".join(map(str, seq)) + "]",
-            " -> ".join(map(str, seq)), f"The correct order is {ref}."]
+    good = [
+        ref,
+        ", ".join(map(str, seq)),
+        "[" + ",".join(map(str, seq)) + "]",
+        " -> ".join(map(str, seq)),
+        f"The correct order is {ref}.",
+    ]
     swapped = seq[:]
     swapped[0], swapped[1] = swapped[1], swapped[0]
-    bad = ["".join(f"({i})" for i in seq[:-1]), "".join(f"({i})" for i in swapped),
-           ref + f"({seq[0]})"]
+    bad = ["".join(f"({i})" for i in seq[:-1]), "".join(f"({i})" for i in swapped), ref + f"({seq[0]})"]
     return ref, good, bad
 
 
@@ -128,8 +176,15 @@ def _date(rng: random.Random) -> tuple[str, list[str], list[str]]:
     y, m, d = rng.randint(2019, 2025), rng.randint(1, 12), rng.randint(13, 28)
     ref = f"{y}/{m:02d}/{d:02d}"
     mon = _MONTHS[m - 1]
-    good = [ref, f"{y}-{m:02d}-{d:02d}", f"{mon} {d}, {y}", f"{d} {mon} {y}",
-            f"{d:02d}/{m:02d}/{y}", f"{m:02d}/{d:02d}/{y}", f"The event happened on {mon} {d}th, {y}."]
+    good = [
+        ref,
+        f"{y}-{m:02d}-{d:02d}",
+        f"{mon} {d}, {y}",
+        f"{d} {mon} {y}",
+        f"{d:02d}/{m:02d}/{y}",
+        f"{m:02d}/{d:02d}/{y}",
+        f"The event happened on {mon} {d}th, {y}.",
+    ]
     bad = [f"{y}/{m:02d}/{d - 1:02d}", f"{mon} {d}", f"{y + 1}-{m:02d}-{d:02d}"]
     return ref, good, bad
 
@@ -209,9 +264,10 @@ def build_items(n: int, seed: int) -> list[Item]:
 
 
 def run(items: list[Item], diagnostics: bool = False) -> list:
-    return [score(it.qtype, it.subtype, it.reference, it.prediction, old_answer=it.old_answer,
-                  diagnostics=diagnostics)
-            for it in items]
+    return [
+        score(it.qtype, it.subtype, it.reference, it.prediction, old_answer=it.old_answer, diagnostics=diagnostics)
+        for it in items
+    ]
 
 
 _SHARED: list[Item] = []  # set before forking: workers read it copy-on-write, nothing is pickled
@@ -252,11 +308,13 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--repeat", type=int, default=3, help="timed runs (best is reported)")
     ap.add_argument("--target", type=float, default=5.0, help="target seconds for one run")
     ap.add_argument("--profile", action="store_true", help="print a cProfile of one run")
-    ap.add_argument("--workers", type=int, default=1,
-                    help="processes to judge with (fork; the machine has 2 cores)")
+    ap.add_argument("--workers", type=int, default=1, help="processes to judge with (fork; the machine has 2 cores)")
     ap.add_argument("--per-key", action="store_true", help="also time each task key separately")
-    ap.add_argument("--no-diagnostics-run", action="store_true",
-                    help="skip the extra timed run with diagnostics=True (degeneracy scan)")
+    ap.add_argument(
+        "--no-diagnostics-run",
+        action="store_true",
+        help="skip the extra timed run with diagnostics=True (degeneracy scan)",
+    )
     args = ap.parse_args(argv)
 
     t0 = time.perf_counter()
@@ -264,8 +322,10 @@ def main(argv: list[str] | None = None) -> int:
     t_build = time.perf_counter() - t0
     keys = Counter(task_key(i.qtype, i.subtype, i.reference) for i in items)
     chars = sum(len(i.prediction) for i in items)
-    print(f"built {len(items):,} items in {t_build:.2f} s "
-          f"({chars / 1e6:.1f} M prediction chars, mean {chars / len(items):.0f})")
+    print(
+        f"built {len(items):,} items in {t_build:.2f} s "
+        f"({chars / 1e6:.1f} M prediction chars, mean {chars / len(items):.0f})"
+    )
     print("items per task key: " + ", ".join(f"{k}={v}" for k, v in sorted(keys.items())))
 
     if args.profile:
@@ -282,19 +342,25 @@ def main(argv: list[str] | None = None) -> int:
         verdicts = run_parallel(items, args.workers)
         times.append(time.perf_counter() - t0)
     best, worst = min(times), max(times)
-    print(f"judged {len(items):,} items with {args.workers} process(es): "
-          f"best {best:.3f} s, worst {worst:.3f} s over {len(times)} runs -> "
-          f"{len(items) / best:,.0f} items/s ({1e6 * best / len(items):.1f} us/item)")
+    print(
+        f"judged {len(items):,} items with {args.workers} process(es): "
+        f"best {best:.3f} s, worst {worst:.3f} s over {len(times)} runs -> "
+        f"{len(items) / best:,.0f} items/s ({1e6 * best / len(items):.1f} us/item)"
+    )
 
     n = len(verdicts)
-    print(f"accuracy {sum(v.correct for v in verdicts) / n:.3f}; "
-          f"auto-zero {sum(v.auto_zero for v in verdicts)}, "
-          f"truncated {sum(v.truncated for v in verdicts)}, "
-          f"abstained {sum(v.abstained for v in verdicts)}")
+    print(
+        f"accuracy {sum(v.correct for v in verdicts) / n:.3f}; "
+        f"auto-zero {sum(v.auto_zero for v in verdicts)}, "
+        f"truncated {sum(v.truncated for v in verdicts)}, "
+        f"abstained {sum(v.abstained for v in verdicts)}"
+    )
     labelled = [(it.expected, v.correct) for it, v in zip(items, verdicts) if it.expected is not None]
     agree = sum(e == c for e, c in labelled)
-    print(f"sanity: verdict == generator's intended label on {agree}/{len(labelled)} "
-          f"unambiguous items ({agree / max(1, len(labelled)):.4f})")
+    print(
+        f"sanity: verdict == generator's intended label on {agree}/{len(labelled)} "
+        f"unambiguous items ({agree / max(1, len(labelled)):.4f})"
+    )
     if args.per_key:
         print_per_key(items)
     if not args.no_diagnostics_run:
@@ -302,9 +368,11 @@ def main(argv: list[str] | None = None) -> int:
         diag = run_parallel(items, args.workers, diagnostics=True)
         t_diag = time.perf_counter() - t0
         assert [v.correct for v in diag] == [v.correct for v in verdicts]
-        print(f"with diagnostics=True (official degeneracy scan, never changes a score): "
-              f"{t_diag:.3f} s -> {len(items) / t_diag:,.0f} items/s; "
-              f"degenerate {sum(bool(v.degenerate) for v in diag)}")
+        print(
+            f"with diagnostics=True (official degeneracy scan, never changes a score): "
+            f"{t_diag:.3f} s -> {len(items) / t_diag:,.0f} items/s; "
+            f"degenerate {sum(bool(v.degenerate) for v in diag)}"
+        )
     ok = best < args.target
     print(f"target < {args.target:.1f} s: {'MET' if ok else 'MISSED'}")
     return 0 if ok else 1

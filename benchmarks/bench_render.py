@@ -5,6 +5,7 @@
 Prints images/s per family in one process, then the mixed-workload rate with --workers processes and
 the projected wall time for 5,000 images. Half of the images get photo effects.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -48,13 +49,17 @@ def main() -> None:
         total_t += dt
         total_c += dc
         total_n += args.n
-        print(f"{name:16s} {args.n / dt:7.1f} {1000 * dt / args.n:7.1f} {1000 * dc / args.n:7.1f} "
-              f"{size / args.n / 1024:7.0f}")
-    print(f"{'all (1 process)':16s} {total_n / total_t:7.1f} {1000 * total_t / total_n:7.1f} "
-          f"{1000 * total_c / total_n:7.1f}")
+        print(
+            f"{name:16s} {args.n / dt:7.1f} {1000 * dt / args.n:7.1f} {1000 * dc / args.n:7.1f} "
+            f"{size / args.n / 1024:7.0f}"
+        )
+    print(
+        f"{'all (1 process)':16s} {total_n / total_t:7.1f} {1000 * total_t / total_n:7.1f} "
+        f"{1000 * total_c / total_n:7.1f}"
+    )
 
     jobs = [(names[i % len(names)], 1000 + i) for i in range(args.total)]
-    chunks = [jobs[i::args.workers * 4] for i in range(args.workers * 4)]
+    chunks = [jobs[i :: args.workers * 4] for i in range(args.workers * 4)]
     t = time.perf_counter()
     with mp.get_context("fork").Pool(args.workers) as pool:
         res = pool.map(_chunk, chunks)
@@ -62,9 +67,11 @@ def main() -> None:
     done, cpu = sum(r[0] for r in res), sum(r[1] for r in res)
     rate = done / dt
     ideal = args.workers * done / cpu
-    print(f"mixed, {args.workers} processes: {done} images in {dt:.1f} s wall = {rate:.1f} images/s "
-          f"(5,000 images ~ {5000 / rate:.0f} s); CPU {1000 * cpu / done:.1f} ms/image = {ideal:.1f} images/s "
-          f"on {args.workers} otherwise idle cores (5,000 images ~ {5000 / ideal:.0f} s)")
+    print(
+        f"mixed, {args.workers} processes: {done} images in {dt:.1f} s wall = {rate:.1f} images/s "
+        f"(5,000 images ~ {5000 / rate:.0f} s); CPU {1000 * cpu / done:.1f} ms/image = {ideal:.1f} images/s "
+        f"on {args.workers} otherwise idle cores (5,000 images ~ {5000 / ideal:.0f} s)"
+    )
 
 
 if __name__ == "__main__":

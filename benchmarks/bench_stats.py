@@ -107,15 +107,21 @@ def main() -> None:
     small = bootstrap_ci_matrix(rows, groups, n_resamples=args.naive_resamples, seed=0)
     max_err = max(np.abs(small.low - lo_naive).max(), np.abs(small.high - hi_naive).max())
 
-    print(f"workload: {N_SYSTEMS} systems x {N_LENGTHS} lengths x {N_Q} questions, "
-          f"{N_RESAMPLES} resamples, {n_cols} columns (overall + {len(TYPE_SIZES)} types + "
-          f"{n_cols - 1 - len(TYPE_SIZES)} subtypes) = {n_rows * n_cols} intervals")
+    print(
+        f"workload: {N_SYSTEMS} systems x {N_LENGTHS} lengths x {N_Q} questions, "
+        f"{N_RESAMPLES} resamples, {n_cols} columns (overall + {len(TYPE_SIZES)} types + "
+        f"{n_cols - 1 - len(TYPE_SIZES)} subtypes) = {n_rows * n_cols} intervals"
+    )
     print(f"cpus visible: {os.cpu_count()}  (affinity: {len(os.sched_getaffinity(0))})")
-    print(f"vectorized bootstrap_ci_matrix: best {best:.3f} s over {args.repeat} runs "
-          f"(all: {', '.join(f'{t:.3f}' for t in times)})")
+    print(
+        f"vectorized bootstrap_ci_matrix: best {best:.3f} s over {args.repeat} runs "
+        f"(all: {', '.join(f'{t:.3f}' for t in times)})"
+    )
     print(f"vectorized, 1% missing items:   {t_nan:.3f} s")
-    print(f"naive loop: {t_naive_slice:.2f} s for {args.naive_rows} rows x {n_cols} columns x "
-          f"{args.naive_resamples} resamples -> extrapolated full workload {t_naive_full:.0f} s")
+    print(
+        f"naive loop: {t_naive_slice:.2f} s for {args.naive_rows} rows x {n_cols} columns x "
+        f"{args.naive_resamples} resamples -> extrapolated full workload {t_naive_full:.0f} s"
+    )
     print(f"speed-up: {t_naive_full / best:.0f}x ; max |vectorized - naive| on slice = {max_err:.2e}")
     print(f"target < 5 s: {'PASS' if best < 5 else 'FAIL'}")
 

@@ -3,14 +3,15 @@ load the text banks (``data/*.yaml``) and build the module's template tables.
 
     .venv/bin/python benchmarks/bench_textbank.py
 """
+
 from __future__ import annotations
 
 import importlib
 import random
 import time
 
-from memlens.build.text import textbank as tb
 from memlens.build.ontology.stage import build_topics, load_ontology_file
+from memlens.build.text import textbank as tb
 
 
 def load_time(n: int = 20) -> float:

@@ -5,6 +5,7 @@
 Writes <family>[-<kind>]-plain.<ext> / -photo.<ext> with the spec beside each image (.json), and one PNG
 contact sheet per family (sheet-<family>.png) that any image viewer can open.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -20,8 +21,10 @@ KINDS = {
     "named_sign": ("kind", ["shop_sign", "book_cover", "product_box", "street_sign", "license_plate"]),
     "ticket": ("kind", ["boarding_pass", "event_ticket"]),
     "clock": ("style", ["analog", "digital"]),
-    "app_screenshot": ("kind", ["order_confirmation", "fitness_tracker", "weather", "booking_confirmation",
-                                "streaming_bill"]),
+    "app_screenshot": (
+        "kind",
+        ["order_confirmation", "fitness_tracker", "weather", "booking_confirmation", "streaming_bill"],
+    ),
     "object_scene": ("setting", ["table", "shelf"]),
 }
 
@@ -32,7 +35,7 @@ def contact_sheet(paths: list[Path], out: Path, height: int = 420) -> None:
         im = Image.open(p).convert("RGB")
         tiles.append(im.resize((max(1, round(im.width * height / im.height)), height), Image.Resampling.LANCZOS))
     per_row = 4
-    rows = [tiles[i:i + per_row] for i in range(0, len(tiles), per_row)]
+    rows = [tiles[i : i + per_row] for i in range(0, len(tiles), per_row)]
     width = max(sum(t.width for t in r) + 10 * (len(r) - 1) for r in rows)
     sheet = Image.new("RGB", (width, len(rows) * (height + 10) - 10), (255, 255, 255))
     for ri, r in enumerate(rows):
@@ -54,7 +57,7 @@ def main() -> None:
     for name, fam in sorted(FAMILIES.items()):
         key, kinds = KINDS.get(name, (None, [None]))
         written = []
-        for ki, kind in enumerate(kinds):
+        for _ki, kind in enumerate(kinds):
             for photo in (False, True):
                 rng = random.Random(f"gallery:{args.seed}:{name}:{kind}")
                 c = {key: kind} if key else {}

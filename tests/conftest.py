@@ -1,4 +1,5 @@
 """Shared fixtures: a tiny benchmark built once per test session in a temporary project folder."""
+
 from __future__ import annotations
 
 import os

@@ -5,6 +5,7 @@ stage code, and DVC stage deps that are exactly each stage's code.
 Each rule is checked on the real package and, on a small package made in tmp_path, shown to fail
 on exactly the defects it exists to catch.
 """
+
 from __future__ import annotations
 
 import ast
@@ -40,6 +41,7 @@ def layer_violations(graph: dict[str, set[str]]) -> list[str]:
 
 def folder_graph(graph, mods):
     """Folders, with each top-level module (cli, sweep) a node of its own."""
+
     def node(m):
         if m.count(".") == 1 and mods[m].name != "__init__.py":
             return m
@@ -80,12 +82,24 @@ def mutable_module_state(path: Path) -> list[str]:
         for t in targets:
             if not isinstance(t, ast.Name):
                 continue
-            empty = (isinstance(value, (ast.Dict, ast.List, ast.Set)) and not getattr(value, "keys", None)
-                     and not getattr(value, "elts", None))
+            empty = (
+                isinstance(value, (ast.Dict, ast.List, ast.Set))
+                and not getattr(value, "keys", None)
+                and not getattr(value, "elts", None)
+            )
             # an empty container made to be filled later (a constant built from data is fine)
-            ctor = isinstance(value, ast.Call) and isinstance(value.func, ast.Name) and (
-                (value.func.id in ("dict", "list", "set", "OrderedDict", "Counter") and not value.args
-                 and not value.keywords) or value.func.id == "defaultdict")
+            ctor = (
+                isinstance(value, ast.Call)
+                and isinstance(value.func, ast.Name)
+                and (
+                    (
+                        value.func.id in ("dict", "list", "set", "OrderedDict", "Counter")
+                        and not value.args
+                        and not value.keywords
+                    )
+                    or value.func.id == "defaultdict"
+                )
+            )
             if empty or ctor:
                 bad.append(f"{path.name}:{node.lineno}: {t.id} = <mutable, filled at run time>")
     for node in ast.walk(tree):
@@ -142,7 +156,8 @@ def test_dvc_stage_deps_are_exactly_the_stage_code():
     for name, st in stages.items():
         listed = sorted(d for d in st["deps"] if isinstance(d, str) and d.startswith("src/"))
         assert listed == sorted(stage_code_paths(name, REPO)), (
-            f"dvc.yaml stage {name!r}: code deps differ from its import closure; run `memlens deps --write`")
+            f"dvc.yaml stage {name!r}: code deps differ from its import closure; run `memlens deps --write`"
+        )
 
 
 def test_stage_code_paths_cover_the_closure():
@@ -178,14 +193,17 @@ def _package(root: Path, files: dict[str, str]) -> Path:
 
 
 def test_checks_catch_cycles_upward_imports_and_missing_deps(tmp_path):
-    pkg = _package(tmp_path, {
-        "core/schema.py": "from memlens.eval.report import table\n",          # core -> eval: upward
-        "build/abilities/tr.py": "def f():\n    from memlens.build.generate.stage import x\n",
-        "build/generate/stage.py": "from memlens.build.abilities import tr\nx = 1\n",  # abilities <-> generate
-        "build/crawl/stage.py": "from memlens.build.abilities import tr\n",
-        "eval/report/table.py": "from memlens.eval import tracking\n",
-        "eval/tracking.py": "def f():\n    from memlens.eval.report import table\n",  # eval <-> eval.report folder
-    })
+    pkg = _package(
+        tmp_path,
+        {
+            "core/schema.py": "from memlens.eval.report import table\n",  # core -> eval: upward
+            "build/abilities/tr.py": "def f():\n    from memlens.build.generate.stage import x\n",
+            "build/generate/stage.py": "from memlens.build.abilities import tr\nx = 1\n",  # abilities <-> generate
+            "build/crawl/stage.py": "from memlens.build.abilities import tr\n",
+            "eval/report/table.py": "from memlens.eval import tracking\n",
+            "eval/tracking.py": "def f():\n    from memlens.eval.report import table\n",  # eval <-> eval.report folder
+        },
+    )
     mods = cg.module_files(pkg)
     graph = cg.import_graph(pkg, implicit_parents=False)
     assert layer_violations(graph) == ["memlens.core.schema -> memlens.eval.report.table"]
@@ -202,12 +220,15 @@ def test_checks_catch_cycles_upward_imports_and_missing_deps(tmp_path):
 
 
 def test_check_catches_module_state_and_reach_ins(tmp_path):
-    pkg = _package(tmp_path, {
-        "build/generate/stage.py": "BOILERPLATE: set[str] = set()\n_CACHE = {}\nLIMITS = {'a': 1}\n"
-                                   "def run():\n    global _X\n",
-        "eval/sweep.py": "from memlens.cli import _resolve\n",
-        "cli.py": "def _resolve():\n    pass\n",
-    })
+    pkg = _package(
+        tmp_path,
+        {
+            "build/generate/stage.py": "BOILERPLATE: set[str] = set()\n_CACHE = {}\nLIMITS = {'a': 1}\n"
+            "def run():\n    global _X\n",
+            "eval/sweep.py": "from memlens.cli import _resolve\n",
+            "cli.py": "def _resolve():\n    pass\n",
+        },
+    )
     bad = mutable_module_state(pkg / "build/generate/stage.py")
     assert any("BOILERPLATE" in b for b in bad) and any("_CACHE" in b for b in bad)
     assert any("global _X" in b for b in bad) and not any("LIMITS" in b for b in bad)
@@ -215,15 +236,18 @@ def test_check_catches_module_state_and_reach_ins(tmp_path):
 
 
 def test_code_hash_follows_the_closure(tmp_path):
-    pkg = _package(tmp_path, {
-        "core/io.py": "X = 1\n",
-        "build/crawl/stage.py": "from memlens.core import io\n",
-        "build/filter/stage.py": "Y = 2\n",
-    })
+    pkg = _package(
+        tmp_path,
+        {
+            "core/io.py": "X = 1\n",
+            "build/crawl/stage.py": "from memlens.core import io\n",
+            "build/filter/stage.py": "Y = 2\n",
+        },
+    )
     h0 = cg.code_hash("memlens.build.crawl.stage", pkg=pkg)
-    (pkg / "build/filter/stage.py").write_text("Y = 3\n")        # not imported by crawl
+    (pkg / "build/filter/stage.py").write_text("Y = 3\n")  # not imported by crawl
     assert cg.code_hash("memlens.build.crawl.stage", pkg=pkg) == h0
-    (pkg / "core/io.py").write_text("X = 2\n")                   # imported by crawl
+    (pkg / "core/io.py").write_text("X = 2\n")  # imported by crawl
     assert cg.code_hash("memlens.build.crawl.stage", pkg=pkg) != h0
     with pytest.raises(KeyError, match="not modules"):
         cg.code_hash("memlens.build.nothing", pkg=pkg)

@@ -18,12 +18,12 @@ def test_unknown_group_option_is_a_clear_error():
 
 
 def test_unknown_key_is_a_clear_error():
-    with pytest.raises(ConfigError, match="model.nonexistent"):
+    with pytest.raises(ConfigError, match=r"model.nonexistent"):
         load_config(["model.nonexistent=1"], root=REPO)
 
 
 def test_unknown_scale():
-    with pytest.raises(ConfigError, match="data.scale"):
+    with pytest.raises(ConfigError, match=r"data.scale"):
         load_config(["data.scale=huge"], root=REPO)
 
 
@@ -35,7 +35,7 @@ def test_params_file_with_overrides(tmp_path):
     assert c2.model.name == "chance" and c2.data.seed == 7
     assert c2.model == load_config(["model=chance"], root=root).model  # the option file, as Hydra composes it
     assert c2.judge == cfg.judge and c2.source == cfg.source  # the rest is the file's
-    with pytest.raises(ConfigError, match="Could not find 'model/nope'(.|\n)*Available options in 'model'"):
+    with pytest.raises(ConfigError, match=r"Could not find 'model/nope'(.|\n)*Available options in 'model'"):
         load_config(["model=nope"], params="params.yaml", root=root)
     with pytest.raises(ConfigError, match=r"unknown config key data.nope \(known: scale, seed, "):
         load_config(["data.nope=1"], params="params.yaml", root=root)
@@ -56,7 +56,9 @@ def test_params_file_errors(tmp_path):
 
 
 def test_unknown_key_without_plus_names_the_known_keys():
-    with pytest.raises(ConfigError, match=r"unknown config key eval.mod \(known: mode, layout, lengths, max_items, wait_for_lock\)"):
+    with pytest.raises(
+        ConfigError, match=r"unknown config key eval.mod \(known: mode, layout, lengths, max_items, wait_for_lock\)"
+    ):
         load_config(["eval.mod=cot"], root=REPO)
 
 

@@ -1,6 +1,7 @@
 """The DVC pipeline on a fresh copy of the repository at tiny scale: `dvc repro` builds and evaluates,
 a second `dvc repro` is a no-op, `dvc exp run -S model=chance` re-runs only evaluate/judge/report,
 and `dvc exp show` lists the experiment with per-type accuracies."""
+
 import json
 import os
 import shutil
@@ -17,8 +18,15 @@ BIN = Path(sys.executable).parent
 
 
 def sh(cmd, cwd, check=True):
-    env = {**os.environ, "PATH": f"{BIN}:{os.environ['PATH']}", "DVC_NO_ANALYTICS": "1",
-           "GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@t", "GIT_COMMITTER_NAME": "t", "GIT_COMMITTER_EMAIL": "t@t"}
+    env = {
+        **os.environ,
+        "PATH": f"{BIN}:{os.environ['PATH']}",
+        "DVC_NO_ANALYTICS": "1",
+        "GIT_AUTHOR_NAME": "t",
+        "GIT_AUTHOR_EMAIL": "t@t",
+        "GIT_COMMITTER_NAME": "t",
+        "GIT_COMMITTER_EMAIL": "t@t",
+    }
     env.pop("DVC_ROOT", None)
     r = subprocess.run(cmd, cwd=cwd, shell=True, capture_output=True, text=True, env=env, timeout=900)
     if check and r.returncode != 0:
@@ -37,7 +45,10 @@ def repo_copy(tmp_path_factory):
         if src.is_file():
             (dest / f).parent.mkdir(parents=True, exist_ok=True)
             shutil.copy2(src, dest / f)
-    sh("git init -q && memlens compose data.scale=tiny source.workers=1 > /dev/null && git add -A && git commit -qm init", dest)
+    sh(
+        "git init -q && memlens compose data.scale=tiny source.workers=1 > /dev/null && git add -A && git commit -qm init",
+        dest,
+    )
     return dest
 
 

@@ -1,4 +1,5 @@
 """Bad input ends a stage with one clear message (file, item, field) and loses nothing."""
+
 import json
 
 import pytest
@@ -38,7 +39,10 @@ def test_corrupt_image_is_rejected_by_filter(tiny_copy):
     p = tiny_copy / "data" / "images" / "objects" / f"{rec['sha256']}.{ext}"
     p.write_bytes(p.read_bytes()[:200])
     assert run_stage(tiny_copy, "filter", *TINY) == 0
-    rows = {json.loads(x)["sha256"]: json.loads(x) for x in (tiny_copy / "data" / "filtered" / "index.jsonl").read_text().splitlines()}
+    rows = {
+        json.loads(x)["sha256"]: json.loads(x)
+        for x in (tiny_copy / "data" / "filtered" / "index.jsonl").read_text().splitlines()
+    }
     assert not rows[rec["sha256"]]["accepted"] and "corrupt" in rows[rec["sha256"]]["reason"]
 
 
@@ -68,11 +72,17 @@ def test_schema_violation_names_field(tiny_copy, capsys):
 
 def test_gate_failure_fails_validate(tiny_copy, capsys):
     # inject an answer into a haystack session's text: the leakage gate must catch it
-    q = next(json.loads(x) for x in (tiny_copy / "data" / "generated" / "questions.jsonl").read_text().splitlines()
-             if json.loads(x)["question_type"] == "information_extraction")
-    inst = next(json.loads(x) for x in (tiny_copy / "data" / "instances" / "32k.jsonl").read_text().splitlines()
-                if json.loads(x)["question_id"] == q["question_id"])
-    hay = [s for s in inst["session_ids"] if s not in inst["answer_session_ids"]][0]
+    q = next(
+        json.loads(x)
+        for x in (tiny_copy / "data" / "generated" / "questions.jsonl").read_text().splitlines()
+        if json.loads(x)["question_type"] == "information_extraction"
+    )
+    inst = next(
+        json.loads(x)
+        for x in (tiny_copy / "data" / "instances" / "32k.jsonl").read_text().splitlines()
+        if json.loads(x)["question_id"] == q["question_id"]
+    )
+    hay = next(s for s in inst["session_ids"] if s not in inst["answer_session_ids"])
     sf = tiny_copy / "data" / "generated" / "sessions.jsonl"
     rows = [json.loads(x) for x in sf.read_text().splitlines()]
     for r in rows:

@@ -21,6 +21,7 @@ def test_check_turn_reports_each_check():
     assert check_turn(TurnSpec("user", f"Hi. {m}.", n_images=1, mention=m)) == []
     assert "photo_directive" in check_turn(TurnSpec("user", "Hi <image> there.", n_images=1, mention=m))
     assert "ngram_leakage" in check_turn(TurnSpec("user", "It had 7 mugs.", forbidden=["7"]))
-    assert "semantic_leakage" in check_turn(TurnSpec("user", f"Shop LUNA BAKERY. {m}.", n_images=1, mention=m,
-                                                     image_values=["Luna Bakery"]))
+    assert "semantic_leakage" in check_turn(
+        TurnSpec("user", f"Shop LUNA BAKERY. {m}.", n_images=1, mention=m, image_values=["Luna Bakery"])
+    )
     assert "ambiguity" in check_turn(TurnSpec("user", "My kiwi now.", ambiguity=["kiwi"]))

@@ -1,12 +1,13 @@
 """The official release format: export round-trips through the loader; bad input gets clear errors."""
+
 import json
 
 import pytest
 
-from memlens.core.errors import DataError, ImageError, SchemaError
-from memlens.core.items import BuiltBenchmark
 from memlens.core.config import Paths
+from memlens.core.errors import DataError, ImageError, SchemaError
 from memlens.core.io import sha256_file
+from memlens.core.items import BuiltBenchmark
 from memlens.core.official import OfficialRelease, iter_json_array
 from tests.conftest import TINY, run_stage
 
@@ -38,23 +39,41 @@ def test_export_roundtrips_through_loader(exported):
             assert [s.date for s in lo.sessions] == [s.date for s in b.sessions]
             assert [s.is_evidence for s in lo.sessions] == [s.is_evidence for s in b.sessions]
             for sb, sl in zip(b.sessions, lo.sessions):
-                assert [(t.role, t.content, t.has_answer) for t in sb.turns] == \
-                       [(t.role, t.content, t.has_answer) for t in sl.turns]
+                assert [(t.role, t.content, t.has_answer) for t in sb.turns] == [
+                    (t.role, t.content, t.has_answer) for t in sl.turns
+                ]
                 for tb, tl in zip(sb.turns, sl.turns):
-                    assert [sha256_file(b.resolve_image(i)) for i in tb.images] == \
-                           [sha256_file(lo.resolve_image(i)) for i in tl.images]
+                    assert [sha256_file(b.resolve_image(i)) for i in tb.images] == [
+                        sha256_file(lo.resolve_image(i)) for i in tl.images
+                    ]
                     assert all(i.startswith(("needle_images/", "haystack_images/")) for i in tl.images)
     sub = json.loads((exported / "data" / "release" / "agent_subset_195.json").read_text())
     assert sub["n_questions"] == len(sub["question_ids"]) > 0
 
 
 def _item(**kw):
-    base = {"question_id": "q_1", "question_type": "information_extraction", "question_subtype": "previnfo",
-            "question": "What?", "answer": "3", "question_date": "2024/05/31 (Fri) 07:58",
-            "haystack_dates": ["2024/05/01 (Wed) 10:00"], "haystack_session_ids": ["sess_a"],
-            "haystack_sessions": [[{"role": "user", "content": "look <image>", "images": [{"file": "needle_images/a.png"}],
-                                    "has_answer": True}, {"role": "assistant", "content": "ok"}]],
-            "answer_session_ids": ["sess_a"]}
+    base = {
+        "question_id": "q_1",
+        "question_type": "information_extraction",
+        "question_subtype": "previnfo",
+        "question": "What?",
+        "answer": "3",
+        "question_date": "2024/05/31 (Fri) 07:58",
+        "haystack_dates": ["2024/05/01 (Wed) 10:00"],
+        "haystack_session_ids": ["sess_a"],
+        "haystack_sessions": [
+            [
+                {
+                    "role": "user",
+                    "content": "look <image>",
+                    "images": [{"file": "needle_images/a.png"}],
+                    "has_answer": True,
+                },
+                {"role": "assistant", "content": "ok"},
+            ]
+        ],
+        "answer_session_ids": ["sess_a"],
+    }
     base.update(kw)
     return base
 
@@ -87,7 +106,7 @@ def test_streaming_parser_small_chunks(tmp_path):
 
 def test_malformed_json_is_a_clear_error(tmp_path):
     rel = _release(tmp_path, None, raw='[{"question_id": "q_1", ')
-    with pytest.raises(DataError, match="dataset_32k.json"):
+    with pytest.raises(DataError, match=r"dataset_32k.json"):
         list(rel.items("32k"))
 
 
@@ -102,16 +121,25 @@ def test_schema_error_names_item_and_field(tmp_path):
 
 @pytest.mark.parametrize("bad", ["../../etc/passwd", "/etc/passwd", "needle_images/../../x.png"])
 def test_image_path_traversal_is_refused(tmp_path, bad):
-    rel = _release(tmp_path, [_item(haystack_sessions=[[{"role": "user", "content": "x <image>",
-                                                          "images": [{"file": bad}]}]])])
+    rel = _release(
+        tmp_path, [_item(haystack_sessions=[[{"role": "user", "content": "x <image>", "images": [{"file": bad}]}]])]
+    )
     item = next(rel.items("32k"))
     with pytest.raises(ImageError, match="escapes"):
         item.resolve_image(item.image_ids[0])
 
 
 def test_missing_image_is_a_clear_error(tmp_path):
-    rel = _release(tmp_path, [_item(haystack_sessions=[[{"role": "user", "content": "x <image>",
-                                                          "images": [{"file": "needle_images/nope.png"}]}]])])
+    rel = _release(
+        tmp_path,
+        [
+            _item(
+                haystack_sessions=[
+                    [{"role": "user", "content": "x <image>", "images": [{"file": "needle_images/nope.png"}]}]
+                ]
+            )
+        ],
+    )
     item = next(rel.items("32k"))
     with pytest.raises(ImageError, match="missing"):
         item.resolve_image(item.image_ids[0])
@@ -126,20 +154,22 @@ def test_missing_length_lists_available(tmp_path):
 @pytest.mark.slow
 def test_huggingface_parquet_export_loads(exported, tmp_path, monkeypatch):
     monkeypatch.setenv("HF_DATASETS_CACHE", str(tmp_path / "hfcache"))
-    import datasets
     import hashlib
-    import io
+
+    import datasets
 
     rel = exported / "data" / "release"
-    ds = datasets.load_dataset("parquet", data_files={"test": str(rel / "hf" / "dataset_32k.parquet")},
-                               cache_dir=str(tmp_path / "hfcache"))["test"]
+    ds = datasets.load_dataset(
+        "parquet", data_files={"test": str(rel / "hf" / "dataset_32k.parquet")}, cache_dir=str(tmp_path / "hfcache")
+    )["test"]
     items = list(iter_json_array(rel / "dataset_32k.json"))
     assert ds.num_rows == len(items)
     row, item = ds[0], items[0]
     assert row["question_id"] == item["question_id"] and row["answer"] == item["answer"]
     assert row["haystack_sessions"][0][0]["content"] == item["haystack_sessions"][0][0]["content"]
-    im = datasets.load_dataset("parquet", data_files={"test": str(rel / "hf" / "images.parquet")},
-                               cache_dir=str(tmp_path / "hfcache"))["test"]
+    im = datasets.load_dataset(
+        "parquet", data_files={"test": str(rel / "hf" / "images.parquet")}, cache_dir=str(tmp_path / "hfcache")
+    )["test"]
     assert isinstance(im.features["image"], datasets.Image)
     raw = im.cast_column("image", datasets.Image(decode=False))[0]
     on_disk = (rel / "release_images" / raw["file"]).read_bytes()

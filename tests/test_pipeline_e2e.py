@@ -1,6 +1,6 @@
 """End to end at tiny scale: build, validate, export, evaluate, judge, report; determinism; resume."""
+
 import json
-import shutil
 
 import pytest
 
@@ -30,7 +30,9 @@ def test_determinism_two_builds_identical(tiny_project, tmp_path):
         assert run_stage(other, st, *TINY) == 0
     for d in ("ontology", "images", "filtered", "generated", "instances"):
         assert hash_tree(other / "data" / d) == hash_tree(tiny_project / "data" / d), d
-        assert (other / "data" / d / "manifest.json").read_bytes() == (tiny_project / "data" / d / "manifest.json").read_bytes()
+        assert (other / "data" / d / "manifest.json").read_bytes() == (
+            tiny_project / "data" / d / "manifest.json"
+        ).read_bytes()
 
 
 def test_validate_export_evaluate_judge_report(tiny_copy):
@@ -50,8 +52,10 @@ def test_validate_export_evaluate_judge_report(tiny_copy):
     assert "refuse" in board and "chance" in board
     # refuse: 100% on answer refusal, 0% on answerable types
     import csv
-    rows = list(csv.DictReader(open(root / "reports" / "leaderboard.csv")))
-    ref = [r for r in rows if r["system"] == "refuse" and r["length"] == "32k"][0]
+
+    with open(root / "reports" / "leaderboard.csv") as fh:
+        rows = list(csv.DictReader(fh))
+    ref = next(r for r in rows if r["system"] == "refuse" and r["length"] == "32k")
     assert float(ref["acc__AR"]) == 1.0 and float(ref["acc__IE"]) == 0.0
     # rerun of evaluate skips everything (resumable)
     before = (root / "data" / "predictions" / "chance" / "standard" / "32k.jsonl").read_bytes()
@@ -66,8 +70,12 @@ def test_mlflow_runs_params_metrics_artifacts(tiny_copy, capsys):
         assert run_stage(root, st, *TINY, "model=chance") == 0
     # a key in the config is refused before anything is written, and the message does not echo it
     capsys.readouterr()
-    assert run_stage(root, "report", *TINY, "model=chance", f"+model.api_key={secret}",
-                     f"+model.client.openai_api_key={secret}") == 2
+    assert (
+        run_stage(
+            root, "report", *TINY, "model=chance", f"+model.api_key={secret}", f"+model.client.openai_api_key={secret}"
+        )
+        == 2
+    )
     err = capsys.readouterr().err
     assert "model.api_key" in err and secret not in err
     assert not (root / "mlflow.db").exists()

@@ -3,14 +3,19 @@ import json
 import pytest
 
 from memlens.core.errors import DataError, SchemaError
-from memlens.core.schema import (Evidence, ImageRecord, Question, Session, Turn, format_date, is_release_date,
-                            parse_date)
 from memlens.core.io import canonical_json, iter_jsonl, read_json, read_records, write_jsonl
+from memlens.core.schema import Evidence, ImageRecord, Question, Session, Turn, format_date, is_release_date, parse_date
 
 
 def q(**kw):
-    base = dict(question_id="q_1", question_type="information_extraction", question_subtype="entity",
-                question="How many?", answer="3", question_date="2024/05/31 (Fri) 07:58")
+    base = dict(
+        question_id="q_1",
+        question_type="information_extraction",
+        question_subtype="entity",
+        question="How many?",
+        answer="3",
+        question_date="2024/05/31 (Fri) 07:58",
+    )
     base.update(kw)
     return Question(**base)
 
@@ -41,7 +46,7 @@ def test_question_roundtrip_and_errors():
     with pytest.raises(SchemaError, match="question_type"):
         Question.from_dict(bad, where="f.jsonl:3")
     missing = {k: v for k, v in d.items() if k != "answer"}
-    with pytest.raises(SchemaError, match="f.jsonl:3.*answer"):
+    with pytest.raises(SchemaError, match=r"f.jsonl:3.*answer"):
         Question.from_dict(missing, where="f.jsonl:3")
     with pytest.raises(SchemaError, match="question_date"):
         Question.from_dict(dict(d, question_date="yesterday"))

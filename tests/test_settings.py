@@ -4,6 +4,7 @@ Unknown keys fail in every group (with and without ``+``) with the key path and 
 keys; wrong types fail naming the key; a group override on params.yaml gives exactly the section of
 composing conf/ with that override; every option file validates and is complete; constructors are
 strict and agree with their schemas."""
+
 from __future__ import annotations
 
 import inspect
@@ -126,13 +127,13 @@ def test_wrong_type_fails_naming_the_key(overrides, key, why, params):
 
 
 def test_cross_section_rules():
-    with pytest.raises(ConfigError, match="unknown data.scale 'huge'"):
+    with pytest.raises(ConfigError, match=r"unknown data.scale 'huge'"):
         load(["data.scale=huge"])
-    with pytest.raises(ConfigError, match="eval.lengths: unknown length 'big'"):
+    with pytest.raises(ConfigError, match=r"eval.lengths: unknown length 'big'"):
         load(["eval.lengths=[big]"])
     with pytest.raises(ConfigError, match="hf_id or model_path"):
         load(["model=vllm_server", "model.hf_id=null"])
-    with pytest.raises(ConfigError, match="disagrees with resources.tensor_parallel_size"):
+    with pytest.raises(ConfigError, match=r"disagrees with resources.tensor_parallel_size"):
         load(["model=vllm_server", "model.tensor_parallel_size=2"])
     with pytest.raises(ConfigError, match="derives base_url/model"):
         load(["model=vllm_server", "+model.base_url=http://x/v1"])
@@ -164,7 +165,8 @@ def test_every_model_and_judge_option_validates_and_params_override_equals_conf(
 def test_group_override_honours_the_option_defaults_list(tmp_path):
     root = make_project(tmp_path)
     (root / "conf" / "model" / "my-vllm.yaml").write_text(
-        "defaults:\n  - vllm_server\n  - _self_\nname: my-vllm\nhf_id: org/my-model\nserved_model_name: my-vllm\n")
+        "defaults:\n  - vllm_server\n  - _self_\nname: my-vllm\nhf_id: org/my-model\nserved_model_name: my-vllm\n"
+    )
     composed = load(["data.seed=7"], root=root)
     (root / PARAMS).write_text(OmegaConf.to_yaml(composed))
     cfg = load(["model=my-vllm"], params=PARAMS, root=root)
@@ -182,7 +184,7 @@ def test_params_overrides_use_hydra_semantics(tmp_path):
     cfg = load(["data.seed=7", "model=chance", "model.seed=3", "+report.alpha=0.1"], params=PARAMS, root=root)
     assert cfg.data.seed == 7 and cfg.model.seed == 3 and cfg.report.alpha == 0.1
     assert "validate" not in load(["~validate"], params=PARAMS, root=root)
-    with pytest.raises(ConfigError, match="add it with \\+report.alpha=0.1"):
+    with pytest.raises(ConfigError, match=r"add it with \+report.alpha=0.1"):
         load(["report.alpha=0.1"], params=PARAMS, root=root)  # a key the schema knows, not in the config
     with pytest.raises(ConfigError) as ei:
         load(["model=nope"], params=PARAMS, root=root)
@@ -220,11 +222,20 @@ def test_validation_runs_before_any_work(tmp_path):
 
 
 # ------------------------------------------------------------------------------ option files
-SCHEMA_OF_FILE = {"data": S.DataSettings, "filter": S.FilterSettings, "generator": S.GeneratorSettings,
-                  "eval": S.EvalSettings, "validate": S.ValidateSettings, "tracking": S.TrackingSettings}
+SCHEMA_OF_FILE = {
+    "data": S.DataSettings,
+    "filter": S.FilterSettings,
+    "generator": S.GeneratorSettings,
+    "eval": S.EvalSettings,
+    "validate": S.ValidateSettings,
+    "tracking": S.TrackingSettings,
+}
 #: option files that are templates to copy: they list every key of their schema
-COMPLETE = {"model": {"openai_compatible", "vllm_server", "transformers", "refuse", "chance"},
-            "judge": set(JUDGES), "source": {"synthetic"}}
+COMPLETE = {
+    "model": {"openai_compatible", "vllm_server", "transformers", "refuse", "chance"},
+    "judge": set(JUDGES),
+    "source": {"synthetic"},
+}
 
 
 def _option_files():
@@ -254,7 +265,7 @@ def test_option_files_are_complete_or_rely_on_documented_defaults(group, path):
 def test_generator_has_no_fictional_target():
     raw = yaml.safe_load((CONF / "generator" / "template.yaml").read_text())
     assert "_target_" not in raw and raw["name"] == "template"
-    with pytest.raises(ConfigError, match="generator.name"):
+    with pytest.raises(ConfigError, match=r"generator.name"):
         load(["generator.name=llm"])
 
 
@@ -278,12 +289,17 @@ def _params(cls) -> dict[str, inspect.Parameter]:
 
 
 #: constructor parameters that are not configuration keys: (class name) -> names
-NOT_CONFIG = {"VLLMServerModel": {"base_url", "model"},  # refused with a clear message
-              "LLMJudge": {"root"}}                        # set by the judge stage
+NOT_CONFIG = {
+    "VLLMServerModel": {"base_url", "model"},  # refused with a clear message
+    "LLMJudge": {"root"},
+}  # set by the judge stage
 
 
-MINIMAL = {"OpenAICompatibleModel": {"base_url": "http://127.0.0.1:1/v1", "model": "m"},
-           "VLLMServerModel": {"hf_id": "org/m"}, "TransformersModel": {"hf_id": "org/m"}}
+MINIMAL = {
+    "OpenAICompatibleModel": {"base_url": "http://127.0.0.1:1/v1", "model": "m"},
+    "VLLMServerModel": {"hf_id": "org/m"},
+    "TransformersModel": {"hf_id": "org/m"},
+}
 
 
 def _norm(v):
@@ -314,8 +330,11 @@ def test_constructor_is_strict_and_agrees_with_its_schema(target):
 @pytest.mark.parametrize("target", sorted(S.SOURCE_SCHEMAS))
 def test_source_schema_defaults_match_the_class(target):
     cls = get_class(target)  # (the image sources are build-layer classes; their keys are checked here)
-    params = {n: p for n, p in inspect.signature(cls.__init__).parameters.items()
-              if n != "self" and p.kind is p.POSITIONAL_OR_KEYWORD}
+    params = {
+        n: p
+        for n, p in inspect.signature(cls.__init__).parameters.items()
+        if n != "self" and p.kind is p.POSITIONAL_OR_KEYWORD
+    }
     fields = {(f.alias or n): f for n, f in S.SOURCE_SCHEMAS[target].model_fields.items()}
     for key, p in params.items():
         assert key in fields, key

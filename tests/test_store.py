@@ -3,8 +3,8 @@ import os
 import pytest
 
 from memlens.core.errors import ImageError
-from memlens.eval.results import ResultsStore, request_key
 from memlens.core.store import ObjectStore, derive_rng, safe_join, short_id
+from memlens.eval.results import ResultsStore, request_key
 
 
 def test_object_store_content_addressed(tmp_path):
@@ -74,8 +74,18 @@ def test_identity_names_the_folder_and_keys_hash_everything(tmp_path):
     a, b = ResultsStore(tmp_path, IDENT), ResultsStore(tmp_path, {**IDENT, "temperature": 0.7})
     assert a.dir != b.dir and a.key == ResultsStore(tmp_path, dict(reversed(list(IDENT.items())))).key
     base = request_key(a.key, "p1", "standard", "f" * 64)
-    assert len({base, request_key(b.key, "p1", "standard", "f" * 64), request_key(a.key, "p2", "standard", "f" * 64),
-                request_key(a.key, "p1", "cot", "f" * 64), request_key(a.key, "p1", "standard", "e" * 64)}) == 5
+    assert (
+        len(
+            {
+                base,
+                request_key(b.key, "p1", "standard", "f" * 64),
+                request_key(a.key, "p2", "standard", "f" * 64),
+                request_key(a.key, "p1", "cot", "f" * 64),
+                request_key(a.key, "p1", "standard", "e" * 64),
+            }
+        )
+        == 5
+    )
 
 
 def test_second_writer_stops_at_once_or_waits(tmp_path):
@@ -88,9 +98,8 @@ def test_second_writer_stops_at_once_or_waits(tmp_path):
     other = ResultsStore(tmp_path, IDENT)
     with st.writer():
         st.put("k1", rec())
-        with pytest.raises(StoreBusyError, match="another evaluation"):
-            with other.writer():
-                pass
+        with pytest.raises(StoreBusyError, match="another evaluation"), other.writer():
+            pass
         got = []
 
         def waiter():

@@ -4,6 +4,7 @@ Stages are registered in :data:`STAGES`; each is a function ``run(cfg, paths) ->
 Errors of the :class:`~memlens.core.errors.MemLensError` family end the command with one clear message
 and exit status 2; nothing already written is removed.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -16,8 +17,14 @@ from pathlib import Path
 
 from memlens.core.errors import MemLensError
 
-for _k, _v in {"MLFLOW_DISABLE_TELEMETRY": "true", "DO_NOT_TRACK": "true", "DVC_NO_ANALYTICS": "1",
-               "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1", "TOKENIZERS_PARALLELISM": "false"}.items():
+for _k, _v in {
+    "MLFLOW_DISABLE_TELEMETRY": "true",
+    "DO_NOT_TRACK": "true",
+    "DVC_NO_ANALYTICS": "1",
+    "HF_HUB_OFFLINE": "1",
+    "TRANSFORMERS_OFFLINE": "1",
+    "TOKENIZERS_PARALLELISM": "false",
+}.items():
     os.environ.setdefault(_k, _v)
 
 #: stage name -> "module:function"
@@ -35,11 +42,7 @@ STAGES: dict[str, str] = {
 }
 #: stage name -> the config groups whose ``_target_`` classes the stage instantiates (their modules
 #: are part of the stage's code, so of its DVC deps)
-TARGET_GROUPS: dict[str, tuple[str, ...]] = {
-    "crawl": ("source",),
-    "evaluate": ("model",),
-    "judge": ("judge",),
-}
+TARGET_GROUPS: dict[str, tuple[str, ...]] = {"crawl": ("source",), "evaluate": ("model",), "judge": ("judge",)}
 EXTRA: dict[str, str] = {
     "compose": "memlens.cli:compose",
     "deps": "memlens.cli:deps",
@@ -55,13 +58,19 @@ def resolve_target(target: str):
 
 
 def build_parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="memlens", description=__doc__.splitlines()[0],
-                                formatter_class=argparse.RawDescriptionHelpFormatter,
-                                epilog="stages: " + " -> ".join(STAGES) + "\nextra: " + ", ".join(EXTRA))
+    p = argparse.ArgumentParser(
+        prog="memlens",
+        description=__doc__.splitlines()[0],
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+        epilog="stages: " + " -> ".join(STAGES) + "\nextra: " + ", ".join(EXTRA),
+    )
     p.add_argument("command", choices=[*STAGES, *EXTRA])
     p.add_argument("overrides", nargs="*", help="Hydra overrides, e.g. model=chance data.lengths=[32k]")
-    p.add_argument("--params", default=None,
-                   help="read the composed config from this file (DVC stages use params.yaml) instead of conf/")
+    p.add_argument(
+        "--params",
+        default=None,
+        help="read the composed config from this file (DVC stages use params.yaml) instead of conf/",
+    )
     p.add_argument("--root", default=None, help="project folder (default: $DVC_ROOT or the nearest folder with conf/)")
     p.add_argument("--write", action="store_true", help="deps: write the stages' code deps into dvc.yaml")
     p.add_argument("--check", action="store_true", help="deps: exit 1 when dvc.yaml's code deps are out of date")
@@ -71,8 +80,11 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_intermixed_args(argv)
-    logging.basicConfig(level=logging.DEBUG if args.verbose else logging.INFO,
-                        format="%(levelname)s %(name)s: %(message)s", stream=sys.stderr)
+    logging.basicConfig(
+        level=logging.DEBUG if args.verbose else logging.INFO,
+        format="%(levelname)s %(name)s: %(message)s",
+        stream=sys.stderr,
+    )
     for noisy in ("alembic", "mlflow", "urllib3", "httpx", "matplotlib", "PIL", "openai", "hydra"):
         logging.getLogger(noisy).setLevel(logging.WARNING)
     from memlens.core.config import Paths, load_config
@@ -106,7 +118,6 @@ def compose(args) -> int:
     (root / "params.yaml").write_text(text)
     print(f"wrote {root / 'params.yaml'}")
     return 0
-
 
 
 def stage_modules(stage: str, conf_dir: Path) -> list[str]:
@@ -188,6 +199,7 @@ def deps(args) -> int:
         for path in ps:
             print(f"  - {path}")
     return 0
+
 
 if __name__ == "__main__":  # pragma: no cover
     sys.exit(main())

@@ -22,6 +22,7 @@ same command. A SLURM array has one resource shape, so models are grouped by GPU
 
 ``--gpu-models`` prints the GPU models of ``conf/model/`` as JSON (the CI workflow's matrix).
 """
+
 from __future__ import annotations
 
 import argparse
@@ -54,8 +55,15 @@ def gpu_models(root: Path) -> list[dict[str, Any]]:
         res = cfg.get("resources") or {}
         if not res or not str(cfg.get("_target_", "")).endswith(_GPU_TARGETS):
             continue
-        rows.append({"model": name, "hf_id": cfg.get("hf_id"), "gpus": int(res.get("gpus", 1)),
-                     "accelerator": res.get("accelerator"), "tensor_parallel_size": int(res.get("tensor_parallel_size", 1))})
+        rows.append(
+            {
+                "model": name,
+                "hf_id": cfg.get("hf_id"),
+                "gpus": int(res.get("gpus", 1)),
+                "accelerator": res.get("accelerator"),
+                "tensor_parallel_size": int(res.get("tensor_parallel_size", 1)),
+            }
+        )
     return rows
 
 
@@ -72,7 +80,11 @@ def plan(root: Path, models: list[str] | None, lengths: list[str], launcher: str
         if str(cfg.get("_target_", "")).startswith("memlens.eval.systems.baselines"):
             gpus = 0
         else:
-            gpus = int((cfg.get("resources") or {}).get("gpus", 0)) if str(cfg.get("_target_", "")).endswith(_GPU_TARGETS) else 0
+            gpus = (
+                int((cfg.get("resources") or {}).get("gpus", 0))
+                if str(cfg.get("_target_", "")).endswith(_GPU_TARGETS)
+                else 0
+            )
         groups.setdefault(gpus, []).append(m)
     sweep = ",".join(f"[{x}]" for x in lengths)
     cmds = []
@@ -101,7 +113,9 @@ def _task(cfg) -> None:
     paths = Paths(project_root())
     log = logging.getLogger("memlens.sweep")
     for stage in stages:
-        log.info("%s: model=%s mode=%s lengths=%s", stage, cfg.model.name, cfg.eval.mode, list(cfg.eval.get("lengths") or []))
+        log.info(
+            "%s: model=%s mode=%s lengths=%s", stage, cfg.model.name, cfg.eval.mode, list(cfg.eval.get("lengths") or [])
+        )
         resolve_target(STAGES[stage])(cfg, paths)
 
 
@@ -128,8 +142,14 @@ def main(argv: list[str] | None = None) -> None:
 
     import hydra
 
-    for k, v in {"MLFLOW_DISABLE_TELEMETRY": "true", "DO_NOT_TRACK": "true", "DVC_NO_ANALYTICS": "1",
-                 "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1", "TOKENIZERS_PARALLELISM": "false"}.items():
+    for k, v in {
+        "MLFLOW_DISABLE_TELEMETRY": "true",
+        "DO_NOT_TRACK": "true",
+        "DVC_NO_ANALYTICS": "1",
+        "HF_HUB_OFFLINE": "1",
+        "TRANSFORMERS_OFFLINE": "1",
+        "TOKENIZERS_PARALLELISM": "false",
+    }.items():
         os.environ.setdefault(k, v)
     os.environ.setdefault("MEMLENS_ROOT", str(root))  # jobs on other nodes / in other dirs find the project
     # Hydra's own output folders go under data/ (git-ignored), not into the project root.

@@ -1,4 +1,5 @@
 """Information Extraction: plans, drafts, derivations, leakage invariants and chance answers."""
+
 from __future__ import annotations
 
 import dataclasses
@@ -12,11 +13,11 @@ from memlens.build.abilities.ar import AnswerRefusal
 from memlens.build.abilities.derive import derive
 from memlens.build.abilities.ie import SAFE_COLORS, InformationExtraction
 from memlens.build.images.synthetic import get_family, render_bytes
-from memlens.build.text.sessions import Mention, SessionWriter, WriterConfig
 from memlens.build.images.truth import drawn_values as image_values
+from memlens.build.ontology.stage import build_topics, load_ontology_file
+from memlens.build.text.sessions import Mention, SessionWriter, WriterConfig
 from memlens.build.text.textbank import mention_templates
 from memlens.build.text.validators import RejectionLog, contains_token_bounded
-from memlens.build.ontology.stage import build_topics, load_ontology_file
 from memlens.core.schema import IE, IMAGE_PLACEHOLDER, Question
 
 AB = InformationExtraction()
@@ -42,35 +43,53 @@ def _make(sub, v, seed, reserved=None):
     rng = random.Random(f"plan-{sub}-{v}-{seed}")
     topic = TOPICS[rng.randrange(len(TOPICS))]
     plan = AB.plan(rng, topic, sub, v, f"p{seed}", reserved)
-    truths = [get_family(r.family).sample(random.Random(f"img-{v}-{seed}-{k}"), **r.constraints)
-              for k, r in enumerate(plan.images)]
+    truths = [
+        get_family(r.family).sample(random.Random(f"img-{v}-{seed}-{k}"), **r.constraints)
+        for k, r in enumerate(plan.images)
+    ]
     draft = AB.build(random.Random(f"build-{v}-{seed}"), plan, truths)
     return plan, truths, draft
 
 
 def _question(draft, sub="entity"):
-    return Question.from_dict({"question_id": "q_x", "question_type": IE, "question_subtype": sub,
-                               "question": draft.question, "answer": draft.answer,
-                               "question_date": "2025/03/03 (Mon) 10:00", "details": draft.details})
+    return Question.from_dict(
+        {
+            "question_id": "q_x",
+            "question_type": IE,
+            "question_subtype": sub,
+            "question": draft.question,
+            "answer": draft.answer,
+            "question_date": "2025/03/03 (Mon) 10:00",
+            "details": draft.details,
+        }
+    )
 
 
 # phrases every haystack mention or session may contain: forbidden strings must avoid them all
 _SHARED_TEXT = " | ".join(
-    contexts.OWNERS + contexts.PLACES + contexts.OCCASIONS + contexts.PEOPLE + contexts.PLANS + contexts.APPS
-    + contexts.WHEN + [t for k in ("photo", "screenshot", "document") for t in mention_templates(k)]
-    + [s for t in TOPICS for s in [t.title, *t.subtopics]])
+    contexts.OWNERS
+    + contexts.PLACES
+    + contexts.OCCASIONS
+    + contexts.PEOPLE
+    + contexts.PLANS
+    + contexts.APPS
+    + contexts.WHEN
+    + [t for k in ("photo", "screenshot", "document") for t in mention_templates(k)]
+    + [s for t in TOPICS for s in [t.title, *t.subtopics]]
+)
 
 
 def test_variants_and_families():
     assert AB.question_type == IE
-    assert AB.variants == {"entity": ["counting", "spatial", "disambiguation", "alignment", "arithmetic"],
-                           "previnfo": ["chat_screenshot", "app_interface", "natural_photo"]}
+    assert AB.variants == {
+        "entity": ["counting", "spatial", "disambiguation", "alignment", "arithmetic"],
+        "previnfo": ["chat_screenshot", "app_interface", "natural_photo"],
+    }
     fams = set(get_family(f).name for vs in AB.families.values() for f in vs)
     assert all(v in AB.families and AB.families[v] for _, v in CASES)
-    assert fams <= {"object_scene", "named_sign", "price_tag", "receipt", "ticket", "chat_screenshot",
-                    "app_screenshot"}
+    assert fams <= {"object_scene", "named_sign", "price_tag", "receipt", "ticket", "chat_screenshot", "app_screenshot"}
     # the crawl stage cycles variants over the question index: every variant evenly
-    for sub, vs in AB.variants.items():
+    for _sub, vs in AB.variants.items():
         picked = [vs[i % len(vs)] for i in range(5 * len(vs))]
         assert all(picked.count(v) == 5 for v in vs)
 
@@ -120,10 +139,12 @@ def test_drafts(sub, v):
             assert name.lower() in d.question.lower() and name in d.forbidden
         else:
             assert d.contexts[0] in d.question
-    expected = {"disambiguation": {"shop_sign", "street_sign", "book_cover", "product_box", "license_plate"},
-                "alignment": {"price_tag", "receipt", "license_plate", "ticket"},
-                "arithmetic": {"receipt_pair", "price_multiple", "ticket_multiple"},
-                "natural_photo": {"count", "color", "plate", "car_color"}}.get(v)
+    expected = {
+        "disambiguation": {"shop_sign", "street_sign", "book_cover", "product_box", "license_plate"},
+        "alignment": {"price_tag", "receipt", "license_plate", "ticket"},
+        "arithmetic": {"receipt_pair", "price_multiple", "ticket_multiple"},
+        "natural_photo": {"count", "color", "plate", "car_color"},
+    }.get(v)
     if expected:
         assert kinds == expected
     if v == "arithmetic":
@@ -141,8 +162,8 @@ def test_deterministic(sub, v):
 
 @pytest.mark.parametrize("sub,v", CASES)
 def test_constraints_render(sub, v):
-    plan, truths, d = _make(sub, v, 3)
-    for k, r in enumerate(plan.images):
+    plan, truths, _d = _make(sub, v, 3)
+    for k, _r in enumerate(plan.images):
         data, ext = render_bytes(truths[k])
         assert len(data) > 1000 and ext in ("jpg", "png")
 
@@ -166,20 +187,25 @@ def test_arithmetic_values():
 
 def test_disambiguation_lookalikes_differ():
     for seed in range(30):
-        plan, truths, d = _make("entity", "disambiguation", seed)
+        _plan, truths, _d = _make("entity", "disambiguation", seed)
         assert 2 <= len(truths) <= 3
         assert len({t["kind"] for t in truths}) == 1
         key = "brand" if truths[0]["kind"] == "product_box" else "text"
         assert len({t[key] for t in truths}) == len(truths)
         # the asked detail differs between the look-alikes, so only the named one answers it
-        field = {"shop_sign": "number", "street_sign": "number", "book_cover": "author",
-                 "product_box": "weight", "license_plate": "car_color"}[truths[0]["kind"]]
+        field = {
+            "shop_sign": "number",
+            "street_sign": "number",
+            "book_cover": "author",
+            "product_box": "weight",
+            "license_plate": "car_color",
+        }[truths[0]["kind"]]
         assert len({t[field] for t in truths}) == len(truths)
 
 
 def test_alignment_description_matches_one_image():
     for seed in range(30):
-        plan, truths, d = _make("entity", "alignment", seed)
+        _plan, truths, d = _make("entity", "alignment", seed)
         k = d.details["target_image"]
         kind = d.details["kind"]
         if kind == "price_tag":
@@ -212,13 +238,14 @@ def test_evidence_sessions_admit():
     topic = TOPICS[0]
     for sub, v in CASES:
         for seed in range(3):
-            plan, truths, d = _make(sub, v, seed)
+            _plan, truths, d = _make(sub, v, seed)
             writer = SessionWriter(WriterConfig(), RejectionLog())
             for f in d.facts:
                 vals = [s for k in f.image_idx for s in image_values(truths[k])]
                 m = Mention(f.mention, [f"img{k}" for k in f.image_idx], True, vals)
-                s = writer.write(random.Random(seed), "evidence", topic, topic.subtopics[0], [m],
-                                 extra_forbidden=d.forbidden)
+                s = writer.write(
+                    random.Random(seed), "evidence", topic, topic.subtopics[0], [m], extra_forbidden=d.forbidden
+                )
                 text = " ".join(t.content for t in s.turns)
                 assert f.mention in text
                 assert not any(contains_token_bounded(text.replace(IMAGE_PLACEHOLDER, " "), x) for x in d.forbidden)
@@ -260,10 +287,12 @@ def test_answer_refusal_wraps_every_variant():
 def test_contexts_never_inside_other_phrases():
     """A question's context is not a token-bounded part of any other phrase of the shared mention
     space (else an answer-refusal history, which forbids it, could not hold those mentions)."""
-    space = ([o + s for o in contexts.OCCASIONS for s in ("", " last month", " in spring", " on Friday")]
-             + [f"{o} {p}" for o in contexts.OWNERS for p in contexts.PLACES]
-             + [f"my chat with {p} about {pl}" for p in contexts.PEOPLE for pl in contexts.PLANS]
-             + [f"{a} page for {pl}" for a in contexts.APPS for pl in contexts.PLANS])
+    space = (
+        [o + s for o in contexts.OCCASIONS for s in ("", " last month", " in spring", " on Friday")]
+        + [f"{o} {p}" for o in contexts.OWNERS for p in contexts.PLACES]
+        + [f"my chat with {p} about {pl}" for p in contexts.PEOPLE for pl in contexts.PLANS]
+        + [f"{a} page for {pl}" for a in contexts.APPS for pl in contexts.PLANS]
+    )
     for sub, v in CASES:
         for seed in range(40):
             _, _, d = _make(sub, v, seed)

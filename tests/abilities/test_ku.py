@@ -1,4 +1,5 @@
 """Knowledge Update (KU): four-fact chains whose values are visible only in the images."""
+
 from __future__ import annotations
 
 import random
@@ -10,13 +11,27 @@ import pytest
 from memlens.build.abilities import ability_for, chance_answer
 from memlens.build.abilities.base import Plan
 from memlens.build.abilities.derive import derive
-from memlens.build.abilities.ku import (BRANDS, CATEGORIES, CHAIN, FIRST_TAILS, HOTELS, MAX_DESCRIPTOR_WORDS,
-                                  MEET_PLACES, ONLINE_SHOPS, SERVICES, UPDATE_TAILS, VARIANTS, KnowledgeUpdate,
-                                  distinctive, name_of, tokens)
-from memlens.build.images.synthetic import get_family, render_bytes
+from memlens.build.abilities.ku import (
+    BRANDS,
+    CATEGORIES,
+    CHAIN,
+    FIRST_TAILS,
+    HOTELS,
+    MAX_DESCRIPTOR_WORDS,
+    MEET_PLACES,
+    ONLINE_SHOPS,
+    SERVICES,
+    UPDATE_TAILS,
+    VARIANTS,
+    KnowledgeUpdate,
+    distinctive,
+    name_of,
+    tokens,
+)
 from memlens.build.filter.channels import MetadataChannel
-from memlens.build.text.validators import contains_token_bounded
+from memlens.build.images.synthetic import get_family, render_bytes
 from memlens.build.ontology.stage import build_topics, load_ontology_file
+from memlens.build.text.validators import contains_token_bounded
 from memlens.core.schema import KU, ImageRecord, Question
 
 SEEDS = range(12)
@@ -33,8 +48,10 @@ def make(seed: int, variant: str, topics, reserved=None):
     topic = topics[rng.randrange(len(topics))]
     reserved = set() if reserved is None else reserved
     plan = ku.plan(random.Random(f"plan-{seed}-{variant}"), topic, "", variant, f"p{seed}", reserved)
-    truths = [get_family(r.family).sample(random.Random(f"img-{seed}-{k}"), **r.constraints)
-              for k, r in enumerate(plan.images)]
+    truths = [
+        get_family(r.family).sample(random.Random(f"img-{seed}-{k}"), **r.constraints)
+        for k, r in enumerate(plan.images)
+    ]
     draft = ku.build(random.Random(f"build-{seed}"), plan, truths)
     return plan, truths, draft
 
@@ -55,7 +72,7 @@ def test_registry_and_official_subtype():
 
 
 def test_chain_answer_and_derivation(topics):
-    for variant, seed, plan, truths, d in cases(topics):
+    for variant, _seed, plan, truths, d in cases(topics):
         assert plan.question_type == KU and plan.question_subtype == "" and plan.variant == variant
         assert len(plan.images) == CHAIN and len(d.facts) == CHAIN
         cat = next(c for c in CATEGORIES if c.key == d.details["category"])
@@ -71,7 +88,7 @@ def test_chain_answer_and_derivation(topics):
 
 
 def test_details_labels(topics):
-    for variant, seed, plan, truths, d in cases(topics):
+    for variant, _seed, _plan, _truths, d in cases(topics):
         det = d.details
         assert det["chain_length"] == CHAIN and det["answer_format"] == "name"
         assert det["category"] in {c.key for c in CATEGORIES}
@@ -84,7 +101,7 @@ def test_details_labels(topics):
 
 
 def test_mentions_keep_identity_in_images_only(topics):
-    for variant, seed, plan, truths, d in cases(topics):
+    for _variant, _seed, _plan, truths, d in cases(topics):
         cat = next(c for c in CATEGORIES if c.key == d.details["category"])
         name_words = set().union(*(distinctive(cat, n) for n in d.forbidden))
         drawn = {str(v) for t in truths for v in t["texts"] if len(str(v).strip()) > 2}
@@ -149,10 +166,19 @@ def test_reserved_attributes_are_unique(topics):
 def test_requests_render_and_pass_metadata_filter(topics):
     ch = MetadataChannel()
     for variant in VARIANTS:
-        plan, truths, d = make(7, variant, topics)
+        plan, truths, _d = make(7, variant, topics)
         for k, (req, truth) in enumerate(zip(plan.images, truths)):
-            rec = ImageRecord(sha256="0" * 64, family=req.family, role="evidence", width=truth["size"][0],
-                              height=truth["size"][1], format="png", source="synthetic", topic_id="t", truth=truth)
+            rec = ImageRecord(
+                sha256="0" * 64,
+                family=req.family,
+                role="evidence",
+                width=truth["size"][0],
+                height=truth["size"][1],
+                format="png",
+                source="synthetic",
+                topic_id="t",
+                truth=truth,
+            )
             assert ch.score(Path("x"), rec, {"constraints": req.constraints}) >= ch.threshold, (variant, req)
             if k < 2:
                 data, ext = render_bytes(truth)
@@ -162,6 +188,7 @@ def test_requests_render_and_pass_metadata_filter(topics):
 def test_names_do_not_occur_in_generated_text():
     """Names are forbidden in every history text: none may be a phrase the text bank writes."""
     from memlens.build.text import textbank
+
     here = Path(textbank.__file__)
     src = here.read_text() + "".join(p.read_text() for p in sorted((here.parent / "data").glob("*.yaml")))
     for n in BRANDS + SERVICES + ONLINE_SHOPS + HOTELS + MEET_PLACES:
@@ -169,9 +196,16 @@ def test_names_do_not_occur_in_generated_text():
 
 
 def test_chance_answer_and_answer_refusal(topics):
-    plan, truths, d = make(1, "book_cover", topics)
-    q = Question(question_id="q_1", question_type=KU, question_subtype="", question=d.question, answer=d.answer,
-                 question_date="2024/05/31 (Fri) 07:58", details=d.details)
+    _plan, _truths, d = make(1, "book_cover", topics)
+    q = Question(
+        question_id="q_1",
+        question_type=KU,
+        question_subtype="",
+        question=d.question,
+        answer=d.answer,
+        question_date="2024/05/31 (Fri) 07:58",
+        details=d.details,
+    )
     rng = random.Random(0)
     assert KnowledgeUpdate().chance_answer(q, rng) == ""
     guess = chance_answer(q, rng)  # open form: an arbitrary committed guess, never an abstention

@@ -1,8 +1,10 @@
 """Multi-Session Reasoning (MSR): plans, drafts, derivations, leakage and chance answers."""
+
 from __future__ import annotations
 
 import dataclasses
 import io
+import itertools
 import random
 import re
 
@@ -18,8 +20,14 @@ from memlens.core.schema import Question
 MSR = "multi_session_reasoning"
 CLOSED = re.compile(r"^(A|B|Yes|No|(\(\d+\))+)$")
 SEEDS = range(40)
-MONEY = {"USD": r"^\$[\d,]+\.\d\d$", "EUR": r"^€[\d,]+\.\d\d$", "GBP": r"^£[\d,]+\.\d\d$",
-         "JPY": r"^¥[\d,]+$", "DKK": r"^[\d,]+\.\d\d DKK$", "CHF": r"^[\d,]+\.\d\d CHF$"}
+MONEY = {
+    "USD": r"^\$[\d,]+\.\d\d$",
+    "EUR": r"^€[\d,]+\.\d\d$",
+    "GBP": r"^£[\d,]+\.\d\d$",
+    "JPY": r"^¥[\d,]+$",
+    "DKK": r"^[\d,]+\.\d\d DKK$",
+    "CHF": r"^[\d,]+\.\d\d CHF$",
+}
 
 
 @pytest.fixture(scope="module")
@@ -59,8 +67,12 @@ def test_registered_with_official_subtypes(ab):
     assert set(ab.variants) == {"arithmetic", "counting", "entity_resolution"}
     assert {"receipts", "price_tags", "mixed"} <= set(ab.variants["arithmetic"])
     assert {"on_sale", "paid_cash"} <= set(ab.variants["counting"])
-    assert set(ab.variants["entity_resolution"]) == {"yes_no_sign", "count_distinct_sign", "yes_no_receipt",
-                                                     "count_distinct_receipt"}
+    assert set(ab.variants["entity_resolution"]) == {
+        "yes_no_sign",
+        "count_distinct_sign",
+        "yes_no_receipt",
+        "count_distinct_receipt",
+    }
     for vs in ab.variants.values():
         for v in vs:
             assert ab.families[v], v
@@ -87,7 +99,7 @@ def test_drafts_for_every_variant(ab, topics):
             # facts: one session per image, <image> right after the shared-style mention of the theme
             assert sorted(i for f in d.facts for i in f.image_idx) == list(range(n))
             days = [f.days_before for f in d.facts]
-            assert all(a - b >= 1.5 - 1e-9 for a, b in zip(days, days[1:])), days
+            assert all(a - b >= 1.5 - 1e-9 for a, b in itertools.pairwise(days)), days
             assert days[-1] >= 1.0 and days[0] <= 200.0
             for f in d.facts:
                 assert f.mention.count("<image>") == len(f.image_idx) == 1
@@ -193,8 +205,15 @@ def test_chance_answers(ab, topics):
     rng = random.Random(0)
     for sub, v in _cases(ab):
         _, _, d = _make(ab, topics, sub, v, 1)
-        q = Question(question_id="q_test", question_type=MSR, question_subtype=sub, question=d.question,
-                     answer=d.answer, question_date="2024/05/31 (Fri) 07:58", details=dict(d.details))
+        q = Question(
+            question_id="q_test",
+            question_type=MSR,
+            question_subtype=sub,
+            question=d.question,
+            answer=d.answer,
+            question_date="2024/05/31 (Fri) 07:58",
+            details=dict(d.details),
+        )
         seen = set()
         for _ in range(60):
             g = ab.chance_answer(q, rng)
@@ -229,12 +248,14 @@ def test_constraints_render_and_pass_metadata(ab, topics):
             assert chan.score(None, Rec(t), {"constraints": r.constraints}) >= chan.threshold
     # a shop front seen twice: the two shots stay apart for the near-duplicate filter (pHash > 12)
     for seed in range(20):
-        plan, truths, d = _make(ab, topics, "entity_resolution", "count_distinct_sign", seed)
+        plan, truths, _d = _make(ab, topics, "entity_resolution", "count_distinct_sign", seed)
         names = [t["text"] for t in truths]
         rep = next(nm for nm in names if names.count(nm) > 1)
         i, j = [k for k, nm in enumerate(names) if nm == rep][:2]
-        h = [imagehash.phash(Image.open(io.BytesIO(render_bytes(truths[k])[0])).convert("RGB"), hash_size=16)
-             for k in (i, j)]
+        h = [
+            imagehash.phash(Image.open(io.BytesIO(render_bytes(truths[k])[0])).convert("RGB"), hash_size=16)
+            for k in (i, j)
+        ]
         assert h[0] - h[1] > 12
         if seed >= 2:
             break
@@ -262,7 +283,15 @@ def test_answer_refusal_wraps_msr(topics):
     for _, sub, v in srcs[:4]:
         rng = random.Random(v)
         inner = ability_for(MSR).plan(rng, topics[0], sub, v, "p_ar", set())
-        plan = msr_mod.Plan("p_ar", "answer_refusal", "", f"{MSR}/{sub}/{v}", inner.topic_id, inner.subtopic, [],
-                            {"source": inner.to_dict()})
+        plan = msr_mod.Plan(
+            "p_ar",
+            "answer_refusal",
+            "",
+            f"{MSR}/{sub}/{v}",
+            inner.topic_id,
+            inner.subtopic,
+            [],
+            {"source": inner.to_dict()},
+        )
         d = ar.build(random.Random(2), plan, [])
         assert d.facts == [] and d.contexts == [inner.latent["theme"]]

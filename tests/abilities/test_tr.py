@@ -1,4 +1,5 @@
 """Temporal Reasoning (TR) question type: plans, drafts, derivations, leakage and chance answers."""
+
 from __future__ import annotations
 
 import random
@@ -12,14 +13,16 @@ from memlens.build.abilities import tr as T
 from memlens.build.abilities.base import Plan
 from memlens.build.abilities.derive import derive
 from memlens.build.images.synthetic import get_family, render_bytes
-from memlens.build.text.validators import contains_token_bounded
 from memlens.build.ontology.stage import build_topics, load_ontology_file
+from memlens.build.text.validators import contains_token_bounded
 from memlens.core.schema import AR, IMAGE_PLACEHOLDER, REFUSAL_REFERENCE, TR, Question, parse_date
 
 OFFICIAL = {"duration_comparison", "order_ranking", "temporal_info_extraction"}
-ALL_VARIANTS = {"duration_comparison": ["mode_B", "mode_C", "mode_D", "mode_B_clock"],
-                "order_ranking": ["mode_B", "mode_C", "mode_D"],
-                "temporal_info_extraction": ["B_calendar", "B_ticket", "B_receipt", "D_session", "D_relative"]}
+ALL_VARIANTS = {
+    "duration_comparison": ["mode_B", "mode_C", "mode_D", "mode_B_clock"],
+    "order_ranking": ["mode_B", "mode_C", "mode_D"],
+    "temporal_info_extraction": ["B_calendar", "B_ticket", "B_receipt", "D_session", "D_relative"],
+}
 SEEDS = range(12)
 MONTH_RE = re.compile(r"\b(" + "|".join(T.MONTHS) + r")\b")
 
@@ -94,7 +97,7 @@ def test_derivation_and_formats(built):
 
 
 def test_text_only_fails(built, ability):
-    for sub, v, s, plan, truths, d in built:
+    for sub, v, s, _plan, truths, d in built:
         ctx = {"evidence_dates": [f.at for f in d.facts]}
         no_img = derive(d.derivation, [None] * len(truths), ctx)
         if v.startswith("D_") and not T.HAS_PICK:
@@ -104,7 +107,7 @@ def test_text_only_fails(built, ability):
 
 
 def test_time_line(built):
-    for sub, v, s, plan, truths, d in built:
+    for _sub, _v, _s, plan, truths, d in built:
         q = parse_date(d.question_date)
         ats = [parse_date(f.at) for f in d.facts]
         assert all(a < q for a in ats) and all((q - a).days < T.HISTORY_SPAN_DAYS for a in ats)
@@ -119,7 +122,7 @@ def test_time_line(built):
 
 
 def test_mentions_and_leakage(built):
-    for sub, v, s, plan, truths, d in built:
+    for _sub, _v, _s, plan, truths, d in built:
         assert d.image_essential and d.question_date
         assert len(d.facts) == len(plan.images) == len(truths)
         for k, (f, t) in enumerate(zip(d.facts, truths)):
@@ -146,12 +149,19 @@ def test_mentions_and_leakage(built):
 
 
 def test_details_labels(built):
-    for sub, v, s, plan, truths, d in built:
+    for sub, v, _s, plan, _truths, d in built:
         det = d.details
         assert det["mode"] in ("B", "C", "D") and det["mode"] == (v[5] if v.startswith("mode_") else v[0])
         assert det["temporal_sources"] and set(det["temporal_sources"]) <= {
-            "ticket", "receipt", "calendar_page", "clock", "textual_date", "textual_time", "session_timestamp",
-            "relative_expression"}
+            "ticket",
+            "receipt",
+            "calendar_page",
+            "clock",
+            "textual_date",
+            "textual_time",
+            "session_timestamp",
+            "relative_expression",
+        }
         fams = {r.family for r in plan.images}
         if sub != "temporal_info_extraction" and not v.endswith("clock"):
             # every comparison or ordering has at least one date printed only on an artifact
@@ -169,7 +179,7 @@ def test_details_labels(built):
 def test_relative_anchor(ability, topics):
     """D_relative: the answer is the session date shifted back as the mention says."""
     for s in SEEDS:
-        plan, truths, d = make(ability, topics, "temporal_info_extraction", "D_relative", s)
+        _plan, _truths, d = make(ability, topics, "temporal_info_extraction", "D_relative", s)
         at = parse_date(d.facts[0].at)
         m = d.facts[0].mention
         if "yesterday evening" in m:
@@ -184,7 +194,7 @@ def test_determinism(ability, topics):
     for sub, vs in ALL_VARIANTS.items():
         for v in vs:
             p1, t1, d1 = make(ability, topics, sub, v, 3)
-            p2, t2, d2 = make(ability, topics, sub, v, 3)
+            p2, _t2, d2 = make(ability, topics, sub, v, 3)
             assert p1.to_dict() == p2.to_dict() and d1 == d2
             # plans survive their JSON round trip
             p3 = Plan.from_dict(p1.to_dict())
@@ -195,7 +205,7 @@ def test_reserved_contexts(ability, topics):
     reserved: set[str] = set()
     seen = []
     for s in range(20):
-        plan, _, d = make(ability, topics, "temporal_info_extraction", "B_calendar", s, reserved)
+        _plan, _, d = make(ability, topics, "temporal_info_extraction", "B_calendar", s, reserved)
         assert d.contexts and set(d.contexts) <= reserved
         seen.extend(d.contexts)
     assert len(seen) == len(set(seen))  # calendars the questions name are never shared
@@ -203,9 +213,16 @@ def test_reserved_contexts(ability, topics):
 
 def test_chance_answers(built, ability):
     rng = random.Random(0)
-    for sub, v, s, plan, truths, d in built:
-        q = Question(question_id=f"q{s}", question_type=TR, question_subtype=sub, question=d.question,
-                     answer=d.answer, question_date=d.question_date, details=d.details)
+    for sub, _v, s, _plan, _truths, d in built:
+        q = Question(
+            question_id=f"q{s}",
+            question_type=TR,
+            question_subtype=sub,
+            question=d.question,
+            answer=d.answer,
+            question_date=d.question_date,
+            details=d.details,
+        )
         for _ in range(3):
             g = ability.chance_answer(q, rng)
             if sub == "duration_comparison":
@@ -217,8 +234,14 @@ def test_chance_answers(built, ability):
                 days = (parse_date(d.question_date).date() - datetime.strptime(g, "%Y/%m/%d").date()).days
                 assert 1 <= days <= T.CHANCE_WINDOW_DAYS
     # official items carry no details: the subtype alone decides the format
-    q = Question(question_id="q", question_type=TR, question_subtype="order_ranking",
-                 question="Order: (1) a (2) b (3) c (4) d", answer="(2)(1)(3)(4)", question_date="2024/05/31 (Fri) 07:58")
+    q = Question(
+        question_id="q",
+        question_type=TR,
+        question_subtype="order_ranking",
+        question="Order: (1) a (2) b (3) c (4) d",
+        answer="(2)(1)(3)(4)",
+        question_date="2024/05/31 (Fri) 07:58",
+    )
     assert sorted(ability.chance_answer(q, rng)) == sorted("(1)(2)(3)(4)")
 
 
@@ -251,6 +274,7 @@ def test_images_render(ability, topics):
 
 def test_words_helpers():
     from datetime import date
+
     assert T.date_words(date(2024, 3, 3), date(2024, 3, 20)) == "the third of March"
     assert T.date_words(date(2023, 12, 31), date(2024, 1, 5)) == "the thirty-first of December last year"
     assert T.time_words("09:15") == "a quarter past nine in the morning"
@@ -262,6 +286,7 @@ def test_words_helpers():
 
 def _pick_evaluate(orig):
     """The proposed ``pick`` op: the value of the first case whose key equals ``match``."""
+
     def evaluate(prog, truths, context=None):
         if prog.get("op") == "pick":
             want = str(prog["match"]).strip().lower()
@@ -270,6 +295,7 @@ def _pick_evaluate(orig):
                     return evaluate(val, truths, context)
             raise ValueError("pick: no case matches")
         return orig(prog, truths, context)
+
     return evaluate
 
 
@@ -294,8 +320,13 @@ def test_entity_anchors_with_pick(monkeypatch, ability, topics):
     monkeypatch.setattr(T, "HAS_PICK", True)
     assert T._probe_pick()
     swapped = changed = 0
-    for sub, v in [("temporal_info_extraction", "D_session"), ("temporal_info_extraction", "D_relative"),
-                   ("order_ranking", "mode_C"), ("order_ranking", "mode_D"), ("duration_comparison", "mode_D")]:
+    for sub, v in [
+        ("temporal_info_extraction", "D_session"),
+        ("temporal_info_extraction", "D_relative"),
+        ("order_ranking", "mode_C"),
+        ("order_ranking", "mode_D"),
+        ("duration_comparison", "mode_D"),
+    ]:
         for s in range(6):
             plan, truths, d = make(ability, topics, sub, v, s)
             ctx = {"evidence_dates": [f.at for f in d.facts]}

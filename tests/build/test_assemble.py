@@ -1,4 +1,5 @@
 """assemble stage on a hand-made session pool: lengths, evidence, dates, nesting across lengths, seeds."""
+
 from __future__ import annotations
 
 import random
@@ -12,15 +13,66 @@ from memlens.build.assemble.tokens import TokenCounter
 from memlens.core.config import Paths, length_tokens
 from memlens.core.errors import MemLensError
 from memlens.core.io import read_json, read_records, write_jsonl
-from memlens.core.schema import (IMAGE_PLACEHOLDER, Evidence, ImageRecord, Instance, Question, Session, Topic, Turn,
-                                 format_date, parse_date)
+from memlens.core.schema import (
+    IMAGE_PLACEHOLDER,
+    Evidence,
+    ImageRecord,
+    Instance,
+    Question,
+    Session,
+    Topic,
+    Turn,
+    format_date,
+    parse_date,
+)
 
 TOKENS = {"tokenizer": "minilm", "image_rule": "mmlongbench", "patch": 28, "max_side": 896, "fixed_per_image": 2000}
 TOL = 0.01
 LENGTHS = ("8k", "16k")
-WORDS = ("the a we garden trip kitchen recipe market weekend friend bicycle coffee train river museum "
-         "morning evening plan budget paint window shelf lamp rain summer winter jacket ticket phone "
-         "camera dinner lunch story book song movie walk bus street house city village").split()
+WORDS = [
+    "the",
+    "a",
+    "we",
+    "garden",
+    "trip",
+    "kitchen",
+    "recipe",
+    "market",
+    "weekend",
+    "friend",
+    "bicycle",
+    "coffee",
+    "train",
+    "river",
+    "museum",
+    "morning",
+    "evening",
+    "plan",
+    "budget",
+    "paint",
+    "window",
+    "shelf",
+    "lamp",
+    "rain",
+    "summer",
+    "winter",
+    "jacket",
+    "ticket",
+    "phone",
+    "camera",
+    "dinner",
+    "lunch",
+    "story",
+    "book",
+    "song",
+    "movie",
+    "walk",
+    "bus",
+    "street",
+    "house",
+    "city",
+    "village",
+]
 QDATE = datetime(2024, 9, 1, 10, 0)
 
 
@@ -46,8 +98,15 @@ def make_session(rng, sid: str, kind: str, topic: str, images: list[str], n_turn
 def build_inputs():
     """Topics on two tracks, 6 questions (IE, MSR and KU ordered, TR), 110 haystack and 60 filler sessions."""
     rng = random.Random(1)
-    topics = [Topic(topic_id=f"t{i}", track=("identification", "experience", "document")[i % 3],
-                    sub_attribute=f"sub{i % 4}", title=f"topic {i}") for i in range(8)]
+    topics = [
+        Topic(
+            topic_id=f"t{i}",
+            track=("identification", "experience", "document")[i % 3],
+            sub_attribute=f"sub{i % 4}",
+            title=f"topic {i}",
+        )
+        for i in range(8)
+    ]
     images, sessions, n_img = {}, {}, 0
 
     def new_images(k):
@@ -55,8 +114,9 @@ def build_inputs():
         out = []
         for _ in range(k):
             w, h = rng.choice([(280, 280), (560, 420), (1200, 900)])
-            images[sha(n_img)] = ImageRecord(sha256=sha(n_img), family="photo", role="haystack", width=w, height=h,
-                                             format="png", source="test")
+            images[sha(n_img)] = ImageRecord(
+                sha256=sha(n_img), family="photo", role="haystack", width=w, height=h, format="png", source="test"
+            )
             out.append(sha(n_img))
             n_img += 1
         return out
@@ -67,9 +127,14 @@ def build_inputs():
     for i in range(60):
         s = make_session(rng, f"f{i:03d}", "filler", f"t{i % 8}", [], rng.randint(1, 6))
         sessions[s.session_id] = s
-    spec = [("information_extraction", "entity", 1, False, "t1"), ("multi_session_reasoning", "counting", 3, True, "t2"),
-            ("knowledge_update", "", 2, True, "t3"), ("temporal_reasoning", "order_ranking", 3, True, "t4"),
-            ("temporal_reasoning", "duration_comparison", 2, False, "t5"), ("answer_refusal", "", 0, False, "t6")]
+    spec = [
+        ("information_extraction", "entity", 1, False, "t1"),
+        ("multi_session_reasoning", "counting", 3, True, "t2"),
+        ("knowledge_update", "", 2, True, "t3"),
+        ("temporal_reasoning", "order_ranking", 3, True, "t4"),
+        ("temporal_reasoning", "duration_comparison", 2, False, "t5"),
+        ("answer_refusal", "", 0, False, "t6"),
+    ]
     questions = []
     for qi, (qt, st, n_ev, ordered, topic) in enumerate(spec):
         ev = []
@@ -78,12 +143,27 @@ def build_inputs():
             sessions[s.session_id] = s
             # ordered evidence: earliest first; unordered: listed out of time order
             days = 200 - 60 * j if ordered else 30 + 50 * j
-            ev.append(Evidence(session_id=s.session_id, date=format_date(QDATE - timedelta(days=days, minutes=7 * qi)),
-                               fact=f"fact {j}", image_ids=s.image_ids))
-        questions.append(Question(question_id=f"q{qi}", question_type=qt, question_subtype=st,
-                                  question=f"question {qi}?", answer="x",
-                                  question_date=format_date(QDATE + timedelta(hours=qi)), topic_id=topic, evidence=ev,
-                                  ordered_evidence=ordered))
+            ev.append(
+                Evidence(
+                    session_id=s.session_id,
+                    date=format_date(QDATE - timedelta(days=days, minutes=7 * qi)),
+                    fact=f"fact {j}",
+                    image_ids=s.image_ids,
+                )
+            )
+        questions.append(
+            Question(
+                question_id=f"q{qi}",
+                question_type=qt,
+                question_subtype=st,
+                question=f"question {qi}?",
+                answer="x",
+                question_date=format_date(QDATE + timedelta(hours=qi)),
+                topic_id=topic,
+                evidence=ev,
+                ordered_evidence=ordered,
+            )
+        )
     return topics, images, sessions, questions
 
 
@@ -109,8 +189,11 @@ def header(counter):
 
 
 def assemble(inputs, pool, counter, header, seed=42, lengths=LENGTHS):
-    return {(q.question_id, ln): A.assemble_one(q, ln, pool, counter, seed, TOL, header)
-            for q in inputs[3] for ln in lengths}
+    return {
+        (q.question_id, ln): A.assemble_one(q, ln, pool, counter, seed, TOL, header)
+        for q in inputs[3]
+        for ln in lengths
+    }
 
 
 @pytest.fixture(scope="module")
@@ -180,8 +263,11 @@ def test_longer_length_extends_the_shorter(inputs, built):
         assert extra and all(sessions[s].kind in ("haystack", "filler") for s in extra)
 
 
-@pytest.mark.xfail(strict=True, reason="the session that finishes a shorter history is not always kept at the "
-                                       "next length (assemble_one fills each length independently)")
+@pytest.mark.xfail(
+    strict=True,
+    reason="the session that finishes a shorter history is not always kept at the "
+    "next length (assemble_one fills each length independently)",
+)
 def test_longer_length_contains_every_session_of_the_shorter(built, inputs):
     for q in inputs[3]:
         assert set(built[(q.question_id, "8k")].session_ids) <= set(built[(q.question_id, "16k")].session_ids)
@@ -204,7 +290,7 @@ def test_haystack_prefers_the_questions_sub_attribute(inputs, pool, built):
     hay = pool.haystack
     for q in inputs[3]:
         qt = topics[q.topic_id]
-        related = lambda sid: topics[sessions[sid].topic_id].sub_attribute == qt.sub_attribute  # noqa: E731
+        related = lambda sid, qt=qt: topics[sessions[sid].topic_id].sub_attribute == qt.sub_attribute  # noqa: E731
         base = sum(map(related, hay)) / len(hay)
         inst = built[(q.question_id, "8k")]
         picked = [s for s in inst.session_ids if sessions[s].kind == "haystack"]

@@ -1,4 +1,5 @@
 """export stage: the official release layout, read back through OfficialRelease, and an atomic swap."""
+
 from __future__ import annotations
 
 import json
@@ -16,8 +17,18 @@ from memlens.core.official import OfficialRelease, iter_json_array
 from memlens.core.schema import KU, QUESTION_TYPES
 from memlens.core.store import hash_tree
 
-ITEM_FIELDS = {"question_id", "question_type", "question_subtype", "question", "answer", "question_date",
-               "haystack_dates", "haystack_session_ids", "haystack_sessions", "answer_session_ids"}
+ITEM_FIELDS = {
+    "question_id",
+    "question_type",
+    "question_subtype",
+    "question",
+    "answer",
+    "question_date",
+    "haystack_dates",
+    "haystack_session_ids",
+    "haystack_sessions",
+    "answer_session_ids",
+}
 CFG = OmegaConf.create({"export": {"huggingface": True}})
 
 
@@ -52,7 +63,7 @@ def test_official_layout(exported, bench):
         its = items(exported, ln)
         assert [it["question_id"] for it in its] == sorted(i.question_id for i in bench.instances(ln))
         for it in its:
-            assert ITEM_FIELDS <= set(it), it["question_id"]
+            assert set(it) >= ITEM_FIELDS, it["question_id"]
             q = bench.questions[it["question_id"]]
             assert ("old_answer" in it) == (q.old_answer is not None)
             assert "forbidden" not in it["memlens_details"]  # the leakage list stays internal
@@ -91,8 +102,14 @@ def test_reread_through_official_release_gives_the_same_benchmark(exported, benc
     assert set(got) == set(bench.questions)
     for qid, q in bench.questions.items():
         r = got[qid]
-        assert (r.question_type, r.question_subtype, r.question, r.answer, r.question_date, r.old_answer) == \
-            (q.question_type, q.question_subtype, q.question, q.answer, q.question_date, q.old_answer), qid
+        assert (r.question_type, r.question_subtype, r.question, r.answer, r.question_date, r.old_answer) == (
+            q.question_type,
+            q.question_subtype,
+            q.question,
+            q.answer,
+            q.question_date,
+            q.old_answer,
+        ), qid
         # the release lists evidence in history (time) order; ordered evidence is already in time order
         assert sorted(r.evidence_session_ids) == sorted(q.evidence_session_ids)
         if q.ordered_evidence:
@@ -102,9 +119,12 @@ def test_reread_through_official_release_gives_the_same_benchmark(exported, benc
         seen = 0
         for it in release.items(ln):
             b = built[it.question_id]
-            assert [(s.session_id, s.date, s.is_evidence) for s in it.sessions] == \
-                [(s.session_id, s.date, s.is_evidence) for s in b.sessions]
-            assert [[t.content for t in s.turns] for s in it.sessions] == [[t.content for t in s.turns] for s in b.sessions]
+            assert [(s.session_id, s.date, s.is_evidence) for s in it.sessions] == [
+                (s.session_id, s.date, s.is_evidence) for s in b.sessions
+            ]
+            assert [[t.content for t in s.turns] for s in it.sessions] == [
+                [t.content for t in s.turns] for s in b.sessions
+            ]
             # image references resolve to the very same image bytes
             assert [sha256_file(it.resolve_image(i)) for i in it.image_ids] == b.image_ids
             seen += 1
@@ -124,8 +144,9 @@ def test_hugging_face_parquet_matches_the_json(exported):
         assert [r["answer"] for r in table] == [it["answer"] for it in its]
         for r, it in zip(table, its):
             assert json.loads(r["memlens_details"]) == it["memlens_details"]
-            assert [[t["images"] for t in s] for s in r["haystack_sessions"]] == \
-                [[[i["file"] for i in t["images"]] for t in s] for s in it["haystack_sessions"]]
+            assert [[t["images"] for t in s] for s in r["haystack_sessions"]] == [
+                [[i["file"] for i in t["images"]] for t in s] for s in it["haystack_sessions"]
+            ]
             files |= {i for s in r["haystack_sessions"] for t in s for i in t["images"]}
     images = pq.read_table(hf / "images.parquet").to_pylist()
     assert {r["file"] for r in images} == files
@@ -161,6 +182,7 @@ def test_failure_while_building_keeps_the_old_release(released, monkeypatch):
 
     def boom(*a, **k):
         raise KeyboardInterrupt
+
     monkeypatch.setattr(E, "write_images_parquet", boom)  # after every dataset file is written
     with pytest.raises(KeyboardInterrupt):
         E.run(CFG, Paths(released))
@@ -182,6 +204,7 @@ def test_interruption_while_swapping_never_leaves_a_half_deleted_release(release
             return real_rmtree(path, *a, **k)
         next(p for p in sorted(path.rglob("*")) if p.is_file()).unlink()
         raise KeyboardInterrupt
+
     monkeypatch.setattr(E.shutil, "rmtree", interrupted_rmtree)
     with pytest.raises(KeyboardInterrupt):
         E.run(CFG, Paths(released))

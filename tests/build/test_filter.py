@@ -1,4 +1,5 @@
 """filter stage on a hand-made image index: accepted images, and every rejection with its reason."""
+
 from __future__ import annotations
 
 import io
@@ -15,8 +16,14 @@ from memlens.core.config import Paths
 from memlens.core.errors import ImageError
 from memlens.core.io import iter_jsonl, read_json, sha256_bytes, write_jsonl
 
-LIMITS = {"max_side": 4096, "min_side": 64, "max_pixels": 16_000_000, "max_bytes": 20_000_000,
-          "phash_max_distance": 12, "channels": ["metadata"]}
+LIMITS = {
+    "max_side": 4096,
+    "min_side": 64,
+    "max_pixels": 16_000_000,
+    "max_bytes": 20_000_000,
+    "phash_max_distance": 12,
+    "channels": ["metadata"],
+}
 
 
 def noise_png(seed: int, size=(120, 90)) -> bytes:
@@ -44,8 +51,9 @@ class Project:
         self.objects.mkdir(parents=True)
         self.rows: list[dict] = []
 
-    def add(self, data: bytes, *, name_bytes: bytes | None = None, size=None, truth=None, request=None,
-            write=True) -> str:
+    def add(
+        self, data: bytes, *, name_bytes: bytes | None = None, size=None, truth=None, request=None, write=True
+    ) -> str:
         """Store ``data`` under the SHA-256 of ``name_bytes`` (default: of ``data`` itself)."""
         sha = sha256_bytes(name_bytes if name_bytes is not None else data)
         if size is None:
@@ -56,9 +64,22 @@ class Project:
                 size = (120, 90)
         if write:
             (self.objects / f"{sha}.png").write_bytes(data)
-        self.rows.append({"image": {"sha256": sha, "family": "photo", "role": "haystack", "width": size[0],
-                                    "height": size[1], "format": "png", "source": "test", "truth": truth or {}},
-                          "plan_id": None, "request": request or {}})
+        self.rows.append(
+            {
+                "image": {
+                    "sha256": sha,
+                    "family": "photo",
+                    "role": "haystack",
+                    "width": size[0],
+                    "height": size[1],
+                    "format": "png",
+                    "source": "test",
+                    "truth": truth or {},
+                },
+                "plan_id": None,
+                "request": request or {},
+            }
+        )
         return sha
 
     def run(self, **limits) -> dict[str, dict]:
@@ -138,8 +159,9 @@ def _near_duplicate(p):
 
 
 def _irrelevant(p):
-    return p.add(noise_png(18), truth={"texts": ["Oak Bakery"]},
-                 request={"constraints": {"text": "Luna Bakery", "number": "12"}})
+    return p.add(
+        noise_png(18), truth={"texts": ["Oak Bakery"]}, request={"constraints": {"text": "Luna Bakery", "number": "12"}}
+    )
 
 
 CASES = [
@@ -212,5 +234,6 @@ def test_same_input_gives_identical_bytes_in_another_folder(proj, tmp_path):
     shutil.copytree(proj.root / "data" / "images", other / "data" / "images")
     F.run(OmegaConf.create({"filter": LIMITS}), Paths(other))
     for name in ("index.jsonl", "manifest.json"):
-        assert (other / "data" / "filtered" / name).read_bytes() == \
-            (proj.root / "data" / "filtered" / name).read_bytes(), name
+        assert (other / "data" / "filtered" / name).read_bytes() == (
+            proj.root / "data" / "filtered" / name
+        ).read_bytes(), name

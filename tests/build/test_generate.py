@@ -3,6 +3,7 @@
 Read-only checks run on the session-wide tiny build; the stage is re-run on a copy of its inputs
 (ontology, image index and plans, filter results; no image files) with planted rejections.
 """
+
 from __future__ import annotations
 
 import shutil
@@ -105,7 +106,7 @@ def test_composition_follows_the_scale(cfg, built):
 
 
 def test_manifest_counts_sessions_and_validator_outcomes(cfg, built):
-    qs, ss, m = built
+    _qs, ss, m = built
     kinds = Counter(s.kind for s in ss.values())
     assert m["sessions"] == {k: kinds[k] for k in ("evidence", "haystack", "filler")}
     assert kinds["haystack"] == cfg.data.scales.tiny.haystack_sessions
@@ -134,8 +135,9 @@ def test_rejected_evidence_image_drops_its_plan_and_a_spare_fills_in(cfg, proj, 
     G.run(cfg, Paths(proj))
     qs2, ss2, m = load(proj)
     assert q.details["plan_id"] not in {x.details["plan_id"] for x in qs2}
-    assert Counter((x.question_type, x.question_subtype) for x in qs2) == \
-        Counter((x.question_type, x.question_subtype) for x in qs)
+    assert Counter((x.question_type, x.question_subtype) for x in qs2) == Counter(
+        (x.question_type, x.question_subtype) for x in qs
+    )
     assert m["dropped_plans"]["image_rejected"] == m0["dropped_plans"]["image_rejected"] + 1
     assert bad not in {i for s in ss2.values() for i in s.image_ids}
 
@@ -144,8 +146,11 @@ def test_too_few_valid_plans_names_the_subtype(cfg, proj, built):
     qs, _, _ = built
     q = next(q for q in qs if q.details["image_ids"])
     key = (q.question_type, q.question_subtype)
-    plans = {p["plan_id"] for p in iter_jsonl(proj / "data" / "images" / "plans.jsonl")
-             if (p["question_type"], p["question_subtype"]) == key}
+    plans = {
+        p["plan_id"]
+        for p in iter_jsonl(proj / "data" / "images" / "plans.jsonl")
+        if (p["question_type"], p["question_subtype"]) == key
+    }
     imgs = plan_images(proj)
     reject(proj, {i for p in plans for i in imgs.get(p, [])})
     with pytest.raises(DataError) as exc:
@@ -165,11 +170,15 @@ def test_regenerated_turns_are_counted_per_check(cfg, proj, monkeypatch):
         if calls["n"] <= 5:
             return ["length", "ngram_leakage"]
         return real(spec)
+
     monkeypatch.setattr(S, "check_turn", flaky)
     G.run(cfg, Paths(proj))
     v = read_json(proj / "data" / "generated" / "manifest.json")["validators"]
     assert v["turns_regenerated"] == 5
-    assert (v["failures_by_check"]["end_marker"], v["failures_by_check"]["length"],
-            v["failures_by_check"]["ngram_leakage"]) == (3, 2, 2)
+    assert (
+        v["failures_by_check"]["end_marker"],
+        v["failures_by_check"]["length"],
+        v["failures_by_check"]["ngram_leakage"],
+    ) == (3, 2, 2)
     _, ss, _ = load(proj)
     assert v["turns_checked"] - v["turns_regenerated"] >= sum(len(s.turns) for s in ss.values())

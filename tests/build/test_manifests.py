@@ -1,4 +1,5 @@
 """Stage manifests record the hash of the code that produced them (never the hash of nothing)."""
+
 from __future__ import annotations
 
 import hashlib
@@ -9,8 +10,13 @@ import pytest
 from memlens.core import codegraph
 
 EMPTY = hashlib.sha256(b"").hexdigest()
-STAGE_OF = {"ontology": "ontology", "images": "crawl", "filtered": "filter", "generated": "generate",
-            "instances": "assemble"}
+STAGE_OF = {
+    "ontology": "ontology",
+    "images": "crawl",
+    "filtered": "filter",
+    "generated": "generate",
+    "instances": "assemble",
+}
 
 
 def test_code_hash_is_the_closure_of_the_stage_module():

@@ -1,4 +1,5 @@
 """ontology stage: topic records follow the ontology file, deterministically; malformed files fail clearly."""
+
 from __future__ import annotations
 
 import json
@@ -19,16 +20,33 @@ ANSWERABLE = {"information_extraction", "multi_session_reasoning", "temporal_rea
 
 def small_ontology() -> dict:
     """Three tracks with uneven sub-attribute and topic counts."""
+
     def topics(prefix, n):
-        return [{"title": f"{prefix} {i}", "subtopics": [f"{prefix} {i} a", f"{prefix} {i} b"],
-                 "families": ["receipt"]} for i in range(n)]
-    return {"version": "t", "tracks": {
-        "identification": {"share": 0.5, "sub_attributes": {"pets": {"title": "Pets", "topics": topics("pet", 5)},
-                                                            "shops": {"title": "Shops", "topics": topics("shop", 3)}}},
-        "experience": {"share": 0.3, "sub_attributes": {"trips": {"title": "Trips", "topics": topics("trip", 4)}}},
-        "document": {"share": 0.2, "sub_attributes": {"bills": {"title": "Bills", "topics": topics("bill", 2)},
-                                                      "tickets": {"title": "Tickets", "topics": topics("ticket", 1)}}},
-    }}
+        return [
+            {"title": f"{prefix} {i}", "subtopics": [f"{prefix} {i} a", f"{prefix} {i} b"], "families": ["receipt"]}
+            for i in range(n)
+        ]
+
+    return {
+        "version": "t",
+        "tracks": {
+            "identification": {
+                "share": 0.5,
+                "sub_attributes": {
+                    "pets": {"title": "Pets", "topics": topics("pet", 5)},
+                    "shops": {"title": "Shops", "topics": topics("shop", 3)},
+                },
+            },
+            "experience": {"share": 0.3, "sub_attributes": {"trips": {"title": "Trips", "topics": topics("trip", 4)}}},
+            "document": {
+                "share": 0.2,
+                "sub_attributes": {
+                    "bills": {"title": "Bills", "topics": topics("bill", 2)},
+                    "tickets": {"title": "Tickets", "topics": topics("ticket", 1)},
+                },
+            },
+        },
+    }
 
 
 def write(tmp_path: Path, obj, name="onto.json") -> Path:
@@ -40,15 +58,20 @@ def write(tmp_path: Path, obj, name="onto.json") -> Path:
 def test_topics_follow_the_file(tmp_path):
     data = small_ontology()
     topics = O.build_topics(O.load_ontology_file(path=write(tmp_path, data)), seed=1)
-    want = {(tr, sk, t["title"]) for tr, td in data["tracks"].items()
-            for sk, sub in td["sub_attributes"].items() for t in sub["topics"]}
+    want = {
+        (tr, sk, t["title"])
+        for tr, td in data["tracks"].items()
+        for sk, sub in td["sub_attributes"].items()
+        for t in sub["topics"]
+    }
     assert {(t.track, t.sub_attribute, t.title) for t in topics} == want
     assert len({t.topic_id for t in topics}) == len(topics)  # ids are unique
     by_title = {t.title: t for t in topics}
     assert by_title["pet 3"].subtopics == ["pet 3 a", "pet 3 b"] and by_title["pet 3"].families == ["receipt"]
     counts = Counter(t.track for t in topics)
-    assert counts == Counter({tr: sum(len(s["topics"]) for s in td["sub_attributes"].values())
-                              for tr, td in data["tracks"].items()})
+    assert counts == Counter(
+        {tr: sum(len(s["topics"]) for s in td["sub_attributes"].values()) for tr, td in data["tracks"].items()}
+    )
 
 
 def test_each_topic_serves_one_answerable_ability_and_refusal(tmp_path):
@@ -106,8 +129,9 @@ def test_run_writes_topics_and_manifest(tmp_path):
     data = O.load_ontology_file("1")
     assert [t.to_dict() for t in topics] == [t.to_dict() for t in O.build_topics(data, 5)]
     m = read_json(tmp_path / "data" / "ontology" / "manifest.json")
-    assert m["topics_per_track"] == {tr: sum(len(s["topics"]) for s in data["tracks"][tr]["sub_attributes"].values())
-                                     for tr in TRACKS}
+    assert m["topics_per_track"] == {
+        tr: sum(len(s["topics"]) for s in data["tracks"][tr]["sub_attributes"].values()) for tr in TRACKS
+    }
     assert m["subtopics"] == sum(len(t.subtopics) for t in topics)
     assert m["config"] == {"version": "1", "seed": 5}
     first = (tmp_path / "data" / "ontology" / "topics.jsonl").read_bytes()
@@ -121,19 +145,30 @@ def _drop(d, *keys):
     del d[keys[-1]]
 
 
-@pytest.mark.parametrize(("mutate", "message"), [
-    (lambda d: d.pop("tracks"), "needs a 'tracks' object"),
-    (lambda d: d["tracks"].update(hobbies={"sub_attributes": {}}), "unknown track 'hobbies'"),
-    (lambda d: d["tracks"].update(document=[]), "tracks.document needs a 'sub_attributes' object"),
-    (lambda d: _drop(d, "tracks", "experience", "sub_attributes", "trips", "topics"),
-     "tracks.experience.sub_attributes.trips needs a 'topics' list"),
-    (lambda d: d["tracks"]["document"]["sub_attributes"]["bills"]["topics"][1].pop("title"),
-     "tracks.document.sub_attributes.bills.topics[1] needs a non-empty string 'title'"),
-    (lambda d: d["tracks"]["document"]["sub_attributes"]["bills"]["topics"].append({"title": "bill 0"}),
-     "duplicate title 'bill 0'"),
-    (lambda d: d["tracks"]["identification"]["sub_attributes"]["pets"]["topics"][0].update(subtopics="cats"),
-     "'subtopics' must be a list of strings"),
-])
+@pytest.mark.parametrize(
+    ("mutate", "message"),
+    [
+        (lambda d: d.pop("tracks"), "needs a 'tracks' object"),
+        (lambda d: d["tracks"].update(hobbies={"sub_attributes": {}}), "unknown track 'hobbies'"),
+        (lambda d: d["tracks"].update(document=[]), "tracks.document needs a 'sub_attributes' object"),
+        (
+            lambda d: _drop(d, "tracks", "experience", "sub_attributes", "trips", "topics"),
+            "tracks.experience.sub_attributes.trips needs a 'topics' list",
+        ),
+        (
+            lambda d: d["tracks"]["document"]["sub_attributes"]["bills"]["topics"][1].pop("title"),
+            "tracks.document.sub_attributes.bills.topics[1] needs a non-empty string 'title'",
+        ),
+        (
+            lambda d: d["tracks"]["document"]["sub_attributes"]["bills"]["topics"].append({"title": "bill 0"}),
+            "duplicate title 'bill 0'",
+        ),
+        (
+            lambda d: d["tracks"]["identification"]["sub_attributes"]["pets"]["topics"][0].update(subtopics="cats"),
+            "'subtopics' must be a list of strings",
+        ),
+    ],
+)
 def test_malformed_ontology_names_file_and_place(tmp_path, mutate, message):
     data = small_ontology()
     mutate(data)

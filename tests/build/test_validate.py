@@ -4,6 +4,7 @@ The gate functions run on hand-made records; the stage itself runs on a copy of 
 with one planted defect per test (the slow TF-IDF classifier is replaced by a neutral result in the
 tests that target another gate).
 """
+
 from __future__ import annotations
 
 import shutil
@@ -17,8 +18,13 @@ from memlens.core.errors import GateError
 from memlens.core.io import iter_jsonl, read_json, write_jsonl
 from memlens.core.schema import AR, IE, Evidence, ImageRecord, Instance, Question, Session, Turn
 
-GATES = ("text_leakage", "answerable_with_images", "answerable_text_only", "indistinguishability_auc",
-         "length_within_tolerance")
+GATES = (
+    "text_leakage",
+    "answerable_with_images",
+    "answerable_text_only",
+    "indistinguishability_auc",
+    "length_within_tolerance",
+)
 DATE = "2024/05/31 (Fri) 07:58"
 
 
@@ -26,44 +32,96 @@ def sess(sid: str, text: str, kind: str = "haystack") -> Session:
     return Session(session_id=sid, kind=kind, topic_id="t", turns=[Turn(role="user", content=text)])
 
 
-def quest(qid: str, answer: str, *, qtype: str = IE, essential: bool = True, forbidden=(), derivation=None,
-          image_ids=(), evidence=()) -> Question:
-    return Question(question_id=qid, question_type=qtype, question_subtype="", question=f"{qid}?", answer=answer,
-                    question_date=DATE, image_essential=essential,
-                    evidence=[Evidence(session_id=s, date="2024/05/01 (Wed) 10:00", fact="") for s in evidence],
-                    details={"forbidden": list(forbidden), "derivation": derivation, "image_ids": list(image_ids)})
+def quest(
+    qid: str,
+    answer: str,
+    *,
+    qtype: str = IE,
+    essential: bool = True,
+    forbidden=(),
+    derivation=None,
+    image_ids=(),
+    evidence=(),
+) -> Question:
+    return Question(
+        question_id=qid,
+        question_type=qtype,
+        question_subtype="",
+        question=f"{qid}?",
+        answer=answer,
+        question_date=DATE,
+        image_essential=essential,
+        evidence=[Evidence(session_id=s, date="2024/05/01 (Wed) 10:00", fact="") for s in evidence],
+        details={"forbidden": list(forbidden), "derivation": derivation, "image_ids": list(image_ids)},
+    )
 
 
 def inst(qid: str, sids: list[str], answer_sids=(), total: int = 32768) -> Instance:
-    return Instance(question_id=qid, length="32k", target_tokens=32768, session_ids=sids, dates=[DATE] * len(sids),
-                    answer_session_ids=list(answer_sids), total_tokens=total, text_tokens=total, image_tokens=0,
-                    n_images=0)
+    return Instance(
+        question_id=qid,
+        length="32k",
+        target_tokens=32768,
+        session_ids=sids,
+        dates=[DATE] * len(sids),
+        answer_session_ids=list(answer_sids),
+        total_tokens=total,
+        text_tokens=total,
+        image_tokens=0,
+        n_images=0,
+    )
 
 
 def img(i: int, truth: dict) -> ImageRecord:
-    return ImageRecord(sha256=f"{i:064x}", family="named_sign", role="evidence", width=100, height=100, format="png",
-                       source="test", truth=truth)
+    return ImageRecord(
+        sha256=f"{i:064x}",
+        family="named_sign",
+        role="evidence",
+        width=100,
+        height=100,
+        format="png",
+        source="test",
+        truth=truth,
+    )
 
 
 # ------------------------------------------------------------------------------------- gate functions
 def test_text_leakage_finds_forbidden_strings_token_bounded():
-    qs = {q.question_id: q for q in [
-        quest("q1", "Larkspur Books", forbidden=["Larkspur Books", "$23.40", "Yes"]),
-        quest("q2", "Oak Tree", essential=False, forbidden=["Oak Tree"]),  # text-answerable: not checked
-        quest("q3", "Insufficient information", qtype=AR, essential=False, forbidden=["Dana's reading nook"]),
-    ]}
-    sessions = {s.session_id: s for s in [
-        sess("h1", "We went to larkspur books, twice."), sess("h2", "The Larkspur Bookshop is new."),
-        sess("h3", "It came to 23.40 in the end."), sess("h4", "Yes, I agree."), sess("h5", "The oak tree fell."),
-        sess("h6", "My friend Dana's reading nook is tiny."),
-        Session(session_id="h7", kind="haystack", topic_id="t",
-                turns=[Turn(role="user", content="Nothing here <image>.", images=["0" * 64])])]}
-    instances = {"32k": [inst("q1", ["h1", "h2", "h3", "h4", "h7"]), inst("q2", ["h5"]), inst("q3", ["h6"])],
-                 "64k": [inst("q1", ["h2", "h4"])]}
+    qs = {
+        q.question_id: q
+        for q in [
+            quest("q1", "Larkspur Books", forbidden=["Larkspur Books", "$23.40", "Yes"]),
+            quest("q2", "Oak Tree", essential=False, forbidden=["Oak Tree"]),  # text-answerable: not checked
+            quest("q3", "Insufficient information", qtype=AR, essential=False, forbidden=["Dana's reading nook"]),
+        ]
+    }
+    sessions = {
+        s.session_id: s
+        for s in [
+            sess("h1", "We went to larkspur books, twice."),
+            sess("h2", "The Larkspur Bookshop is new."),
+            sess("h3", "It came to 23.40 in the end."),
+            sess("h4", "Yes, I agree."),
+            sess("h5", "The oak tree fell."),
+            sess("h6", "My friend Dana's reading nook is tiny."),
+            Session(
+                session_id="h7",
+                kind="haystack",
+                topic_id="t",
+                turns=[Turn(role="user", content="Nothing here <image>.", images=["0" * 64])],
+            ),
+        ]
+    }
+    instances = {
+        "32k": [inst("q1", ["h1", "h2", "h3", "h4", "h7"]), inst("q2", ["h5"]), inst("q3", ["h6"])],
+        "64k": [inst("q1", ["h2", "h4"])],
+    }
     res = V.text_leakage(qs, sessions, instances)
     found = {(r["question_id"], r["length"], r["session_id"], r["string"]) for r in res["examples"]}
-    assert found == {("q1", "32k", "h1", "Larkspur Books"), ("q1", "32k", "h3", "$23.40"),
-                     ("q3", "32k", "h6", "Dana's reading nook")}
+    assert found == {
+        ("q1", "32k", "h1", "Larkspur Books"),
+        ("q1", "32k", "h3", "$23.40"),
+        ("q3", "32k", "h6", "Dana's reading nook"),
+    }
     assert res["leaks"] == 3 and res["instances_checked"] == 3  # q1 at both lengths and q3
 
 
@@ -71,17 +129,21 @@ def test_answerability_with_and_without_images():
     a, b, c = img(1, {"text": "Larkspur Books"}), img(2, {"total": "$23.40"}), img(3, {"text": "Elm Road"})
     images = {r.sha256: r for r in (a, b, c)}
     get = lambda path: {"op": "get", "img": 0, "path": [path]}  # noqa: E731
-    sessions = {s.session_id: s for s in [sess("e1", "Look at this."),
-                                          sess("e2", "That was 23.40 well spent."),
-                                          sess("e3", "Here it is.")]}
-    qs = {q.question_id: q for q in [
-        quest("ok", "Larkspur Books", derivation=get("text"), image_ids=[a.sha256], evidence=["e1"]),
-        quest("wrong_reference", "Oak Books", derivation=get("text"), image_ids=[a.sha256], evidence=["e1"]),
-        quest("text_says_it", "$23.40", derivation=get("total"), image_ids=[b.sha256], evidence=["e2"]),
-        quest("const_only", "Blue", derivation={"op": "const", "value": "Blue"}, evidence=["e3"]),
-        quest("truth_lacks_field", "Elm Road", derivation=get("name"), image_ids=[c.sha256], evidence=["e3"]),
-        quest("refusal", "Insufficient information", qtype=AR, essential=False),
-    ]}
+    sessions = {
+        s.session_id: s
+        for s in [sess("e1", "Look at this."), sess("e2", "That was 23.40 well spent."), sess("e3", "Here it is.")]
+    }
+    qs = {
+        q.question_id: q
+        for q in [
+            quest("ok", "Larkspur Books", derivation=get("text"), image_ids=[a.sha256], evidence=["e1"]),
+            quest("wrong_reference", "Oak Books", derivation=get("text"), image_ids=[a.sha256], evidence=["e1"]),
+            quest("text_says_it", "$23.40", derivation=get("total"), image_ids=[b.sha256], evidence=["e2"]),
+            quest("const_only", "Blue", derivation={"op": "const", "value": "Blue"}, evidence=["e3"]),
+            quest("truth_lacks_field", "Elm Road", derivation=get("name"), image_ids=[c.sha256], evidence=["e3"]),
+            quest("refusal", "Insufficient information", qtype=AR, essential=False),
+        ]
+    }
     res = V.answerability(qs, sessions, images)
     assert res["answerable"] == 5
     assert res["derivable_with_images"] == 3  # ok, text_says_it, const_only
@@ -95,11 +157,13 @@ def test_answerability_with_and_without_images():
 
 def test_indistinguishability_detects_a_telltale_evidence_style():
     sessions, instances = {}, []
-    words = "garden hiking weather kitchen recipe river morning budget lamp jacket".split()
+    words = ["garden", "hiking", "weather", "kitchen", "recipe", "river", "morning", "budget", "lamp", "jacket"]
     for i in range(12):
         ev = sess(f"e{i}", f"Receipt invoice total amount paid {words[i % 10]} store {i}.", kind="evidence")
-        hay = [sess(f"h{i}_{k}", f"The {words[(i + k) % 10]} and the {words[(i + 2 * k) % 10]} were nice {k}.")
-               for k in range(3)]
+        hay = [
+            sess(f"h{i}_{k}", f"The {words[(i + k) % 10]} and the {words[(i + 2 * k) % 10]} were nice {k}.")
+            for k in range(3)
+        ]
         fill = sess(f"f{i}", "Receipt invoice total amount paid.", kind="filler")
         for s in (ev, *hay, fill):
             sessions[s.session_id] = s
@@ -147,8 +211,11 @@ def proj(validate_inputs, tmp_path):
 
 @pytest.fixture()
 def neutral_classifier(monkeypatch):
-    monkeypatch.setattr(V, "indistinguishability", lambda *a, **k: {"n": 10, "n_evidence": 5, "folds": 5,
-                                                                     "length": "32k", "accuracy": 0.5, "roc_auc": 0.5})
+    monkeypatch.setattr(
+        V,
+        "indistinguishability",
+        lambda *a, **k: {"n": 10, "n_evidence": 5, "folds": 5, "length": "32k", "accuracy": 0.5, "roc_auc": 0.5},
+    )
 
 
 def rows(path):
@@ -186,6 +253,7 @@ def plant_leak(root) -> tuple[dict, str]:
     def leak(s):
         if s["session_id"] == hay:
             s["turns"][0]["content"] += f" By the way, it was {q['answer']}."
+
     rewrite(root / "data" / "generated" / "sessions.jsonl", leak)
     return q, hay
 
@@ -209,8 +277,10 @@ def test_answer_in_a_haystack_session_fails_the_leakage_gate(cfg, proj, neutral_
 
 def test_wrong_reference_fails_the_with_images_gate(cfg, proj, neutral_classifier):
     q = first_question(proj, lambda q: q["question_type"] != AR)
-    rewrite(proj / "data" / "generated" / "questions.jsonl",
-            lambda r: r.update(answer="Nothing the image shows") if r["question_id"] == q["question_id"] else None)
+    rewrite(
+        proj / "data" / "generated" / "questions.jsonl",
+        lambda r: r.update(answer="Nothing the image shows") if r["question_id"] == q["question_id"] else None,
+    )
     err, rep = run_validate(cfg, proj)
     assert failing(rep) == {"answerable_with_images"} and "answerable_with_images" in err
     assert [f["question_id"] for f in rep["answerability"]["failures"]] == [q["question_id"]]
@@ -219,18 +289,25 @@ def test_wrong_reference_fails_the_with_images_gate(cfg, proj, neutral_classifie
 def test_image_truth_without_the_fact_fails_the_with_images_gate(cfg, proj, neutral_classifier):
     q = first_question(proj, lambda q: q["question_type"] != AR and q["details"]["image_ids"])
     ids = set(q["details"]["image_ids"])
-    rewrite(proj / "data" / "images" / "index.jsonl",
-            lambda r: r["image"].update(truth={}) if r["image"]["sha256"] in ids else None)
-    err, rep = run_validate(cfg, proj)
+    rewrite(
+        proj / "data" / "images" / "index.jsonl",
+        lambda r: r["image"].update(truth={}) if r["image"]["sha256"] in ids else None,
+    )
+    _err, rep = run_validate(cfg, proj)
     assert failing(rep) == {"answerable_with_images"}
     assert q["question_id"] in {f["question_id"] for f in rep["answerability"]["failures"]}
 
 
 def test_text_derivable_answer_fails_the_text_only_gate(cfg, proj, neutral_classifier):
     q = first_question(proj, lambda q: q["question_type"] != AR)
-    rewrite(proj / "data" / "generated" / "questions.jsonl",
-            lambda r: r["details"].update(derivation={"op": "const", "value": r["answer"]})
-            if r["question_id"] == q["question_id"] else None)
+    rewrite(
+        proj / "data" / "generated" / "questions.jsonl",
+        lambda r: (
+            r["details"].update(derivation={"op": "const", "value": r["answer"]})
+            if r["question_id"] == q["question_id"]
+            else None
+        ),
+    )
     err, rep = run_validate(cfg, proj)
     assert failing(rep) == {"answerable_text_only"} and "answerable_text_only" in err
     assert rep["answerability"]["derivable_text_only"] == 1
@@ -242,7 +319,9 @@ def test_text_derivable_answer_fails_the_text_only_gate(cfg, proj, neutral_class
 def test_instance_off_its_target_fails_the_length_gate(cfg, proj, neutral_classifier):
     path = proj / "data" / "instances" / "64k.jsonl"
     first = rows(path)[0]["question_id"]
-    rewrite(path, lambda r: r.update(total_tokens=int(r["target_tokens"] * 1.05)) if r["question_id"] == first else None)
+    rewrite(
+        path, lambda r: r.update(total_tokens=int(r["target_tokens"] * 1.05)) if r["question_id"] == first else None
+    )
     err, rep = run_validate(cfg, proj)
     assert failing(rep) == {"length_within_tolerance"} and "length_within_tolerance" in err
     assert rep["gates"]["length_within_tolerance"]["value"] == pytest.approx(0.05, abs=1e-4)
@@ -254,17 +333,21 @@ def test_warn_only_reports_failed_gates_without_failing(cfg, proj, neutral_class
     assert err is None and failing(rep) == {"text_leakage"}
 
 
-CANNED = ("Thanks for sharing that photo, it really helps me picture the details you mentioned. "
-          "Would you like me to keep a note of it?")
+CANNED = (
+    "Thanks for sharing that photo, it really helps me picture the details you mentioned. "
+    "Would you like me to keep a note of it?"
+)
 
 
 def test_templated_evidence_sessions_fail_the_indistinguishability_gate(cfg, proj):
     """The real classifier: evidence sessions whose assistant turns come from one canned reply."""
+
     def canned(s):
         if s["kind"] == "evidence":
             for t in s["turns"]:
                 if t["role"] == "assistant":
                     t["content"] = CANNED
+
     rewrite(proj / "data" / "generated" / "sessions.jsonl", canned)
     err, rep = run_validate(cfg, proj)
     assert failing(rep) == {"indistinguishability_auc"} and "indistinguishability_auc" in err

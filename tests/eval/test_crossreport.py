@@ -1,4 +1,5 @@
 """Cross-system analyses (memlens.eval.report.crossreport) on hand-made verdicts of one and three systems."""
+
 from __future__ import annotations
 
 import json
@@ -11,9 +12,13 @@ from memlens.core.io import write_jsonl
 from memlens.core.schema import AR, IE, KU, MSR, TR, Verdict
 from memlens.eval.report.crossreport import ANALYSIS_DIR, build_analyses, write_index
 
-TYPES = [(IE, "entity", "IE_Entity", "IE"), (MSR, "counting", "MSR_Counting", "MSR"),
-         (TR, "order_ranking", "TR_OrderRanking", "TR"), (KU, "", "KU_KnowledgeUpdate", "KU"),
-         (AR, "", "AR_AnswerRefusal", "AR")]
+TYPES = [
+    (IE, "entity", "IE_Entity", "IE"),
+    (MSR, "counting", "MSR_Counting", "MSR"),
+    (TR, "order_ranking", "TR_OrderRanking", "TR"),
+    (KU, "", "KU_KnowledgeUpdate", "KU"),
+    (AR, "", "AR_AnswerRefusal", "AR"),
+]
 PER_TYPE = 3
 #: questions answered correctly per type (IE, MSR, TR, KU, AR) at 32k: no type is constant across systems
 CORRECT_32K = {"alpha": [3, 2, 1, 0, 2], "beta": [2, 3, 0, 1, 3], "gamma": [1, 1, 2, 3, 0]}
@@ -35,9 +40,20 @@ def write_system(root, system, length, outs: dict[str, bool], judge="determinist
     vs = []
     for qid, ok in sorted(outs.items()):
         qt, st, key = meta[qid[1:].split("_")[0]]
-        vs.append(Verdict(system=system, mode=mode, length=length, question_id=qid, question_type=qt,
-                          question_subtype=st, judge=judge, correct=ok, task_key=key,
-                          abstained=(qt == AR and ok)))
+        vs.append(
+            Verdict(
+                system=system,
+                mode=mode,
+                length=length,
+                question_id=qid,
+                question_type=qt,
+                question_subtype=st,
+                judge=judge,
+                correct=ok,
+                task_key=key,
+                abstained=(qt == AR and ok),
+            )
+        )
     write_jsonl(root / system / mode / f"{length}.{judge}.jsonl", vs)
 
 

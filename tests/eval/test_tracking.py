@@ -1,4 +1,5 @@
 """MLflow tracking into a temporary SQLite store: runs, params, metrics and tags read back; no secrets."""
+
 from __future__ import annotations
 
 import json
@@ -11,15 +12,30 @@ from memlens.eval.tracking import Tracker, flatten_params, tracking_uri
 
 SECRET = "sk-live-0123456789abcdef"
 PARAMS = {
-    "model": {"name": "m1", "base_url": "http://127.0.0.1:8000/v1", "api_key": SECRET, "API_KEY": SECRET,
-              "openai-key": SECRET, "api_key_env": "OPENAI_API_KEY", "max_new_tokens": 2048,
-              "extra_body": {"chat_template_kwargs": {"enable_thinking": False}, "keys": [SECRET]}},
+    "model": {
+        "name": "m1",
+        "base_url": "http://127.0.0.1:8000/v1",
+        "api_key": SECRET,
+        "API_KEY": SECRET,
+        "openai-key": SECRET,
+        "api_key_env": "OPENAI_API_KEY",
+        "max_new_tokens": 2048,
+        "extra_body": {"chat_template_kwargs": {"enable_thinking": False}, "keys": [SECRET]},
+    },
     "eval": {"mode": "standard", "lengths": ["32k", "64k"]},
     "dataset_hash": "ab" * 32,
     "seed": 42,
 }
-METRICS = {"acc": 0.5, "acc_ci_low": 0.3, "acc_ci_high": 0.7, "acc__IE": 0.25, "acc__IE_ci_low": 0.1,
-           "acc__IE_ci_high": 0.4, "n": 20, "refusal_rate": None}
+METRICS = {
+    "acc": 0.5,
+    "acc_ci_low": 0.3,
+    "acc_ci_high": 0.7,
+    "acc__IE": 0.25,
+    "acc__IE_ci_low": 0.1,
+    "acc__IE_ci_high": 0.4,
+    "n": 20,
+    "refusal_rate": None,
+}
 
 
 @pytest.fixture(scope="module")
@@ -33,16 +49,31 @@ def store(tmp_path_factory):
     art = root / "pred.jsonl"
     art.write_text('{"question_id": "q1"}\n')
     ids = {
-        "first": tracker.log_run(system="m1", mode="standard", length="32k", params=PARAMS, metrics=METRICS,
-                                 tags={"dataset_hash": "ab" * 32, "judge": "deterministic"},
-                                 artifacts=[art, root / "missing.jsonl"], texts={"notes/readme.txt": "hello"}),
-        "cot": tracker.log_run(system="m1", mode="cot", length="32k", params=PARAMS, metrics={"acc": 0.6},
-                               tags={}, artifacts=[]),
+        "first": tracker.log_run(
+            system="m1",
+            mode="standard",
+            length="32k",
+            params=PARAMS,
+            metrics=METRICS,
+            tags={"dataset_hash": "ab" * 32, "judge": "deterministic"},
+            artifacts=[art, root / "missing.jsonl"],
+            texts={"notes/readme.txt": "hello"},
+        ),
+        "cot": tracker.log_run(
+            system="m1", mode="cot", length="32k", params=PARAMS, metrics={"acc": 0.6}, tags={}, artifacts=[]
+        ),
     }
     time.sleep(0.05)  # start times are in milliseconds: keep "latest" strictly later
     ids |= {
-        "latest": tracker.log_run(system="m1", mode="standard", length="32k", params=PARAMS,
-                                  metrics={**METRICS, "acc": 0.55}, tags={}, artifacts=[]),
+        "latest": tracker.log_run(
+            system="m1",
+            mode="standard",
+            length="32k",
+            params=PARAMS,
+            metrics={**METRICS, "acc": 0.55},
+            tags={},
+            artifacts=[],
+        )
     }
     return base, root, tracker, ids
 
@@ -93,7 +124,7 @@ def test_modes_get_their_own_run_name_and_latest_run_wins(store):
 
 
 def test_reopening_the_store_reuses_the_experiment(store):
-    base, root, tracker, _ = store
+    _base, root, tracker, _ = store
     again = Tracker(root, OmegaConf.create({"uri": tracker.uri, "experiment": None}), "0123456789abcdef" * 4)
     assert again.experiment_id == tracker.experiment_id
     named = Tracker(root, OmegaConf.create({"uri": tracker.uri, "experiment": "my-exp"}), "ff" * 32)
@@ -108,8 +139,9 @@ def test_many_params_and_long_values():
 
 
 def test_many_params_are_all_logged(store):
-    _, root, tracker, _ = store
+    _, _root, tracker, _ = store
     many = {f"p{i:03d}": i for i in range(200)}  # more than one log_params batch
-    rid = tracker.log_run(system="wide", mode="standard", length="64k", params={"grid": many}, metrics={},
-                          tags={}, artifacts=[])
+    rid = tracker.log_run(
+        system="wide", mode="standard", length="64k", params={"grid": many}, metrics={}, tags={}, artifacts=[]
+    )
     assert len(tracker.client.get_run(rid).data.params) == 200

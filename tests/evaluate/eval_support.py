@@ -1,4 +1,5 @@
 """Helpers shared by the evaluation-engine tests (not a test module)."""
+
 from __future__ import annotations
 
 import json
@@ -11,8 +12,15 @@ TINY = ("data.scale=tiny", "source.workers=1")
 
 def openai_overrides(server, *extra: str, model: str = "fake-vl") -> list[str]:
     """Hydra overrides that point the generic openai_compatible config at ``server``."""
-    return ["model=openai_compatible", f"model.base_url={server.base_url}", f"model.model={model}",
-            "model.backoff_base_s=0.01", "model.backoff_max_s=0.05", "model.timeout_s=20", *extra]
+    return [
+        "model=openai_compatible",
+        f"model.base_url={server.base_url}",
+        f"model.model={model}",
+        "model.backoff_base_s=0.01",
+        "model.backoff_max_s=0.05",
+        "model.timeout_s=20",
+        *extra,
+    ]
 
 
 def predictions(root: Path, system: str, mode: str = "standard") -> dict[str, dict[str, dict]]:

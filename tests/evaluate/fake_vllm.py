@@ -6,6 +6,7 @@ Behaviour is chosen by the environment: FAKE_VLLM_MODE = ok (default) | crash (e
 never_healthy (never listens) | ignore_sigterm (serves, but ignores SIGTERM); FAKE_VLLM_DELAY_S
 delays the start; FAKE_VLLM_ARGV_FILE receives {"argv": [...], "pid": ...} as JSON.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -45,8 +46,9 @@ def main() -> int:
         signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))
     from tests.support.fake_openai import FakeOpenAIServer
 
-    server = FakeOpenAIServer(host="127.0.0.1", port=args.port, model_name=args.served_model_name or args.model,
-                              latency_s=0.01)
+    server = FakeOpenAIServer(
+        host="127.0.0.1", port=args.port, model_name=args.served_model_name or args.model, latency_s=0.01
+    )
     server.start()
     print("fake vllm: ready", flush=True)
     try:

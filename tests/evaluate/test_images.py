@@ -1,4 +1,5 @@
 """Tests of memlens.core.images (ImageEncoder, ImageError)."""
+
 from __future__ import annotations
 
 import base64
@@ -29,7 +30,7 @@ def _photo(path: Path, size: tuple[int, int], mode: str = "RGB", fmt: str | None
 def _decode(url: str) -> Image.Image:
     prefix = "data:image/png;base64,"
     assert url.startswith(prefix)
-    img = Image.open(io.BytesIO(base64.b64decode(url[len(prefix):])))
+    img = Image.open(io.BytesIO(base64.b64decode(url[len(prefix) :])))
     assert img.format == "PNG"
     return img
 

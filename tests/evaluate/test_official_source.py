@@ -1,5 +1,6 @@
 """data.source=official: a release exported from the tiny benchmark (`memlens export`) is evaluated
 through the same loader and gives exactly the requests of the built benchmark."""
+
 from __future__ import annotations
 
 import json
@@ -7,9 +8,9 @@ import json
 import pytest
 
 from memlens.core.official import OfficialRelease
-from tests.support.fake_openai import FakeOpenAIServer
 from tests.conftest import run_stage
 from tests.evaluate.eval_support import TINY, openai_overrides, predictions
+from tests.support.fake_openai import FakeOpenAIServer
 
 
 @pytest.mark.slow
@@ -38,15 +39,20 @@ def test_official_release_evaluates_like_the_built_benchmark(tiny_copy):
     a, b = predictions(root, "built-run"), predictions(root, "official-run")
     assert a.keys() == b.keys() == {"32k", "64k"}
     for length in a:
-        assert {q: r["raw_prediction"] for q, r in a[length].items()} == \
-               {q: r["raw_prediction"] for q, r in b[length].items()}
+        assert {q: r["raw_prediction"] for q, r in a[length].items()} == {
+            q: r["raw_prediction"] for q, r in b[length].items()
+        }
         assert all(r["ok"] for r in b[length].values())
 
 
 def test_missing_release_folder_is_a_clear_error(tiny_copy, tmp_path, capsys):
     with FakeOpenAIServer() as server:
-        rc = run_stage(tiny_copy, "evaluate", *TINY,
-                       *openai_overrides(server, "data.source=official", f"data.official_dir={tmp_path / 'nope'}"))
+        rc = run_stage(
+            tiny_copy,
+            "evaluate",
+            *TINY,
+            *openai_overrides(server, "data.source=official", f"data.official_dir={tmp_path / 'nope'}"),
+        )
         assert server.request_count == 0
     assert rc == 2  # one clear message, no traceback
     assert "release folder not found" in capsys.readouterr().err

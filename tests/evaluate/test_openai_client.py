@@ -1,4 +1,5 @@
 """Tests of the OpenAI-compatible client against the in-process FakeOpenAIServer."""
+
 from __future__ import annotations
 
 import asyncio
@@ -16,12 +17,7 @@ import pytest
 from PIL import Image
 
 from memlens.core import http as http_module
-from memlens.core.http import (
-    CompletionResult,
-    OpenAICompatibleClient,
-    OpenAICompatibleConfig,
-    run_many,
-)
+from memlens.core.http import CompletionResult, OpenAICompatibleClient, OpenAICompatibleConfig, run_many
 from memlens.core.images import ImageEncoder
 from tests.support.fake_openai import FakeOpenAIServer, Fault, default_responder, faults_by_key
 
@@ -86,8 +82,14 @@ def test_reasoning_and_custom_responder():
 
 
 def test_request_body_fields(server):
-    client = make_client(server, max_new_tokens=77, temperature=0.3, top_p=0.9, seed=42,
-                         extra_body={"chat_template_kwargs": {"enable_thinking": False}})
+    client = make_client(
+        server,
+        max_new_tokens=77,
+        temperature=0.3,
+        top_p=0.9,
+        seed=42,
+        extra_body={"chat_template_kwargs": {"enable_thinking": False}},
+    )
     messages = msgs("body check")
     assert complete(client, messages).ok
     body = server.requests[0]
@@ -105,8 +107,15 @@ def test_optional_fields_omitted_and_overrides(server):
     assert body["temperature"] == 0.0 and body["max_tokens"] == 2048
     assert "top_p" not in body and "seed" not in body
     # judge API mode: max_completion_tokens instead of max_tokens, no temperature
-    assert complete(client, msgs(), max_new_tokens=None, temperature=None, max_completion_tokens=256,
-                    model="other", extra_body={"x": 1}).ok
+    assert complete(
+        client,
+        msgs(),
+        max_new_tokens=None,
+        temperature=None,
+        max_completion_tokens=256,
+        model="other",
+        extra_body={"x": 1},
+    ).ok
     body = server.requests[1]
     assert "max_tokens" not in body and "temperature" not in body
     assert body["max_completion_tokens"] == 256 and body["model"] == "other" and body["x"] == 1
@@ -214,7 +223,10 @@ def test_one_retry_budget_for_both_layers():
 
 
 def test_backoff_is_full_jitter_and_seeded(server):
-    a, b = make_client(server, backoff_base_s=1.0, backoff_max_s=5.0), make_client(server, backoff_base_s=1.0, backoff_max_s=5.0)
+    a, b = (
+        make_client(server, backoff_base_s=1.0, backoff_max_s=5.0),
+        make_client(server, backoff_base_s=1.0, backoff_max_s=5.0),
+    )
     delays_a = [a.backoff_delay(n) for n in range(8)]
     assert delays_a == [b.backoff_delay(n) for n in range(8)]  # same seed, same delays
     for n, d in enumerate(delays_a):
@@ -318,8 +330,9 @@ def test_truncated_completions_are_kept_and_counted():
 
     out: dict[str, CompletionResult] = {}
     with FakeOpenAIServer(responder=responder) as srv:
-        summary = make_client(srv).run_many([("a", msgs("long one")), ("b", msgs("b"))], out.__setitem__,
-                                            progress=False)
+        summary = make_client(srv).run_many(
+            [("a", msgs("long one")), ("b", msgs("b"))], out.__setitem__, progress=False
+        )
     assert out["a"].ok and out["a"].truncated and out["a"].text == "partial" and out["a"].finish_reason == "length"
     assert out["b"].ok and not out["b"].truncated
     assert (summary.ok, summary.truncated) == (2, 1)
@@ -361,8 +374,14 @@ def test_api_key_from_env_sent_but_never_exposed(server, monkeypatch):
     client = make_client(server, api_key_env="MEMLENS_TEST_API_KEY")
     result = complete(client, msgs())
     assert server.request_headers[0]["authorization"] == f"Bearer {SECRET}"
-    for text in (repr(client.config), str(client.config), repr(client), repr(result),
-                 json.dumps(result.to_dict()), json.dumps(client.config.to_dict())):
+    for text in (
+        repr(client.config),
+        str(client.config),
+        repr(client),
+        repr(result),
+        json.dumps(result.to_dict()),
+        json.dumps(client.config.to_dict()),
+    ):
         assert SECRET not in text
     assert "MEMLENS_TEST_API_KEY" in repr(client.config)
     assert SECRET not in client._describe(RuntimeError(f"auth failed for {SECRET}"))
@@ -394,8 +413,15 @@ def test_http_logs_are_debug_and_never_show_the_key(server, monkeypatch, caplog)
 
 def test_http_module_uses_no_private_sdk_names():
     source = Path(http_module.__file__).read_text(encoding="utf-8")
-    for pattern in (r"openai\._", r"_base_client", r"cast_to", r"DefaultAsync\w*Client", r"DefaultAioHttpClient",
-                    r"\.post\(", r"_client\._"):
+    for pattern in (
+        r"openai\._",
+        r"_base_client",
+        r"cast_to",
+        r"DefaultAsync\w*Client",
+        r"DefaultAioHttpClient",
+        r"\.post\(",
+        r"_client\._",
+    ):
         assert not re.search(pattern, source), f"http.py uses {pattern!r}"
     assert "chat.completions.with_raw_response.create" in source  # the public SDK call
 
@@ -408,11 +434,16 @@ def _image(path, size=(1000, 500)):
 
 def test_local_images_inlined_as_base64(server, tmp_path):
     path = _image(tmp_path / "a.jpg")
-    messages = [{"role": "user", "content": [
-        {"type": "text", "text": "look"},
-        {"type": "image_url", "image_url": {"url": path}},
-        {"type": "image_url", "image_url": {"url": "https://example.org/x.png"}},
-    ]}]
+    messages = [
+        {
+            "role": "user",
+            "content": [
+                {"type": "text", "text": "look"},
+                {"type": "image_url", "image_url": {"url": path}},
+                {"type": "image_url", "image_url": {"url": "https://example.org/x.png"}},
+            ],
+        }
+    ]
     client = make_client(server, max_image_side=100)
     assert complete(client, messages).ok
     blocks = server.requests[0]["messages"][0]["content"]
@@ -430,15 +461,22 @@ def test_body_without_orjson_is_identical(server, tmp_path, monkeypatch):
     from memlens.core import http as oc
 
     path = _image(tmp_path / "d.png", (40, 20))
-    messages = [{"role": "user", "content": [{"type": "text", "text": "caf\u00e9 \"quoted\" \x00"},
-                                             {"type": "image_url", "image_url": {"url": path}}]}]
+    messages = [
+        {
+            "role": "user",
+            "content": [
+                {"type": "text", "text": 'caf\u00e9 "quoted" \x00'},
+                {"type": "image_url", "image_url": {"url": path}},
+            ],
+        }
+    ]
     client = make_client(server)
     fast = json.loads(client.build_body(messages).to_bytes())
     monkeypatch.setattr(oc, "_orjson", None)
     slow = client.build_body(messages)
     assert json.loads(slow.to_bytes()) == fast
     assert len(slow.chunks) == 3 and len(slow) == len(slow.to_bytes())
-    assert fast["messages"][0]["content"][0]["text"] == "caf\u00e9 \"quoted\" \x00"
+    assert fast["messages"][0]["content"][0]["text"] == 'caf\u00e9 "quoted" \x00'
 
 
 def test_images_by_url_and_missing_image(server, tmp_path):
@@ -457,8 +495,18 @@ def test_shared_encoder_cache_across_requests(server, tmp_path):
     encoder = ImageEncoder(max_side=64)
     config = OpenAICompatibleConfig(base_url=server.base_url, model="m", concurrency=4)
     client = OpenAICompatibleClient(config, image_encoder=encoder)
-    items = [(i, [{"role": "user", "content": [{"type": "image_url", "image_url": {"url": path}},
-                                               {"type": "text", "text": f"q{i}"}]}]) for i in range(8)]
+    items = [
+        (
+            i,
+            [
+                {
+                    "role": "user",
+                    "content": [{"type": "image_url", "image_url": {"url": path}}, {"type": "text", "text": f"q{i}"}],
+                }
+            ],
+        )
+        for i in range(8)
+    ]
     assert client.run_many(items, lambda k, r: None, progress=False).ok == 8
     info = encoder.cache_info()
     assert info.misses == 1 and info.hits >= 7

@@ -1,5 +1,6 @@
 """OpenAICompatibleModel end to end against FakeOpenAIServer: through the evaluate stage on the tiny
 benchmark, with injected faults, request contents checked against the protocol."""
+
 from __future__ import annotations
 
 from pathlib import Path
@@ -8,13 +9,13 @@ import pytest
 
 from memlens.core.config import Paths
 from memlens.core.http import OpenAICompatibleClient, OpenAICompatibleConfig
-from memlens.eval.systems.openai_model import OpenAICompatibleModel, prefix_ordered, run_items
 from memlens.core.items import BuiltBenchmark, EvalItem, HistorySession
-from memlens.eval.prompt import build_messages
 from memlens.core.schema import Question, Turn
-from tests.support.fake_openai import FakeOpenAIServer, default_responder
+from memlens.eval.prompt import build_messages
+from memlens.eval.systems.openai_model import OpenAICompatibleModel, prefix_ordered, run_items
 from tests.conftest import run_stage
 from tests.evaluate.eval_support import TINY, call_stats, openai_overrides, predictions, request_key
+from tests.support.fake_openai import FakeOpenAIServer, default_responder
 
 
 def _questions(root: Path, length: str = "32k") -> list[EvalItem]:
@@ -64,11 +65,18 @@ def test_faults_retries_failure_records_and_retry_on_rerun(tiny_copy):
     root = tiny_copy
     qs = [i.question.question for i in _questions(root)]
     assert len(set(qs)) == len(qs) >= 6
-    script = {qs[0]: ["429", "500"], qs[1]: ["malformed", "truncated", "empty_choices"], qs[2]: ["timeout"],
-              qs[3]: ["400"], qs[4]: ["503", "503", "503", "503"], qs[5]: ["disconnect"]}
+    script = {
+        qs[0]: ["429", "500"],
+        qs[1]: ["malformed", "truncated", "empty_choices"],
+        qs[2]: ["timeout"],
+        qs[3]: ["400"],
+        qs[4]: ["503", "503", "503", "503"],
+        qs[5]: ["disconnect"],
+    }
     with FakeOpenAIServer(faults=script, retry_after_s=0.01, timeout_sleep_s=30) as server:
-        ov = openai_overrides(server, "model.max_retries=3", "model.timeout_s=2", "model.concurrency=4",
-                              "eval.lengths=[32k]")
+        ov = openai_overrides(
+            server, "model.max_retries=3", "model.timeout_s=2", "model.concurrency=4", "eval.lengths=[32k]"
+        )
         assert run_stage(root, "evaluate", *TINY, *ov) == 0
         by_q = {i.question.question: i.question_id for i in _questions(root)}
         rows = predictions(root, "fake-vl")["32k"]
@@ -142,16 +150,30 @@ def test_direct_run_is_lazy_and_encodes_each_image_once(tiny_project):
 
 
 def _synthetic_item(qid: str, sids: list[str]) -> EvalItem:
-    q = Question(question_id=qid, question_type="answer_refusal", question_subtype="", question=f"Q {qid}?",
-                 answer="Insufficient information", question_date="2024/05/31 (Fri) 07:58")
-    return EvalItem(q, "32k", [HistorySession(s, "2024/05/01 (Wed) 10:00", [Turn("user", f"hi {s}")]) for s in sids],
-                    lambda i: Path(i))
+    q = Question(
+        question_id=qid,
+        question_type="answer_refusal",
+        question_subtype="",
+        question=f"Q {qid}?",
+        answer="Insufficient information",
+        question_date="2024/05/31 (Fri) 07:58",
+    )
+    return EvalItem(
+        q,
+        "32k",
+        [HistorySession(s, "2024/05/01 (Wed) 10:00", [Turn("user", f"hi {s}")]) for s in sids],
+        lambda i: Path(i),
+    )
 
 
 def test_prefix_ordering_groups_shared_histories():
-    items = [_synthetic_item("a", ["s9", "s1"]), _synthetic_item("b", ["s1", "s2", "s3"]),
-             _synthetic_item("c", ["s9", "s1", "s4"]), _synthetic_item("d", ["s1", "s2"]),
-             _synthetic_item("e", ["s0"])]
+    items = [
+        _synthetic_item("a", ["s9", "s1"]),
+        _synthetic_item("b", ["s1", "s2", "s3"]),
+        _synthetic_item("c", ["s9", "s1", "s4"]),
+        _synthetic_item("d", ["s1", "s2"]),
+        _synthetic_item("e", ["s0"]),
+    ]
     assert [i.question_id for i in prefix_ordered(items, "standard", 4)] == ["d", "b", "a", "c", "e"]
     assert [i.question_id for i in prefix_ordered(items, "standard", 1)] == ["a", "b", "c", "d", "e"]
     # no_context: every history is empty, the order is kept (stable sort)
@@ -164,9 +186,15 @@ def test_reasoning_content_token_param_and_no_temperature(tiny_copy):
 
     root = tiny_copy
     with FakeOpenAIServer(responder=responder) as server:
-        ov = openai_overrides(server, "model.token_param=max_completion_tokens", "model.temperature=null",
-                              "model.max_new_tokens=16384", "eval.mode=reasoning", "eval.lengths=[32k]",
-                              "model.layout=legacy")
+        ov = openai_overrides(
+            server,
+            "model.token_param=max_completion_tokens",
+            "model.temperature=null",
+            "model.max_new_tokens=16384",
+            "eval.mode=reasoning",
+            "eval.lengths=[32k]",
+            "model.layout=legacy",
+        )
         assert run_stage(root, "evaluate", *TINY, *ov) == 0
         body = server.requests[0]
     assert body["max_completion_tokens"] == 16384 and "max_tokens" not in body and "temperature" not in body

@@ -1,17 +1,27 @@
 """The prompt protocol: hand-written expected messages for a small item, per mode and layout."""
+
 from __future__ import annotations
 
 import pytest
 
 from memlens.core.errors import ImageError
 from memlens.core.items import EvalItem, HistorySession
-from memlens.eval.systems.base import MODES
-from memlens.eval.prompt import (INSTRUCTIONS, SYSTEM_PROMPT, ImageRef, build_messages, history_key,
-                                     instruction_for, iter_images)
 from memlens.core.schema import Question, Turn
+from memlens.eval.prompt import (
+    INSTRUCTIONS,
+    SYSTEM_PROMPT,
+    ImageRef,
+    build_messages,
+    history_key,
+    instruction_for,
+    iter_images,
+)
+from memlens.eval.systems.base import MODES
 
-SYS = ('Provide answers based on the given conversation history. If the question cannot be answered based on '
-       'the given conversation, respond with "Insufficient information".')
+SYS = (
+    "Provide answers based on the given conversation history. If the question cannot be answered based on "
+    'the given conversation, respond with "Insufficient information".'
+)
 D1, D2, D3 = "2024/05/01 (Wed) 10:00", "2024/05/03 (Fri) 09:30", "2024/05/07 (Tue) 18:05"
 QDATE = "2024/05/31 (Fri) 07:58"
 
@@ -22,21 +32,30 @@ def _item(tmp_path, *, missing: str | None = None) -> EvalItem:
         p = tmp_path / f"{name}.png"
         p.write_bytes(b"not decoded by the prompt builder")
         files[name] = p
-    q = Question(question_id="q_1", question_type="information_extraction", question_subtype="entity",
-                 question="What colour was the mug in <image>?", answer="red", question_date=QDATE)
-    s1 = HistorySession("s1", D1, [
-        Turn("user", "Look at my mug <image> and my cat <image>", ["a", "b"]),
-        Turn("assistant", "  Nice mug!  "),
-    ])
-    s2 = HistorySession("s2", D2, [  # starts with an assistant turn
-        Turn("assistant", "Welcome back."),
-        Turn("user", "<image>", ["c"]),
-        Turn("user", "   "),
-    ], is_evidence=True)
-    s3 = HistorySession("s3", D3, [
-        Turn("user", "<image> second time", ["a"]),
-        Turn("assistant", "Same mug."),
-    ])
+    q = Question(
+        question_id="q_1",
+        question_type="information_extraction",
+        question_subtype="entity",
+        question="What colour was the mug in <image>?",
+        answer="red",
+        question_date=QDATE,
+    )
+    s1 = HistorySession(
+        "s1",
+        D1,
+        [Turn("user", "Look at my mug <image> and my cat <image>", ["a", "b"]), Turn("assistant", "  Nice mug!  ")],
+    )
+    s2 = HistorySession(
+        "s2",
+        D2,
+        [  # starts with an assistant turn
+            Turn("assistant", "Welcome back."),
+            Turn("user", "<image>", ["c"]),
+            Turn("user", "   "),
+        ],
+        is_evidence=True,
+    )
+    s3 = HistorySession("s3", D3, [Turn("user", "<image> second time", ["a"]), Turn("assistant", "Same mug.")])
 
     def resolve(image_id: str):
         if image_id == missing:
@@ -46,25 +65,30 @@ def _item(tmp_path, *, missing: str | None = None) -> EvalItem:
     return EvalItem(q, "32k", [s1, s2, s3], resolve)
 
 
-def T(text):  # noqa: N802 - short helpers for the expected messages
+def T(text):
     return {"type": "text", "text": text}
 
 
-def I(path):  # noqa: N802
+def img(path):
     return {"type": "image_url", "image_url": {"url": str(path)}}
 
 
-def Q(instruction):  # noqa: N802
-    return {"role": "user", "content": [T(f"{instruction}\nQuestion Date: {QDATE}\nQuestion: What colour was the mug in <image>?\n")]}
+def Q(instruction):
+    return {
+        "role": "user",
+        "content": [T(f"{instruction}\nQuestion Date: {QDATE}\nQuestion: What colour was the mug in <image>?\n")],
+    }
 
 
 def test_official_strings_are_verbatim():
     assert SYSTEM_PROMPT == SYS
     assert instruction_for("standard") == "Directly output the answer with no extra output."
     assert instruction_for("cot") == "Think step by step before providing your answer."
-    assert instruction_for("reasoning") == ("First provide your reasoning inside [REASONING], then provide your final "
-                                            "answer inside [ANSWER].\nFormat:\n[REASONING] your reasoning here\n"
-                                            "[ANSWER] your answer here")
+    assert instruction_for("reasoning") == (
+        "First provide your reasoning inside [REASONING], then provide your final "
+        "answer inside [ANSWER].\nFormat:\n[REASONING] your reasoning here\n"
+        "[ANSWER] your answer here"
+    )
     for mode in ("text_only", "no_context", "label_images", "oracle_evidence"):
         assert instruction_for(mode) == INSTRUCTIONS["standard"]
     with pytest.raises(ValueError, match="unknown mode"):
@@ -76,14 +100,17 @@ def test_standard_messages_exact(tmp_path):
     a, b, c = (tmp_path / f"{n}.png" for n in "abc")
     expected = [
         {"role": "system", "content": [T(SYS)]},
-        {"role": "user", "content": [T(f"=== Session 1 (Date: {D1}) ===\nLook at my mug "), I(a), T(" and my cat "), I(b)]},
+        {
+            "role": "user",
+            "content": [T(f"=== Session 1 (Date: {D1}) ===\nLook at my mug "), img(a), T(" and my cat "), img(b)],
+        },
         {"role": "assistant", "content": [T("Nice mug!")]},
         # the session starts with an assistant turn: its header sits in the assistant message
         {"role": "assistant", "content": [T(f"=== Session 2 (Date: {D2}) ===\nWelcome back.")]},
         # an image-only first block: no header here (not the session's first turn), image alone
-        {"role": "user", "content": [I(c)]},
+        {"role": "user", "content": [img(c)]},
         # the whitespace-only turn produces no message at all; consecutive user turns are not merged
-        {"role": "user", "content": [T(f"=== Session 3 (Date: {D3}) ==="), I(a), T(" second time")]},
+        {"role": "user", "content": [T(f"=== Session 3 (Date: {D3}) ==="), img(a), T(" second time")]},
         {"role": "assistant", "content": [T("Same mug.")]},
         Q(INSTRUCTIONS["standard"]),
     ]
@@ -106,11 +133,17 @@ def test_label_images_counter_runs_across_the_item(tmp_path):
     a, b, c = (tmp_path / f"{n}.png" for n in "abc")
     got = build_messages(item, "label_images")
     assert got == build_messages(item, "standard", label_images=True)
-    assert got[1]["content"] == [T(f"=== Session 1 (Date: {D1}) ===\nLook at my mug "), T("[Image 1]"), I(a),
-                                 T(" and my cat "), T("[Image 2]"), I(b)]
-    assert got[4]["content"] == [T("[Image 3]"), I(c)]
+    assert got[1]["content"] == [
+        T(f"=== Session 1 (Date: {D1}) ===\nLook at my mug "),
+        T("[Image 1]"),
+        img(a),
+        T(" and my cat "),
+        T("[Image 2]"),
+        img(b),
+    ]
+    assert got[4]["content"] == [T("[Image 3]"), img(c)]
     # a label block is text: the next session's header is prefixed to it
-    assert got[5]["content"] == [T(f"=== Session 3 (Date: {D3}) ===\n[Image 4]"), I(a), T(" second time")]
+    assert got[5]["content"] == [T(f"=== Session 3 (Date: {D3}) ===\n[Image 4]"), img(a), T(" second time")]
     assert got[-1] == Q(INSTRUCTIONS["standard"])
 
 
@@ -143,8 +176,8 @@ def test_oracle_evidence_keeps_only_evidence_sessions_in_order(tmp_path):
     assert got == [
         {"role": "system", "content": [T(SYS)]},
         {"role": "assistant", "content": [T(f"=== Session 1 (Date: {D2}) ===\nWelcome back.")]},
-        {"role": "user", "content": [I(c)]},
-        {"role": "user", "content": [T(f"=== Session 2 (Date: {D3}) ==="), I(a), T(" second time")]},
+        {"role": "user", "content": [img(c)]},
+        {"role": "user", "content": [T(f"=== Session 2 (Date: {D3}) ==="), img(a), T(" second time")]},
         {"role": "assistant", "content": [T("Same mug.")]},
         Q(INSTRUCTIONS["standard"]),
     ]
@@ -164,13 +197,25 @@ def test_legacy_layout_exact(tmp_path):
     a, b, c = (tmp_path / f"{n}.png" for n in "abc")
     got = build_messages(item, "standard", layout="legacy")
     head = f"{SYS}\nConversation:\n\n=== Session 1 (Date: {D1}) ===\n[User]: Look at my mug "
-    assert got == [{"role": "user", "content": [
-        T(head), I(a), T(" and my cat "), I(b),
-        T(f"\n[Assistant]: Nice mug!\n\n=== Session 2 (Date: {D2}) ===\n[Assistant]: Welcome back.\n[User]: "), I(c),
-        T(f"\n[User]: \n\n=== Session 3 (Date: {D3}) ===\n[User]: "), I(a),
-        T(f" second time\n[Assistant]: Same mug.\n\n\n{INSTRUCTIONS['standard']}\nQuestion Date: {QDATE}\n"
-          "Question: What colour was the mug in <image>?\n"),
-    ]}]
+    assert got == [
+        {
+            "role": "user",
+            "content": [
+                T(head),
+                img(a),
+                T(" and my cat "),
+                img(b),
+                T(f"\n[Assistant]: Nice mug!\n\n=== Session 2 (Date: {D2}) ===\n[Assistant]: Welcome back.\n[User]: "),
+                img(c),
+                T(f"\n[User]: \n\n=== Session 3 (Date: {D3}) ===\n[User]: "),
+                img(a),
+                T(
+                    f" second time\n[Assistant]: Same mug.\n\n\n{INSTRUCTIONS['standard']}\nQuestion Date: {QDATE}\n"
+                    "Question: What colour was the mug in <image>?\n"
+                ),
+            ],
+        }
+    ]
 
 
 def test_legacy_labels_text_only_and_no_context(tmp_path):
@@ -181,17 +226,30 @@ def test_legacy_labels_text_only_and_no_context(tmp_path):
     assert "[User]: [Image 3] " in texts and "[User]: [Image 4] " in texts
     assert len(list(iter_images(labelled))) == 4
     text_only = build_messages(item, "text_only", layout="legacy")
-    assert len(text_only[0]["content"]) == 1 and "<image>" not in text_only[0]["content"][0]["text"].split("Question:")[0]
+    assert (
+        len(text_only[0]["content"]) == 1 and "<image>" not in text_only[0]["content"][0]["text"].split("Question:")[0]
+    )
     assert "[User]: Look at my mug  and my cat\n" in text_only[0]["content"][0]["text"]
     nc = build_messages(item, "no_context", layout="legacy")
-    assert nc == [{"role": "user", "content": [T(f"{SYS}\nConversation:\n\n\n{INSTRUCTIONS['standard']}\n"
-                                                f"Question Date: {QDATE}\nQuestion: What colour was the mug in <image>?\n")]}]
+    assert nc == [
+        {
+            "role": "user",
+            "content": [
+                T(
+                    f"{SYS}\nConversation:\n\n\n{INSTRUCTIONS['standard']}\n"
+                    f"Question Date: {QDATE}\nQuestion: What colour was the mug in <image>?\n"
+                )
+            ],
+        }
+    ]
 
 
 def test_system_prefix(tmp_path):
     item = _item(tmp_path)
     assert build_messages(item, "no_context", system_prefix="/no_think\n")[0] == {
-        "role": "system", "content": [T("/no_think\n" + SYS)]}
+        "role": "system",
+        "content": [T("/no_think\n" + SYS)],
+    }
     legacy = build_messages(item, "no_context", layout="legacy", system_prefix="/no_think\n")
     assert legacy[0]["content"][0]["text"].startswith("/no_think\n" + SYS)
 
@@ -234,6 +292,10 @@ def test_built_benchmark_item(tiny_project):
     n_turns = sum(1 for s in item.sessions for t in s.turns if t.content.strip() or t.images)
     assert len(msgs) == n_turns + 2
     assert [r.image_id for r in iter_images(msgs)] == item.image_ids
-    headers = [b["text"].split("\n")[0] for m in msgs[1:-1] for b in m["content"][:1]
-               if b["type"] == "text" and b["text"].startswith("=== Session ")]
+    headers = [
+        b["text"].split("\n")[0]
+        for m in msgs[1:-1]
+        for b in m["content"][:1]
+        if b["type"] == "text" and b["text"].startswith("=== Session ")
+    ]
     assert headers == [f"=== Session {i} (Date: {s.date}) ===" for i, s in enumerate(item.sessions, 1)]

@@ -6,6 +6,7 @@ points (watching the results store grow), then re-run to completion. The final p
 must be byte-identical to those of an uninterrupted run, with no duplicated item, and the resumed
 runs must not ask again what the killed ones had stored.
 """
+
 from __future__ import annotations
 
 import os
@@ -18,13 +19,21 @@ from pathlib import Path
 
 import pytest
 
-from tests.support.fake_openai import FakeOpenAIServer
 from tests.evaluate.eval_support import TINY, openai_overrides
+from tests.support.fake_openai import FakeOpenAIServer
 
 
 def _cmd(root: Path, server) -> list[str]:
-    return [sys.executable, "-m", "memlens.cli", "evaluate", "--root", str(root), *TINY,
-            *openai_overrides(server, "model.concurrency=2")]
+    return [
+        sys.executable,
+        "-m",
+        "memlens.cli",
+        "evaluate",
+        "--root",
+        str(root),
+        *TINY,
+        *openai_overrides(server, "model.concurrency=2"),
+    ]
 
 
 def _env() -> dict[str, str]:
@@ -71,8 +80,8 @@ def test_kill9_and_resume_gives_identical_predictions(tiny_project, tmp_path):
         before = server.request_count
         _run_and_kill(b, server, after_lines=2)
         mid = _stored(b)
-        assert not pred(b, "32k").exists()          # killed mid-run: the 32k view was never written ...
-        assert 2 <= mid < n32                       # ... but the answers so far are stored
+        assert not pred(b, "32k").exists()  # killed mid-run: the 32k view was never written ...
+        assert 2 <= mid < n32  # ... but the answers so far are stored
         _run_and_kill(b, server, after_lines=n32 + 1)  # killed again, in the second length
         done = subprocess.run(_cmd(b, server), env=_env(), capture_output=True, text=True, timeout=300)
         assert done.returncode == 0, done.stderr[-2000:]

@@ -1,16 +1,19 @@
 """The transformers backend on a tiny random-weight Qwen2-VL built from a config in a temp dir
 (nothing is downloaded). Skipped when the optional ML stack (requirements-ml.lock) is missing."""
+
 from __future__ import annotations
 
 import pytest
 
 torch = pytest.importorskip("torch", reason="optional ML stack not installed (pip install -r requirements-ml.lock)")
-transformers = pytest.importorskip("transformers", reason="optional ML stack not installed (pip install -r requirements-ml.lock)")
+transformers = pytest.importorskip(
+    "transformers", reason="optional ML stack not installed (pip install -r requirements-ml.lock)"
+)
 
 from memlens.core.config import Paths  # noqa: E402
-from memlens.eval.systems.hf_transformers import TransformersModel  # noqa: E402
 from memlens.core.items import BuiltBenchmark  # noqa: E402
 from memlens.eval.prompt import build_messages  # noqa: E402
+from memlens.eval.systems.hf_transformers import TransformersModel  # noqa: E402
 from tests.conftest import run_stage  # noqa: E402
 from tests.evaluate.eval_support import TINY, predictions  # noqa: E402
 from tests.evaluate.tiny_vlm import build_tiny_qwen2vl  # noqa: E402
@@ -28,8 +31,12 @@ def _model(path, **kw):
 
 def test_prompt_rendered_with_the_chat_template(tiny_vlm, tiny_project):
     bench = BuiltBenchmark(Paths(tiny_project))
-    item = next(i for i in bench.items("32k") if any(s.is_evidence and s.turns for s in i.sessions)
-                and any(im for s in i.sessions if s.is_evidence for t in s.turns for im in t.images))
+    item = next(
+        i
+        for i in bench.items("32k")
+        if any(s.is_evidence and s.turns for s in i.sessions)
+        and any(im for s in i.sessions if s.is_evidence for t in s.turns for im in t.images)
+    )
     model = _model(tiny_vlm)
     enc = model.inputs(item, "oracle_evidence")
     tok = model.processor.tokenizer
@@ -59,9 +66,18 @@ def test_generate_is_greedy_and_records_usage(tiny_vlm, tiny_project):
 
 
 def test_stage_with_transformers_backend(tiny_vlm, tiny_copy):
-    ov = ["model=transformers", f"model.model_path={tiny_vlm}", "model.name=tiny-vlm", "model.max_new_tokens=4",
-          "model.max_image_side=64", "model.device=cpu", "model.dtype=float32", "eval.mode=oracle_evidence",
-          "eval.lengths=[32k]", "eval.max_items=3"]
+    ov = [
+        "model=transformers",
+        f"model.model_path={tiny_vlm}",
+        "model.name=tiny-vlm",
+        "model.max_new_tokens=4",
+        "model.max_image_side=64",
+        "model.device=cpu",
+        "model.dtype=float32",
+        "eval.mode=oracle_evidence",
+        "eval.lengths=[32k]",
+        "eval.max_items=3",
+    ]
     assert run_stage(tiny_copy, "evaluate", *TINY, *ov) == 0
     rows = predictions(tiny_copy, "tiny-vlm", "oracle_evidence")["32k"]
     assert len(rows) == 3 and all(r["ok"] and r["prompt_tokens"] > 0 for r in rows.values())

@@ -1,5 +1,6 @@
 """The stage-managed vLLM server: command construction, health check, delegation to the OpenAI
 client, and shutdown in every case, with a stand-in executable (tests/evaluate/fake_vllm.py)."""
+
 from __future__ import annotations
 
 import json
@@ -14,9 +15,15 @@ import pytest
 
 from memlens.core.config import load_config
 from memlens.core.errors import ConfigError
-from memlens.eval.systems.vllm_server import (ENV_COMMAND, ServerError, VLLMServer, VLLMServerModel,
-                                                   build_serve_command, check_resources)
 from memlens.eval.evaluate.stage import build_model
+from memlens.eval.systems.vllm_server import (
+    ENV_COMMAND,
+    ServerError,
+    VLLMServer,
+    VLLMServerModel,
+    build_serve_command,
+    check_resources,
+)
 from tests.conftest import REPO, run_stage
 from tests.evaluate.eval_support import TINY, predictions
 
@@ -59,13 +66,34 @@ def test_roster_serve_command_exact(monkeypatch):
     cfg = load_config(["model=qwen3-vl-8b-thinking"], root=REPO)
     model = build_model(cfg)
     assert isinstance(model, VLLMServerModel)
-    assert model.command(8000) == ["vllm", "serve", "Qwen/Qwen3-VL-8B-Thinking", "--served-model-name", "qwen3-vl-8b-thinking", "--host", "127.0.0.1",
-                    "--port", "8000", "--tensor-parallel-size", "1", "--max-model-len", "262144",
-                    "--limit-mm-per-prompt", '{"image":256}', "--gpu-memory-utilization", "0.9",
-                    "--enable-prefix-caching", "--reasoning-parser", "qwen3"]
+    assert model.command(8000) == [
+        "vllm",
+        "serve",
+        "Qwen/Qwen3-VL-8B-Thinking",
+        "--served-model-name",
+        "qwen3-vl-8b-thinking",
+        "--host",
+        "127.0.0.1",
+        "--port",
+        "8000",
+        "--tensor-parallel-size",
+        "1",
+        "--max-model-len",
+        "262144",
+        "--limit-mm-per-prompt",
+        '{"image":256}',
+        "--gpu-memory-utilization",
+        "0.9",
+        "--enable-prefix-caching",
+        "--reasoning-parser",
+        "qwen3",
+    ]
     assert model.config.max_new_tokens == 16384 and model.config.model == "qwen3-vl-8b-thinking"
     big = build_model(load_config(["model=qwen3-vl-235b-a22b-instruct"], root=REPO))
-    assert "--tensor-parallel-size" in big.command(1) and big.command(1)[big.command(1).index("--tensor-parallel-size") + 1] == "8"
+    assert (
+        "--tensor-parallel-size" in big.command(1)
+        and big.command(1)[big.command(1).index("--tensor-parallel-size") + 1] == "8"
+    )
     assert "--enable-expert-parallel" in big.command(1)
 
 
@@ -78,8 +106,21 @@ def test_command_sources(monkeypatch):
     docker = "docker run --rm --gpus all --network host vllm/vllm-openai:v0.18.0"
     assert build_serve_command(command=docker, **kw)[:9] == docker.split() + ["m"]
     assert build_serve_command(command=["x", "y z"], trust_remote_code=True, extra_args=["--a", 1], **kw) == [
-        "x", "y z", "m", "--served-model-name", "s", "--host", "0.0.0.0", "--port", "9", "--tensor-parallel-size", "1",
-        "--trust-remote-code", "--a", "1"]
+        "x",
+        "y z",
+        "m",
+        "--served-model-name",
+        "s",
+        "--host",
+        "0.0.0.0",
+        "--port",
+        "9",
+        "--tensor-parallel-size",
+        "1",
+        "--trust-remote-code",
+        "--a",
+        "1",
+    ]
 
 
 def test_resources_validation():
@@ -98,10 +139,18 @@ def test_resources_validation():
 
 
 def test_stage_starts_uses_and_stops_the_server(tiny_copy, standin_env):
-    ov = ["model=vllm_server", f"model.command=['{sys.executable}','{FAKE}','serve']", "model.hf_id=fake/tiny-vl",
-          "model.served_model_name=fake-vl", "model.health_interval_s=0.05", "model.startup_timeout_s=60",
-          "model.shutdown_timeout_s=10", "eval.lengths=[32k]", "eval.mode=no_context",
-          f"model.log_file={tiny_copy / 'vllm.log'}"]
+    ov = [
+        "model=vllm_server",
+        f"model.command=['{sys.executable}','{FAKE}','serve']",
+        "model.hf_id=fake/tiny-vl",
+        "model.served_model_name=fake-vl",
+        "model.health_interval_s=0.05",
+        "model.startup_timeout_s=60",
+        "model.shutdown_timeout_s=10",
+        "eval.lengths=[32k]",
+        "eval.mode=no_context",
+        f"model.log_file={tiny_copy / 'vllm.log'}",
+    ]
     assert run_stage(tiny_copy, "evaluate", *TINY, *ov) == 0
     info = json.loads(standin_env.read_text())
     assert info["argv"][:3] == ["serve", "fake/tiny-vl", "--served-model-name"]
@@ -111,7 +160,9 @@ def test_stage_starts_uses_and_stops_the_server(tiny_copy, standin_env):
     from memlens.core.items import BuiltBenchmark
 
     rows = predictions(tiny_copy, "fake-vl", "no_context")["32k"]
-    assert len(rows) == BuiltBenchmark(Paths(tiny_copy)).count("32k") and all(r["ok"] and r["raw_prediction"].startswith("ANSWER:") for r in rows.values())
+    assert len(rows) == BuiltBenchmark(Paths(tiny_copy)).count("32k") and all(
+        r["ok"] and r["raw_prediction"].startswith("ANSWER:") for r in rows.values()
+    )
     assert "fake vllm: ready" in (tiny_copy / "vllm.log").read_text()
 
 
@@ -161,8 +212,14 @@ def test_crashing_server_fails_fast_with_its_log(monkeypatch, standin_env):
 
 def test_unhealthy_server_times_out_and_is_killed(monkeypatch, standin_env):
     monkeypatch.setenv("FAKE_VLLM_MODE", "never_healthy")
-    server = VLLMServer([*STANDIN, "m", "--port", "1"], host="127.0.0.1", port=1, health_interval_s=0.05,
-                        startup_timeout_s=1.0, shutdown_timeout_s=5)
+    server = VLLMServer(
+        [*STANDIN, "m", "--port", "1"],
+        host="127.0.0.1",
+        port=1,
+        health_interval_s=0.05,
+        startup_timeout_s=1.0,
+        shutdown_timeout_s=5,
+    )
     with pytest.raises(ServerError, match="not healthy after 1 s"):
         server.start()
     assert _wait_dead(json.loads(standin_env.read_text())["pid"])

@@ -5,12 +5,20 @@ weights are random (seeded), and the chat template is a hand-written Qwen2-VL-st
 The folder loads with ``AutoProcessor.from_pretrained`` / ``AutoModelForImageTextToText.from_pretrained``
 like a real checkpoint (stack-notes §5).
 """
+
 from __future__ import annotations
 
 from pathlib import Path
 
-SPECIALS = ["<|endoftext|>", "<|im_start|>", "<|im_end|>", "<|vision_start|>", "<|vision_end|>",
-            "<|image_pad|>", "<|video_pad|>"]
+SPECIALS = [
+    "<|endoftext|>",
+    "<|im_start|>",
+    "<|im_end|>",
+    "<|vision_start|>",
+    "<|vision_end|>",
+    "<|image_pad|>",
+    "<|video_pad|>",
+]
 
 CHAT_TEMPLATE = (
     "{% for message in messages %}"
@@ -36,31 +44,55 @@ _CORPUS = [
 def build_tiny_qwen2vl(folder: str | Path, seed: int = 0) -> Path:
     import torch
     from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
-    from transformers import (PreTrainedTokenizerFast, Qwen2VLConfig, Qwen2VLForConditionalGeneration,
-                              Qwen2VLImageProcessorPil)
+    from transformers import (
+        PreTrainedTokenizerFast,
+        Qwen2VLConfig,
+        Qwen2VLForConditionalGeneration,
+        Qwen2VLImageProcessorPil,
+    )
 
     folder = Path(folder)
     folder.mkdir(parents=True, exist_ok=True)
     tok = Tokenizer(models.BPE())
     tok.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
     tok.decoder = decoders.ByteLevel()
-    trainer = trainers.BpeTrainer(vocab_size=400, special_tokens=SPECIALS,
-                                  initial_alphabet=pre_tokenizers.ByteLevel.alphabet())
+    trainer = trainers.BpeTrainer(
+        vocab_size=400, special_tokens=SPECIALS, initial_alphabet=pre_tokenizers.ByteLevel.alphabet()
+    )
     tok.train_from_iterator(_CORPUS * 4, trainer)
     tokenizer = PreTrainedTokenizerFast(tokenizer_object=tok, eos_token="<|im_end|>", pad_token="<|endoftext|>")
     tokenizer.chat_template = CHAT_TEMPLATE
     ids = {t: tokenizer.convert_tokens_to_ids(t) for t in SPECIALS}
 
     cfg = Qwen2VLConfig(
-        text_config=dict(vocab_size=len(tokenizer), hidden_size=64, intermediate_size=128, num_hidden_layers=2,
-                         num_attention_heads=4, num_key_value_heads=2, max_position_embeddings=32768,
-                         rope_parameters={"rope_type": "default", "mrope_section": [2, 3, 3], "rope_theta": 1e4},
-                         eos_token_id=ids["<|im_end|>"], pad_token_id=ids["<|endoftext|>"]),
-        vision_config=dict(depth=2, embed_dim=32, hidden_size=64, num_heads=2, in_chans=3, patch_size=14,
-                           spatial_merge_size=2, temporal_patch_size=2),
-        image_token_id=ids["<|image_pad|>"], video_token_id=ids["<|video_pad|>"],
-        vision_start_token_id=ids["<|vision_start|>"], vision_end_token_id=ids["<|vision_end|>"],
-        eos_token_id=ids["<|im_end|>"], pad_token_id=ids["<|endoftext|>"],
+        text_config=dict(
+            vocab_size=len(tokenizer),
+            hidden_size=64,
+            intermediate_size=128,
+            num_hidden_layers=2,
+            num_attention_heads=4,
+            num_key_value_heads=2,
+            max_position_embeddings=32768,
+            rope_parameters={"rope_type": "default", "mrope_section": [2, 3, 3], "rope_theta": 1e4},
+            eos_token_id=ids["<|im_end|>"],
+            pad_token_id=ids["<|endoftext|>"],
+        ),
+        vision_config=dict(
+            depth=2,
+            embed_dim=32,
+            hidden_size=64,
+            num_heads=2,
+            in_chans=3,
+            patch_size=14,
+            spatial_merge_size=2,
+            temporal_patch_size=2,
+        ),
+        image_token_id=ids["<|image_pad|>"],
+        video_token_id=ids["<|video_pad|>"],
+        vision_start_token_id=ids["<|vision_start|>"],
+        vision_end_token_id=ids["<|vision_end|>"],
+        eos_token_id=ids["<|im_end|>"],
+        pad_token_id=ids["<|endoftext|>"],
     )
     torch.manual_seed(seed)
     model = Qwen2VLForConditionalGeneration(cfg).eval()
@@ -72,8 +104,12 @@ def build_tiny_qwen2vl(folder: str | Path, seed: int = 0) -> Path:
     try:  # the full processor needs a video processor, which needs torchvision
         from transformers import Qwen2VLProcessor, Qwen2VLVideoProcessor
 
-        processor = Qwen2VLProcessor(image_processor=image_processor, tokenizer=tokenizer,
-                                     video_processor=Qwen2VLVideoProcessor(), chat_template=CHAT_TEMPLATE)
+        processor = Qwen2VLProcessor(
+            image_processor=image_processor,
+            tokenizer=tokenizer,
+            video_processor=Qwen2VLVideoProcessor(),
+            chat_template=CHAT_TEMPLATE,
+        )
         processor.save_pretrained(folder)
     except (ImportError, TypeError, ValueError):
         tokenizer.save_pretrained(folder)

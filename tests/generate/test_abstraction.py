@@ -1,4 +1,5 @@
 """Entity abstraction: categories, anaphor dictionary, classification, replacement, background."""
+
 from __future__ import annotations
 
 import random
@@ -19,17 +20,51 @@ def test_inventory_sizes():
     assert all(3 <= n <= 4 for n in inv["per_category"].values())
     assert sum(inv["per_category"].values()) == inv["templates"]
     assert set(inv["groups"]) == {"place", "organization", "object", "event", "generic"}
-    for c in ("bakery", "cafe", "bookshop", "museum", "park", "restaurant", "bridge", "temple", "pharmacy", "florist",
-              "barber", "gym", "hotel", "airport", "train_station", "street", "market", "company", "foundation",
-              "institute", "airline", "streaming_service", "bank", "book", "painting", "vehicle", "instrument",
-              "cereal_box", "tea_brand", "car", "concert", "flight", "exhibition", "place", "thing", "item",
-              "organization"):
+    for c in (
+        "bakery",
+        "cafe",
+        "bookshop",
+        "museum",
+        "park",
+        "restaurant",
+        "bridge",
+        "temple",
+        "pharmacy",
+        "florist",
+        "barber",
+        "gym",
+        "hotel",
+        "airport",
+        "train_station",
+        "street",
+        "market",
+        "company",
+        "foundation",
+        "institute",
+        "airline",
+        "streaming_service",
+        "bank",
+        "book",
+        "painting",
+        "vehicle",
+        "instrument",
+        "cereal_box",
+        "tea_brand",
+        "car",
+        "concert",
+        "flight",
+        "exhibition",
+        "place",
+        "thing",
+        "item",
+        "organization",
+    ):
         assert c in ab.CATEGORIES, c
 
 
 def test_templates_shape():
     seen = set()
-    for cat, tpls in ab.ANAPHORS.items():
+    for _cat, tpls in ab.ANAPHORS.items():
         assert len(set(tpls)) == len(tpls)
         for t in tpls:
             assert t.count(ab.IMAGE) == 1 and t.endswith(" " + ab.IMAGE), t
@@ -45,20 +80,36 @@ def test_templates_shape():
             assert len(d.split()) <= 5
 
 
-@pytest.mark.parametrize("name,hint,cat", [
-    ("Tamarind Florist", None, "florist"), ("Tamarind Florist", "shop_sign", "florist"),
-    ("Larkspur Books", "shop_sign", "bookshop"), ("Juniper Bakery", "shop_sign", "bakery"),
-    ("Maple Tea Room", "shop_sign", "tea_room"), ("Wren Cafe", "shop_sign", "cafe"),
-    ("Heron Barber", "shop_sign", "barber"), ("Corner Gelato", "shop_sign", "ice_cream_shop"),
-    ("Quince", "shop_sign", "shop"), ("The Velvet Estuary", "book_cover", "book"),
-    ("Earl Grey Tea", "product_box", "tea_brand"), ("Corn Flakes", "product_box", "cereal_box"),
-    ("Espresso Beans", "product_box", "coffee_brand"), ("Dishwasher Tablets", "product_box", "item"),
-    ("KL 12 345", "license_plate", "car"), ("LARKSPUR ST", "street_sign", "street"),
-    ("Velvet Static", "concert", "concert"), ("Shapes of Water", "exhibition", "exhibition"),
-    ("Kestrel Air", "airline", "airline"), ("Golden Gate Bridge", None, "bridge"),
-    ("Portland Art Museum", None, "museum"), ("Ford Foundation", None, "foundation"),
-    ("Acme Inc", None, "company"), ("Central Station", None, "train_station"), ("Zzyzx", None, "thing"),
-])
+@pytest.mark.parametrize(
+    "name,hint,cat",
+    [
+        ("Tamarind Florist", None, "florist"),
+        ("Tamarind Florist", "shop_sign", "florist"),
+        ("Larkspur Books", "shop_sign", "bookshop"),
+        ("Juniper Bakery", "shop_sign", "bakery"),
+        ("Maple Tea Room", "shop_sign", "tea_room"),
+        ("Wren Cafe", "shop_sign", "cafe"),
+        ("Heron Barber", "shop_sign", "barber"),
+        ("Corner Gelato", "shop_sign", "ice_cream_shop"),
+        ("Quince", "shop_sign", "shop"),
+        ("The Velvet Estuary", "book_cover", "book"),
+        ("Earl Grey Tea", "product_box", "tea_brand"),
+        ("Corn Flakes", "product_box", "cereal_box"),
+        ("Espresso Beans", "product_box", "coffee_brand"),
+        ("Dishwasher Tablets", "product_box", "item"),
+        ("KL 12 345", "license_plate", "car"),
+        ("LARKSPUR ST", "street_sign", "street"),
+        ("Velvet Static", "concert", "concert"),
+        ("Shapes of Water", "exhibition", "exhibition"),
+        ("Kestrel Air", "airline", "airline"),
+        ("Golden Gate Bridge", None, "bridge"),
+        ("Portland Art Museum", None, "museum"),
+        ("Ford Foundation", None, "foundation"),
+        ("Acme Inc", None, "company"),
+        ("Central Station", None, "train_station"),
+        ("Zzyzx", None, "thing"),
+    ],
+)
 def test_classify(name, hint, cat):
     assert ab.classify(name, hint) == cat
     assert ab.classify(name, hint) in ab.CATEGORIES
@@ -81,8 +132,9 @@ def test_abstract_removes_entity():
     # token-bounded: a longer word holding the entity is left alone
     assert ab.abstract(random.Random(0), "Bakerysmith sells bread.", "Bakery") == "Bakerysmith sells bread."
     # deterministic in the rng
-    assert ab.abstract(random.Random(7), text, "Golden Gate Bridge") == ab.abstract(random.Random(7), text,
-                                                                                   "Golden Gate Bridge")
+    assert ab.abstract(random.Random(7), text, "Golden Gate Bridge") == ab.abstract(
+        random.Random(7), text, "Golden Gate Bridge"
+    )
     # explicit category, sentence start capitalised
     out = ab.abstract(random.Random(1), "Larkspur Books had a sale.", "Larkspur Books", "bookshop")
     assert out[0].isupper() and "Larkspur" not in out and out.count(ab.IMAGE) == 1
@@ -114,5 +166,4 @@ def test_background(n_facts):
         for f in facts:
             rest = rest.replace(f, "")
         assert not re.search(r"\d", rest), p
-        assert p == ab.background(random.Random(seed), "Weekend baking 2024", "sourdough starters", "experience",
-                                  facts)
+        assert p == ab.background(random.Random(seed), "Weekend baking 2024", "sourdough starters", "experience", facts)

@@ -1,4 +1,5 @@
 """Tests for the data bank loader (memlens.core.bank) and the YAML banks the build modules ship."""
+
 from __future__ import annotations
 
 import os
@@ -60,14 +61,17 @@ def test_cached(make_bank, tmp_path):
     assert load_bank(pkg, "b") is b
 
 
-@pytest.mark.parametrize("text, needle", [
-    ("k: [a, b\n", "invalid YAML"),
-    ("k: [a]\nk: [b]\n", "duplicate key 'k'"),
-    ("- a\n- b\n", "expected a mapping of keys at the top level"),
-    ("", "expected a mapping of keys at the top level"),
-    ("k: [2024-05-01]\n", "key k.0: unsupported value"),
-    ("1: [a]\n", "keys must be strings"),
-])
+@pytest.mark.parametrize(
+    "text, needle",
+    [
+        ("k: [a, b\n", "invalid YAML"),
+        ("k: [a]\nk: [b]\n", "duplicate key 'k'"),
+        ("- a\n- b\n", "expected a mapping of keys at the top level"),
+        ("", "expected a mapping of keys at the top level"),
+        ("k: [2024-05-01]\n", "key k.0: unsupported value"),
+        ("1: [a]\n", "keys must be strings"),
+    ],
+)
 def test_malformed_file(make_bank, text, needle):
     with pytest.raises(DataError) as e:
         make_bank(text)
@@ -76,25 +80,30 @@ def test_malformed_file(make_bank, text, needle):
     assert isinstance(e.value, MemLensError)  # the CLI prints it as one message
 
 
-@pytest.mark.parametrize("call, needle", [
-    (lambda b: b.strings("missing"), "key missing: missing"),
-    (lambda b: b.strings("sec", "nope"), "key sec.nope: missing"),
-    (lambda b: b.strings("num"), "key num.1: expected a string, found int 3"),
-    (lambda b: b.strings("flag"), "key flag.0: expected a string, found bool False"),
-    (lambda b: b.strings("empty"), "key empty: expected a non-empty list of strings"),
-    (lambda b: b.mapping("num"), "key num: expected a non-empty mapping"),
-    (lambda b: b.mapping("sec", keys=("a", "c")), "key sec: expected the keys a, c; missing c; unknown b"),
-    (lambda b: b.templates("tpl", slots={"s"}), "key tpl.1: unknown placeholder {subject}"),
-    (lambda b: b.templates("open", slots={"s"}), "key open.0: '[' without ']'"),
-    (lambda b: b.templates("brace", slots={"s"}), "key brace.0: expected '}' before end of string"),
-    (lambda b: b.phrases("tpl"), "key tpl.0: a plain phrase may not hold"),
-    (lambda b: b.rows("rows", types=(str, float)), "key rows.1.1: expected float, found str"),
-    (lambda b: b.rows("rows", types=(str, (int, float), str)), "key rows.0: expected a list of 3 values"),
-    (lambda b: b.string_map("sec"), "key sec.b: expected a string, found list"),
-])
+@pytest.mark.parametrize(
+    "call, needle",
+    [
+        (lambda b: b.strings("missing"), "key missing: missing"),
+        (lambda b: b.strings("sec", "nope"), "key sec.nope: missing"),
+        (lambda b: b.strings("num"), "key num.1: expected a string, found int 3"),
+        (lambda b: b.strings("flag"), "key flag.0: expected a string, found bool False"),
+        (lambda b: b.strings("empty"), "key empty: expected a non-empty list of strings"),
+        (lambda b: b.mapping("num"), "key num: expected a non-empty mapping"),
+        (lambda b: b.mapping("sec", keys=("a", "c")), "key sec: expected the keys a, c; missing c; unknown b"),
+        (lambda b: b.templates("tpl", slots={"s"}), "key tpl.1: unknown placeholder {subject}"),
+        (lambda b: b.templates("open", slots={"s"}), "key open.0: '[' without ']'"),
+        (lambda b: b.templates("brace", slots={"s"}), "key brace.0: expected '}' before end of string"),
+        (lambda b: b.phrases("tpl"), "key tpl.0: a plain phrase may not hold"),
+        (lambda b: b.rows("rows", types=(str, float)), "key rows.1.1: expected float, found str"),
+        (lambda b: b.rows("rows", types=(str, (int, float), str)), "key rows.0: expected a list of 3 values"),
+        (lambda b: b.string_map("sec"), "key sec.b: expected a string, found list"),
+    ],
+)
 def test_shape_errors_name_file_and_key(make_bank, call, needle):
-    b = make_bank("num: [a, 3]\nflag: [no]\nempty: []\nsec:\n  a: x\n  b: [y]\n"
-                  "tpl: ['{s} ok', 'about {subject}']\nopen: ['[a|b']\nbrace: ['{s']\nrows: [[a, 1.5], [b, c]]\n")
+    b = make_bank(
+        "num: [a, 3]\nflag: [no]\nempty: []\nsec:\n  a: x\n  b: [y]\n"
+        "tpl: ['{s} ok', 'about {subject}']\nopen: ['[a|b']\nbrace: ['{s']\nrows: [[a, 1.5], [b, c]]\n"
+    )
     with pytest.raises(DataError) as e:
         call(b)
     msg = str(e.value)
@@ -157,9 +166,19 @@ def test_every_compiled_template_renders_with_the_code_slots():
     rng = random.Random(0)
     slots = tb._slots("Grocery shopping", "the dairy section")
     slots.update(ack="the photo", Ack="The photo", a="what to look for")
-    pools = [tb._ACK_HINT, tb._ACK_PLAIN, tb._ACK_SECOND, tb._GENERIC_SUPPORT, tb._USER_QLEADS, tb._USER_CLOSE,
-             tb._OPENING_LEADS, *tb._DOMAIN.values(), *tb._USER_LEADS.values(), *tb._USER_CONTEXT.values(),
-             *tb._USER_SUBQ.values()]
+    pools = [
+        tb._ACK_HINT,
+        tb._ACK_PLAIN,
+        tb._ACK_SECOND,
+        tb._GENERIC_SUPPORT,
+        tb._USER_QLEADS,
+        tb._USER_CLOSE,
+        tb._OPENING_LEADS,
+        *tb._DOMAIN.values(),
+        *tb._USER_LEADS.values(),
+        *tb._USER_CONTEXT.values(),
+        *tb._USER_SUBQ.values(),
+    ]
     pools += [p for angles in tb._ANGLES.values() for a in angles for p in a[1:]]
     for pool in pools:
         for t in pool:
@@ -167,8 +186,15 @@ def test_every_compiled_template_renders_with_the_code_slots():
             assert "{" not in out and "[" not in out, out
     for t in tb._FOLLOWUP_FRAMES:
         assert "{" not in tb._render(rng, t, {"a": "x"})
-    filler = [tb._FILLER_OPENERS, tb._FILLER_FOLLOW_OPENERS, tb._FILLER_CLOSERS, tb._FILLER_GENERIC,
-              tb._FILLER_USER_FOLLOW, tb._FILLER_USER_FOLLOW_EXPLAIN, tb._FILLER_SWITCH]
+    filler = [
+        tb._FILLER_OPENERS,
+        tb._FILLER_FOLLOW_OPENERS,
+        tb._FILLER_CLOSERS,
+        tb._FILLER_GENERIC,
+        tb._FILLER_USER_FOLLOW,
+        tb._FILLER_USER_FOLLOW_EXPLAIN,
+        tb._FILLER_SWITCH,
+    ]
     filler += [d[k] for d in tb._FILLER.values() for k in ("open", "body")]
     for pool in filler:
         for t in pool:
@@ -186,8 +212,9 @@ def test_every_compiled_template_renders_with_the_code_slots():
 
 def test_shapes_the_modules_expect():
     assert all(isinstance(c, tuple) and len(c) == 3 for c in vocab.CITIES)
-    assert all(isinstance(lo, float) and isinstance(hi, float) for _, items in vocab.STORES.values()
-               for _, lo, hi in items)
+    assert all(
+        isinstance(lo, float) and isinstance(hi, float) for _, items in vocab.STORES.values() for _, lo, hi in items
+    )
     assert all(isinstance(lo, int) for _, lo, _ in vocab.ONLINE_ITEMS)
     assert [e for e, _ in vocab.EVENTS] == ["concert", "theatre", "sports", "exhibition", "festival"]
     assert isinstance(contexts.OCCASIONS, list) and "the flea market" in contexts.OCCASIONS
@@ -217,8 +244,10 @@ def test_broken_shipped_file_ends_the_stage_with_one_message(tmp_path):
     path.write_text(text.replace(old, old.replace("{s}", "{subject}")), encoding="utf-8")
     root = tmp_path / "proj"
     shutil.copytree(SRC.parent / "conf", root / "conf")
-    code = ("import sys; from memlens.cli import main; "
-            f"sys.exit(main(['generate', '--root', {str(root)!r}, 'data.scale=tiny']))")
+    code = (
+        "import sys; from memlens.cli import main; "
+        f"sys.exit(main(['generate', '--root', {str(root)!r}, 'data.scale=tiny']))"
+    )
     env = {**os.environ, "PYTHONPATH": str(src)}
     r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=300)
     assert r.returncode == 2, r.stderr

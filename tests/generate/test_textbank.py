@@ -1,4 +1,5 @@
 """Tests for the template text bank and the versioned topic ontology."""
+
 from __future__ import annotations
 
 import json
@@ -11,22 +12,40 @@ import pytest
 from memlens.build.text import textbank as tb
 
 FAMILIES = {
-    "object_scene", "receipt", "price_tag", "named_sign", "ticket", "clock", "calendar_page",
-    "chat_screenshot", "app_screenshot",
+    "object_scene",
+    "receipt",
+    "price_tag",
+    "named_sign",
+    "ticket",
+    "clock",
+    "calendar_page",
+    "chat_screenshot",
+    "app_screenshot",
 }
 SUB_ATTRIBUTES = {
     "identification": {
-        "retail_and_commerce", "home_objects_and_belongings", "vehicles_and_mobility",
-        "urban_environment_and_landmarks", "workspace_and_institutions",
+        "retail_and_commerce",
+        "home_objects_and_belongings",
+        "vehicles_and_mobility",
+        "urban_environment_and_landmarks",
+        "workspace_and_institutions",
     },
     "experience": {
-        "dining_and_food_activities", "fitness_and_outdoor_recreation", "social_and_community_gatherings",
-        "cultural_and_entertainment_outings", "routines_and_errands", "travel_and_mobility_outings",
+        "dining_and_food_activities",
+        "fitness_and_outdoor_recreation",
+        "social_and_community_gatherings",
+        "cultural_and_entertainment_outings",
+        "routines_and_errands",
+        "travel_and_mobility_outings",
         "home_life_and_indoor_hobbies",
     },
     "document": {
-        "receipts_and_bills", "tickets_passes_and_itineraries", "schedules_and_calendars",
-        "contracts_and_application_forms", "personal_records_and_logs", "subscriptions_and_digital_records",
+        "receipts_and_bills",
+        "tickets_passes_and_itineraries",
+        "schedules_and_calendars",
+        "contracts_and_application_forms",
+        "personal_records_and_logs",
+        "subscriptions_and_digital_records",
         "health_and_service_records",
     },
 }
@@ -317,8 +336,9 @@ def test_render_mention():
         rng = random.Random(seed)
         m = tb.render_mention(rng, kind="photo", thing="the receipt from lunch")
         assert "the receipt from lunch <image>" in m and "{" not in m and m[-1] in ".!?"
-        m = tb.render_mention(rng, kind="document", thing="my ticket", when="the concert",
-                              tail="and the seat was great")
+        m = tb.render_mention(
+            rng, kind="document", thing="my ticket", when="the concert", tail="and the seat was great"
+        )
         assert "my ticket <image>" in m and m.endswith("and the seat was great.")
 
 

@@ -7,14 +7,7 @@ import random
 
 import pytest
 
-from memlens.eval.judge.deterministic import (
-    ABSTENTION_ANSWER,
-    TASK_KEYS,
-    Grade,
-    normalize_text,
-    score,
-    task_key,
-)
+from memlens.eval.judge.deterministic import ABSTENTION_ANSWER, TASK_KEYS, Grade, normalize_text, score, task_key
 from memlens.eval.judge.parsing import TRUNCATION_MARKER
 
 IE, KU, AR = "information_extraction", "knowledge_update", "answer_refusal"
@@ -91,8 +84,7 @@ def test_verdict_is_frozen_and_complete():
     with pytest.raises(dataclasses.FrozenInstanceError):
         v.correct = False  # type: ignore[misc]
     assert (v.correct, v.parsed, v.reason, v.task_key) == (True, "3", "int-match", "MSR_Counting")
-    assert (v.abstained, v.auto_zero, v.truncated, v.degenerate, v.parsed_words) == (
-        False, False, False, None, 1)
+    assert (v.abstained, v.auto_zero, v.truncated, v.degenerate, v.parsed_words) == (False, False, False, None, 1)
     assert v.score == 1
 
 
@@ -138,8 +130,7 @@ def test_truncation_marker_does_not_count_towards_auto_zero():
     # A tail of exactly 500 words survives truncation; the official count (marker included, 503)
     # would auto-zero it.
     tail = " ".join(["www"] * 499) + " 3"  # 1997 chars
-    head_len = next(h for h in range(4000, 6000)
-                    if int(0.7 * (h + 1 + len(tail))) == h + 1)
+    head_len = next(h for h in range(4000, 6000) if int(0.7 * (h + 1 + len(tail))) == h + 1)
     pred = "x" * head_len + "\n" + tail
     v = score(MSR, "counting", "3", pred)
     assert v.truncated and v.parsed_words == 500
@@ -155,8 +146,7 @@ def test_truncation_marker_does_not_count_towards_auto_zero():
         (MSR, "arithmetic", "$15.50", "Not enough information, but probably $15.50", "15.50 USD"),
         (MSR, "entity_resolution", "No", "I cannot determine this for certain; probably No.", "No"),
         (TR, "duration_comparison", "A", "There is no information on the exact dates, but I think A.", "A"),
-        (TR, "temporal_info_extraction", "2024/05/31", "Not mentioned exactly; likely May 31, 2024.",
-         "2024/05/31"),
+        (TR, "temporal_info_extraction", "2024/05/31", "Not mentioned exactly; likely May 31, 2024.", "2024/05/31"),
         (IE, None, "Paris", "I don't know for sure, but I think it was Paris.", None),
         (KU, None, "London", "No information about a move, but probably London.", None),
     ],
@@ -725,13 +715,17 @@ def test_unparseable_reference_fallback(qtype, subtype, ref, pred):
 # Property-style: every canonical reference form judges itself correct
 # ---------------------------------------------------------------------------------------------
 
+
 def _canonical_references(rng: random.Random, n: int):
     for _ in range(n):
         yield MSR, "counting", str(rng.randint(0, 999))
         cents = rng.randint(0, 10_000_000)
         v = cents / 100
-        yield MSR, "arithmetic", rng.choice([f"${v:,.2f}", f"€{v:,.2f}", f"£{v:.2f}",
-                                               f"{v:.2f} DKK", f"{v:,.2f}", f"{v:g}"])
+        yield (
+            MSR,
+            "arithmetic",
+            rng.choice([f"${v:,.2f}", f"€{v:,.2f}", f"£{v:.2f}", f"{v:.2f} DKK", f"{v:,.2f}", f"{v:g}"]),
+        )
         yield MSR, "entity_resolution", rng.choice(["Yes", "No"])
         yield MSR, "entity_resolution", str(rng.randint(0, 50))
         yield TR, "duration_comparison", rng.choice(["A", "B"])
@@ -739,9 +733,24 @@ def _canonical_references(rng: random.Random, n: int):
         yield TR, "order_ranking", "".join(f"({i})" for i in rng.sample(range(1, 20), k))
         y, m, d = rng.randint(1990, 2030), rng.randint(1, 12), rng.randint(1, 28)
         yield TR, "temporal_info_extraction", f"{y}/{m:02d}/{d:02d}"
-        yield IE, rng.choice([None, "previnfo"]), rng.choice(
-            ["Biscuit", "the red bicycle", "A ceramic vase", "Tom & Jerry", "7:45 pm",
-             "Lake Tahoe, California", "3 apples", "U.S. Open", "$1,250", "e-mail"])
+        yield (
+            IE,
+            rng.choice([None, "previnfo"]),
+            rng.choice(
+                [
+                    "Biscuit",
+                    "the red bicycle",
+                    "A ceramic vase",
+                    "Tom & Jerry",
+                    "7:45 pm",
+                    "Lake Tahoe, California",
+                    "3 apples",
+                    "U.S. Open",
+                    "$1,250",
+                    "e-mail",
+                ]
+            ),
+        )
         yield KU, None, rng.choice(["London", "the blue Honda", "42 kg", "Dr. Alvarez"])
 
 
@@ -767,7 +776,7 @@ def test_reference_in_long_tagged_output_is_correct():
 
 def test_answer_refusal_abstention_is_correct_whatever_the_reference():
     rng = random.Random(7)
-    for qtype, subtype, ref in _canonical_references(rng, 5):
+    for _qtype, subtype, ref in _canonical_references(rng, 5):
         assert score(AR, subtype, ref, ABSTENTION_ANSWER).correct
         assert not score(AR, subtype, ref, ref).correct or ref.lower() in ("unknown",)
 

@@ -1,4 +1,5 @@
 """The LLM judge against an OpenAI-compatible server started on 127.0.0.1 by the test."""
+
 from __future__ import annotations
 
 import json
@@ -9,11 +10,11 @@ import pytest
 from hydra.utils import instantiate
 from omegaconf import OmegaConf
 
+from memlens.core.schema import Prediction, Question
 from memlens.eval.judge.deterministic import TASK_KEYS
 from memlens.eval.judge.llm import JudgeCache, LLMJudge, cache_key, parse_verdict
 from memlens.eval.judge.parsing import TRUNCATION_MARKER
 from memlens.eval.judge.prompts import PROMPT_VERSION, TASKS, build_messages
-from memlens.core.schema import Prediction, Question
 from tests.support.fake_openai import FakeOpenAIServer, faults_by_key
 
 REPO = Path(__file__).resolve().parents[2]
@@ -37,14 +38,31 @@ KINDS = {
 
 def question(key: str, qid: str | None = None) -> Question:
     qt, st, ans, old = KINDS[key]
-    return Question(question_id=qid or f"q_{key}", question_type=qt, question_subtype=st,
-                    question=f"What about {key}?", answer=ans, question_date=DATE, old_answer=old)
+    return Question(
+        question_id=qid or f"q_{key}",
+        question_type=qt,
+        question_subtype=st,
+        question=f"What about {key}?",
+        answer=ans,
+        question_date=DATE,
+        old_answer=old,
+    )
 
 
 def prediction(q: Question, text: str | None, ok: bool = True, system: str = "sys") -> Prediction:
-    return Prediction(system=system, mode="standard", length="32k", question_id=q.question_id,
-                      question_type=q.question_type, question_subtype=q.question_subtype, ok=ok,
-                      raw_prediction=text, prediction=text, error=None if ok else "HTTP 500", completion_tokens=7)
+    return Prediction(
+        system=system,
+        mode="standard",
+        length="32k",
+        question_id=q.question_id,
+        question_type=q.question_type,
+        question_subtype=q.question_subtype,
+        ok=ok,
+        raw_prediction=text,
+        prediction=text,
+        error=None if ok else "HTTP 500",
+        completion_tokens=7,
+    )
 
 
 def student_answer(body: dict) -> str:
@@ -70,16 +88,29 @@ def responder(body: dict) -> str:
     if "FMT_GARBAGE" in ans:
         return "I am not able to grade this."
     pts = "point" if s == 1 else "points"
-    return (f"The final answer is given. The answer deserves {s} {pts}.\n[Score]: {s} {pts}\n"
-            f'[JSON]: {{"answer_score": {s}}}')
+    return (
+        f"The final answer is given. The answer deserves {s} {pts}.\n[Score]: {s} {pts}\n"
+        f'[JSON]: {{"answer_score": {s}}}'
+    )
 
 
 def make_judge(server: FakeOpenAIServer, tmp_path: Path, **kw) -> LLMJudge:
-    args = dict(base_url=server.base_url, model="judge-served", model_id="org/judge-model",
-                api_key_env="MEMLENS_TEST_JUDGE_KEY", concurrency=4, max_new_tokens=512, temperature=0.0,
-                timeout_s=10, max_retries=2, backoff_base_s=0.01, backoff_max_s=0.05,
-                extra_body={"chat_template_kwargs": {"enable_thinking": False}},
-                cache_path=str(tmp_path / "cache" / "judge.sqlite"), progress=False)
+    args = dict(
+        base_url=server.base_url,
+        model="judge-served",
+        model_id="org/judge-model",
+        api_key_env="MEMLENS_TEST_JUDGE_KEY",
+        concurrency=4,
+        max_new_tokens=512,
+        temperature=0.0,
+        timeout_s=10,
+        max_retries=2,
+        backoff_base_s=0.01,
+        backoff_max_s=0.05,
+        extra_body={"chat_template_kwargs": {"enable_thinking": False}},
+        cache_path=str(tmp_path / "cache" / "judge.sqlite"),
+        progress=False,
+    )
     args.update(kw)
     return LLMJudge("llm", **args)
 
@@ -91,25 +122,28 @@ def server():
 
 
 # ------------------------------------------------------------------------------------------ parsing
-@pytest.mark.parametrize("text,expected", [
-    ('... deserves 1 point.\n[Score]: 1 point\n[JSON]: {"answer_score": 1}', 1),
-    ('[JSON]: {"answer_score": 0}', 0),
-    ('{"answer_score":1}', 1),
-    ("{'answer_score': 1}", 1),
-    ('"answer_score": 1.0', 1),
-    ('"answer_score": 3', 1),       # clamped
-    ('"answer_score": -1', 0),      # clamped
-    ("The answer deserves 0 points.", 0),
-    ("The answer deserves **1** point", 1),
-    ("[Score]: 1", 1),
-    ("[score] : 0 points", 0),
-    ("deserves 0 points ... [JSON]: {\"answer_score\": 1}", 1),   # JSON wins over the phrase
-    ('{"answer_score": 0} then revised {"answer_score": 1}', 1),  # last JSON match
-    ('<think>"answer_score": 0</think>[JSON]: {"answer_score": 1}', 1),
-    ("no verdict here", None),
-    ("", None),
-    (None, None),
-])
+@pytest.mark.parametrize(
+    "text,expected",
+    [
+        ('... deserves 1 point.\n[Score]: 1 point\n[JSON]: {"answer_score": 1}', 1),
+        ('[JSON]: {"answer_score": 0}', 0),
+        ('{"answer_score":1}', 1),
+        ("{'answer_score': 1}", 1),
+        ('"answer_score": 1.0', 1),
+        ('"answer_score": 3', 1),  # clamped
+        ('"answer_score": -1', 0),  # clamped
+        ("The answer deserves 0 points.", 0),
+        ("The answer deserves **1** point", 1),
+        ("[Score]: 1", 1),
+        ("[score] : 0 points", 0),
+        ('deserves 0 points ... [JSON]: {"answer_score": 1}', 1),  # JSON wins over the phrase
+        ('{"answer_score": 0} then revised {"answer_score": 1}', 1),  # last JSON match
+        ('<think>"answer_score": 0</think>[JSON]: {"answer_score": 1}', 1),
+        ("no verdict here", None),
+        ("", None),
+        (None, None),
+    ],
+)
 def test_parse_verdict(text, expected):
     assert parse_verdict(text) == expected
 
@@ -168,9 +202,16 @@ def test_request_contents_per_task_key(server, tmp_path):
 def test_verdict_format_variants(server, tmp_path):
     judge = make_judge(server, tmp_path)
     q = question("MSR_Counting")
-    cases = {"FMT_DESERVES RIGHT": True, "FMT_DESERVES nope": False, "FMT_SCORE RIGHT": True,
-             "FMT_SCORE nope": False, "FMT_CLAMP": True, "FMT_THINK RIGHT": True, "FMT_THINK nope": False,
-             "FMT_GARBAGE RIGHT": None}
+    cases = {
+        "FMT_DESERVES RIGHT": True,
+        "FMT_DESERVES nope": False,
+        "FMT_SCORE RIGHT": True,
+        "FMT_SCORE nope": False,
+        "FMT_CLAMP": True,
+        "FMT_THINK RIGHT": True,
+        "FMT_THINK nope": False,
+        "FMT_GARBAGE RIGHT": None,
+    }
     pairs = [(question("MSR_Counting", f"q{i}"), prediction(q, text)) for i, text in enumerate(cases)]
     pairs = [(qq, Prediction(**{**p.to_dict(), "question_id": qq.question_id})) for qq, p in pairs]
     verdicts = judge.judge_many(pairs)
@@ -185,8 +226,9 @@ def test_auto_zero_and_empty_make_no_request(server, tmp_path):
     judge = make_judge(server, tmp_path)
     q1, q2, q3 = question("IE_Entity", "a"), question("IE_Entity", "b"), question("IE_Entity", "c")
     long_text = " ".join(["word"] * 600)  # 600 words, 2999 chars: not truncated, auto-zero
-    verdicts = judge.judge_many([(q1, prediction(q1, long_text)), (q2, prediction(q2, "")),
-                                 (q3, prediction(q3, None, ok=False))])
+    verdicts = judge.judge_many(
+        [(q1, prediction(q1, long_text)), (q2, prediction(q2, "")), (q3, prediction(q3, None, ok=False))]
+    )
     assert server.request_count == 0
     az, empty, failed = verdicts
     assert az.correct is False and az.auto_zero and az.reason == "auto-zero: 600 words"
@@ -237,17 +279,34 @@ def test_cache_hit_means_zero_requests(tmp_path):
         q = qs[0]
         make_judge(s3, tmp_path).judge_many([(q, prediction(q, "changed RIGHT"))])
         assert s3.request_count == 3
-    k1 = cache_key(prompt_version=PROMPT_VERSION, model_id="m", task_key="IE_Entity", question="q", reference="r",
-                   old_answer=None, prediction="p")
-    k2 = cache_key(prompt_version="other", model_id="m", task_key="IE_Entity", question="q", reference="r",
-                   old_answer=None, prediction="p")
+    k1 = cache_key(
+        prompt_version=PROMPT_VERSION,
+        model_id="m",
+        task_key="IE_Entity",
+        question="q",
+        reference="r",
+        old_answer=None,
+        prediction="p",
+    )
+    k2 = cache_key(
+        prompt_version="other",
+        model_id="m",
+        task_key="IE_Entity",
+        question="q",
+        reference="r",
+        old_answer=None,
+        prediction="p",
+    )
     assert k1 != k2 and len(k1) == 64
 
 
 def test_failed_calls_are_failures_not_zeros_and_not_cached(tmp_path):
     qs = [question("IE_Entity", "ok1"), question("IE_Entity", "bad1"), question("IE_Entity", "flaky")]
-    pairs = [(qs[0], prediction(qs[0], "ok1 RIGHT")), (qs[1], prediction(qs[1], "bad1 RIGHT")),
-             (qs[2], prediction(qs[2], "flaky RIGHT"))]
+    pairs = [
+        (qs[0], prediction(qs[0], "ok1 RIGHT")),
+        (qs[1], prediction(qs[1], "bad1 RIGHT")),
+        (qs[2], prediction(qs[2], "flaky RIGHT")),
+    ]
     faults = faults_by_key({"bad1 RIGHT": ["500"] * 10, "flaky RIGHT": ["503", "429"]})
     with FakeOpenAIServer(responder=responder, faults=faults, retry_after_s=0) as s:
         judge = make_judge(s, tmp_path, max_retries=2)

@@ -1,4 +1,5 @@
 """An empty judge reply is retried by the HTTP client (require_content) instead of ending the verdict."""
+
 from __future__ import annotations
 
 from memlens.core.schema import Prediction, Question
@@ -9,18 +10,46 @@ VERDICT = 'The answer deserves 1 point.\n[Score]: 1 point\n[JSON]: {"answer_scor
 
 
 def _pair() -> tuple[Question, Prediction]:
-    q = Question(question_id="q1", question_type="information_extraction", question_subtype="entity",
-                 question="What year?", answer="1937", question_date="2024/05/31 (Fri) 07:58", old_answer=None)
-    p = Prediction(system="sys", mode="standard", length="32k", question_id="q1",
-                   question_type=q.question_type, question_subtype=q.question_subtype, ok=True,
-                   raw_prediction="1937", prediction="1937", error=None, completion_tokens=3)
+    q = Question(
+        question_id="q1",
+        question_type="information_extraction",
+        question_subtype="entity",
+        question="What year?",
+        answer="1937",
+        question_date="2024/05/31 (Fri) 07:58",
+        old_answer=None,
+    )
+    p = Prediction(
+        system="sys",
+        mode="standard",
+        length="32k",
+        question_id="q1",
+        question_type=q.question_type,
+        question_subtype=q.question_subtype,
+        ok=True,
+        raw_prediction="1937",
+        prediction="1937",
+        error=None,
+        completion_tokens=3,
+    )
     return q, p
 
 
 def _judge(server: FakeOpenAIServer, tmp_path, **kw) -> LLMJudge:
-    return LLMJudge("llm", base_url=server.base_url, model="judge", model_id="org/judge", concurrency=1,
-                    max_new_tokens=64, timeout_s=10, backoff_base_s=0.01, backoff_max_s=0.02,
-                    cache_path=str(tmp_path / "judge.sqlite"), progress=False, **kw)
+    return LLMJudge(
+        "llm",
+        base_url=server.base_url,
+        model="judge",
+        model_id="org/judge",
+        concurrency=1,
+        max_new_tokens=64,
+        timeout_s=10,
+        backoff_base_s=0.01,
+        backoff_max_s=0.02,
+        cache_path=str(tmp_path / "judge.sqlite"),
+        progress=False,
+        **kw,
+    )
 
 
 def test_empty_reply_is_retried_then_graded(tmp_path):

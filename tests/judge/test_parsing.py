@@ -71,13 +71,13 @@ def test_prepare_only_special_tokens_is_empty_but_keeps_length():
 
 @pytest.mark.parametrize(("n_chars", "truncated"), [(5999, False), (6000, False), (6001, True)])
 def test_truncation_threshold(n_chars, truncated):
-    text = ("abcd " * 2000)[:n_chars - 1] + "Z"
+    text = ("abcd " * 2000)[: n_chars - 1] + "Z"
     p = prepare_prediction(text)
     assert p.was_truncated is truncated
     if truncated:
         assert p.text.startswith(TRUNCATION_MARKER + "\n")
-        tail = p.text[len(TRUNCATION_MARKER) + 1:]
-        assert tail == text[int(0.7 * len(text)):]
+        tail = p.text[len(TRUNCATION_MARKER) + 1 :]
+        assert tail == text[int(0.7 * len(text)) :]
         assert tail.endswith("Z")
     else:
         assert p.text == text
@@ -97,7 +97,7 @@ def test_parsed_words_excludes_truncation_marker():
     text = " ".join(f"w{i % 10}" for i in range(3000))  # 3 chars per word + space
     p = prepare_prediction(text)
     assert p.was_truncated
-    tail = p.text[len(TRUNCATION_MARKER) + 1:]
+    tail = p.text[len(TRUNCATION_MARKER) + 1 :]
     assert p.parsed_words == len(tail.split())
     assert p.parsed_words == len(p.text.split()) - 3  # the official count would include 3 more
 
@@ -270,10 +270,7 @@ def test_extract_last_sentence_of_long_paragraph():
 
 
 def test_extract_mid_reasoning_weak_marker_is_ignored():
-    text = (
-        "Let me think: the answer is probably 3.\n"
-        + LONG_COT + "\n" + LONG_COT + "\nSo the total is 4."
-    )
+    text = "Let me think: the answer is probably 3.\n" + LONG_COT + "\n" + LONG_COT + "\nSo the total is 4."
     assert extract_final_answer(text) == "So the total is 4"
 
 

@@ -1,4 +1,5 @@
 """Report analyses on small synthetic verdict sets written to a temporary folder."""
+
 from __future__ import annotations
 
 import json
@@ -10,12 +11,12 @@ import numpy as np
 import pytest
 from sklearn.metrics import cohen_kappa_score
 
+from memlens.core.io import write_jsonl
+from memlens.core.schema import Verdict
 from memlens.eval.judge.official import DETAIL_KEYS, write_official
 from memlens.eval.report import analyses as an
 from memlens.eval.report import stats
 from memlens.eval.report.crossreport import build_analyses, write_index
-from memlens.core.schema import Verdict
-from memlens.core.io import write_jsonl
 
 # 20 questions: (type, subtype, task key)
 QTYPES = (
@@ -33,9 +34,19 @@ LENGTHS = ["32k", "64k", "128k"]
 
 def verdict(system, mode, length, judge, i, correct, *, abstained=False, details=None):
     qt, st, key = QTYPES[i]
-    return Verdict(system=system, mode=mode, length=length, question_id=QIDS[i], question_type=qt,
-                   question_subtype=st, judge=judge, correct=correct, task_key=key, abstained=abstained,
-                   details=details or {})
+    return Verdict(
+        system=system,
+        mode=mode,
+        length=length,
+        question_id=QIDS[i],
+        question_type=qt,
+        question_subtype=st,
+        judge=judge,
+        correct=correct,
+        task_key=key,
+        abstained=abstained,
+        details=details or {},
+    )
 
 
 def write(root: Path, system, mode, length, judge, outcomes, abstained=None, skip=(), details=None):
@@ -44,8 +55,18 @@ def write(root: Path, system, mode, length, judge, outcomes, abstained=None, ski
         if i in skip:
             continue
         c = None if c is None else bool(c)
-        vs.append(verdict(system, mode, length, judge, i, c, abstained=bool(abstained[i]) if abstained else False,
-                          details=details(i) if details else None))
+        vs.append(
+            verdict(
+                system,
+                mode,
+                length,
+                judge,
+                i,
+                c,
+                abstained=bool(abstained[i]) if abstained else False,
+                details=details(i) if details else None,
+            )
+        )
     write_jsonl(root / system / mode / f"{length}.{judge}.jsonl", vs)
     return vs
 
@@ -113,7 +134,7 @@ def test_accuracy_records_and_rows(vroot):
             want = cube.correct[s, 1][[t == "MSR" for t in cube.types]].mean()
             assert r["acc"] == pytest.approx(want) and r["ci_low"] <= r["acc"] <= r["ci_high"] and r["n"] == 5
     rows = an.accuracy_rows(recs)
-    m = [r for r in rows if r["system"] == "alpha" and r["length"] == "32k"][0]["metrics"]
+    m = next(r for r in rows if r["system"] == "alpha" and r["length"] == "32k")["metrics"]
     assert {"acc", "acc_ci_low", "acc_ci_high", "acc__IE", "acc__MSR__counting", "n"} <= set(m)
 
 
@@ -170,7 +191,7 @@ def test_jaccard_records(vroot):
     cube = an.load_cube(vroot, "deterministic")
     recs = an.jaccard_records(cube)
     assert len(recs) == 4 * 2
-    r = [x for x in recs if x["system"] == "alpha" and x["from"] == "32k"][0]
+    r = next(x for x in recs if x["system"] == "alpha" and x["from"] == "32k")
     a, b = np.array(outcome(0, 0.8)), np.array(outcome(1, 0.7))
     assert r["intersection"] == int((a & b).sum()) and r["union"] == int((a | b).sum())
     assert r["method"] == "exact" and r["ratio"] == pytest.approx(r["jaccard"] / r["expected_jaccard"])
@@ -224,7 +245,7 @@ def test_agreement_table_llm_vs_rules(tmp_path):
     assert overall["kappa"] == pytest.approx(cohen_kappa_score(llm_all, ref_all))
     keys = [r["group"] for r in res["rows"][1:]]
     assert "IE_Entity" not in keys and "KU_KnowledgeUpdate" not in keys and "MSR_Counting" in keys
-    tr = [r for r in res["rows"] if r["group"] == "TR_DurationComparison"][0]
+    tr = next(r for r in res["rows"] if r["group"] == "TR_DurationComparison")
     assert tr["n"] == 6 * 3 and tr["n"] - tr["n_agree"] == 6
     assert [r["group"] for r in res["by_length"]] == ["length 32k", "length 64k"]
     assert sum(r["n"] for r in res["by_length"]) == overall["n"]
@@ -243,20 +264,38 @@ def test_ablation_records(tmp_path):
     write(root, "solo", "oracle_evidence", "32k", "deterministic", base)  # no standard run
     recs = an.ablation_records(root, "deterministic", subsets={"first_ten": set(QIDS[:10])})
     assert {(r["system"], r["variant"], r["length"]) for r in recs} == {("sys", "text_only", "32k")}
-    ov = [r for r in recs if r["group"] == "overall" and r["subset"] == "all"][0]
+    ov = next(r for r in recs if r["group"] == "overall" and r["subset"] == "all")
     assert ov["n"] == 20 and ov["acc_base"] == 0.8 and ov["acc_variant"] == 0.4
     assert (ov["b01"], ov["b10"]) == (4, 12) and ov["delta"] == pytest.approx(-0.4)
-    sub = [r for r in recs if r["group"] == "overall" and r["subset"] == "first_ten"][0]
+    sub = next(r for r in recs if r["group"] == "overall" and r["subset"] == "first_ten")
     assert sub["n"] == 10 and sub["acc_variant"] == 0.0
 
 
 # ----------------------------------------------------------------------------------- official files
 def test_official_files_have_exact_keys(tmp_path):
-    vs = [verdict("s", "standard", "32k", "llm", i, bool(i % 2),
-                  details={"original_len": 10 * i, "was_truncated": i == 2, "is_degenerate": False,
-                           "hedging_count": 0, "unique_5gram_ratio": 1.0, "auto_zero": i == 4, "parsed_words": i,
-                           "output_len": 5, "judge_text": "secret-free", "cache_key": "x"})
-          for i in range(20)]
+    vs = [
+        verdict(
+            "s",
+            "standard",
+            "32k",
+            "llm",
+            i,
+            bool(i % 2),
+            details={
+                "original_len": 10 * i,
+                "was_truncated": i == 2,
+                "is_degenerate": False,
+                "hedging_count": 0,
+                "unique_5gram_ratio": 1.0,
+                "auto_zero": i == 4,
+                "parsed_words": i,
+                "output_len": 5,
+                "judge_text": "secret-free",
+                "cache_key": "x",
+            },
+        )
+        for i in range(20)
+    ]
     vs[7] = verdict("s", "standard", "32k", "llm", 7, None)  # a failure is left out
     vs[8] = verdict("s", "standard", "32k", "llm", 8, True)  # no diagnostics: defaults
     res = write_official(tmp_path / "judge" / "s" / "standard" / "32k", vs)
@@ -265,20 +304,50 @@ def test_official_files_have_exact_keys(tmp_path):
     raw = Path(res["details"]).read_text()
     assert raw.startswith("[{") and "\n  " not in raw  # no indentation
     assert all(list(d) == list(DETAIL_KEYS) for d in details)
-    assert list(DETAIL_KEYS) == ["question_id", "question_type", "question_subtype", "task_key", "judge_score",
-                                 "original_len", "was_truncated", "is_degenerate", "hedging_count",
-                                 "unique_5gram_ratio", "auto_zero", "parsed_words", "output_len"]
+    assert list(DETAIL_KEYS) == [
+        "question_id",
+        "question_type",
+        "question_subtype",
+        "task_key",
+        "judge_score",
+        "original_len",
+        "was_truncated",
+        "is_degenerate",
+        "hedging_count",
+        "unique_5gram_ratio",
+        "auto_zero",
+        "parsed_words",
+        "output_len",
+    ]
     assert all(isinstance(d["judge_score"], int) for d in details)
     assert "q07" not in {d["question_id"] for d in details}
     m = json.loads(Path(res["metrics"]).read_text())
     assert list(m) == ["overall", "by_question_type", "by_question_subtype", "by_task_key"]
-    assert list(m["overall"]) == ["accuracy", "yes", "no", "total", "degenerate_count", "degenerate_pct",
-                                  "truncated_count", "truncated_pct", "auto_zero_count", "auto_zero_pct"]
+    assert list(m["overall"]) == [
+        "accuracy",
+        "yes",
+        "no",
+        "total",
+        "degenerate_count",
+        "degenerate_pct",
+        "truncated_count",
+        "truncated_pct",
+        "auto_zero_count",
+        "auto_zero_pct",
+    ]
     assert m["overall"]["total"] == 19 and m["overall"]["yes"] == sum(d["judge_score"] for d in details)
     assert m["overall"]["auto_zero_count"] == 1 and m["overall"]["auto_zero_pct"] == round(100 / 19, 1)
     t = m["by_question_type"]["information_extraction"]
-    assert list(t) == ["accuracy", "yes", "no", "count", "degenerate_count", "truncated_count", "auto_zero_count",
-                       "degenerate_pct"]
+    assert list(t) == [
+        "accuracy",
+        "yes",
+        "no",
+        "count",
+        "degenerate_count",
+        "truncated_count",
+        "auto_zero_count",
+        "degenerate_pct",
+    ]
     assert list(m["by_question_type"]) == sorted(m["by_question_type"])
     assert "knowledge_update/unknown" in m["by_question_subtype"]
     assert list(m["by_question_subtype"]["information_extraction/entity"]) == ["accuracy", "yes", "no", "count"]
@@ -304,8 +373,11 @@ def test_build_analyses_and_index_page(vroot, tmp_path):
     # a second judge and an ablation run so that every section has content
     for system in ("alpha", "beta", "gamma"):
         for ln in LENGTHS:
-            det = json.loads("[" + ",".join((vroot / system / "standard" / f"{ln}.deterministic.jsonl")
-                                            .read_text().split("\n")[:-1]) + "]")
+            det = json.loads(
+                "["
+                + ",".join((vroot / system / "standard" / f"{ln}.deterministic.jsonl").read_text().split("\n")[:-1])
+                + "]"
+            )
             llm = [int(r["correct"]) for r in det]
             llm[6] = 1 - llm[6]
             write(vroot, system, "standard", ln, "llm", llm)
@@ -314,14 +386,29 @@ def test_build_analyses_and_index_page(vroot, tmp_path):
     (reports / "plots").mkdir(parents=True)
     (reports / "plots" / "accuracy_by_length.png").write_bytes(b"png")
     (reports / "metrics.json").write_text("{}")
-    write_official(reports / "judge" / "alpha" / "standard" / "32k",
-                   [verdict("alpha", "standard", "32k", "deterministic", i, True) for i in range(20)])
+    write_official(
+        reports / "judge" / "alpha" / "standard" / "32k",
+        [verdict("alpha", "standard", "32k", "deterministic", i, True) for i in range(20)],
+    )
     bundle = build_analyses(vroot, reports, judge="deterministic", n_resamples=200)
     out = reports / "analysis"
-    for name in ("accuracy.csv", "accuracy.md", "accuracy_by_length.png", "coverage.csv", "coverage_vs_pa.png",
-                 "degradation.csv", "jaccard.csv", "spearman.csv", "correlation_heatmap.png", "hard_questions.csv",
-                 "judge_agreement.csv", "judge_agreement.md", "judge_leaderboard_spearman.csv", "ablation.csv",
-                 "summary.json"):
+    for name in (
+        "accuracy.csv",
+        "accuracy.md",
+        "accuracy_by_length.png",
+        "coverage.csv",
+        "coverage_vs_pa.png",
+        "degradation.csv",
+        "jaccard.csv",
+        "spearman.csv",
+        "correlation_heatmap.png",
+        "hard_questions.csv",
+        "judge_agreement.csv",
+        "judge_agreement.md",
+        "judge_leaderboard_spearman.csv",
+        "ablation.csv",
+        "summary.json",
+    ):
         assert (out / name).is_file(), name
     assert all(p.is_file() for p in bundle.files)
     summary = json.loads((out / "summary.json").read_text())
@@ -339,9 +426,14 @@ def test_build_analyses_and_index_page(vroot, tmp_path):
     for ref in parser.refs:
         assert not re.match(r"^[a-z]+:", ref) and not ref.startswith("/"), ref  # relative only
         assert (reports / ref).is_file(), ref
-    for needle in ("analysis/correlation_heatmap.png", "analysis/coverage_vs_pa.png", "analysis/accuracy_by_length.png",
-                   "analysis/judge_agreement.csv", "judge/alpha/standard/32k/judge_metrics.json",
-                   "plots/accuracy_by_length.png"):
+    for needle in (
+        "analysis/correlation_heatmap.png",
+        "analysis/coverage_vs_pa.png",
+        "analysis/accuracy_by_length.png",
+        "analysis/judge_agreement.csv",
+        "judge/alpha/standard/32k/judge_metrics.json",
+        "plots/accuracy_by_length.png",
+    ):
         assert needle in parser.refs, needle
     for section in ("Length degradation", "Judge agreement", "Hard questions", "Image ablation", "Coverage vs"):
         assert section in page
@@ -363,8 +455,9 @@ def test_summary_json_has_no_nan():
     import json
     import math
 
-    from memlens.eval.report.crossreport import _finite
     import numpy as np
+
+    from memlens.eval.report.crossreport import _finite
 
     out = _finite({"rho": float("nan"), "m": [np.float64("inf"), 0.5, np.int64(3)], "ok": "x"})
     assert out == {"rho": None, "m": [None, 0.5, 3], "ok": "x"}

@@ -1,4 +1,5 @@
 """End to end at tiny scale: both judges for one system, then the report stage's outputs."""
+
 from __future__ import annotations
 
 import json
@@ -7,8 +8,8 @@ import re
 import pytest
 
 from memlens.eval.judge.official import DETAIL_KEYS
-from tests.support.fake_openai import FakeOpenAIServer
 from tests.conftest import TINY, run_stage
+from tests.support.fake_openai import FakeOpenAIServer
 
 pytestmark = pytest.mark.slow
 
@@ -16,7 +17,7 @@ pytestmark = pytest.mark.slow
 def responder(body):
     student = body["messages"][-1]["content"].split("<Student Answer>:", 1)[1]
     s = 1 if "insufficient" in student.lower() else 0
-    return f"The answer deserves {s} points.\n[Score]: {s} points\n[JSON]: {{\"answer_score\": {s}}}"
+    return f'The answer deserves {s} points.\n[Score]: {s} points\n[JSON]: {{"answer_score": {s}}}'
 
 
 def test_both_judges_and_report(tiny_copy, monkeypatch):
@@ -42,8 +43,12 @@ def test_both_judges_and_report(tiny_copy, monkeypatch):
 
     assert run_stage(root, "report", *TINY, "model=refuse") == 0
     reports = root / "reports"
-    dvc_outputs = [reports / "metrics.json", reports / "plots" / "accuracy_by_length.csv",
-                   reports / "plots" / "accuracy_by_length.png", *sorted((reports / "judge").rglob("*.json"))]
+    dvc_outputs = [
+        reports / "metrics.json",
+        reports / "plots" / "accuracy_by_length.csv",
+        reports / "plots" / "accuracy_by_length.png",
+        *sorted((reports / "judge").rglob("*.json")),
+    ]
     before = {p: p.read_bytes() for p in dvc_outputs}
     assert run_stage(root, "report", *TINY, "model=refuse") == 0  # deterministic per-system outputs
     assert {p: p.read_bytes() for p in dvc_outputs} == before
@@ -54,7 +59,11 @@ def test_both_judges_and_report(tiny_copy, monkeypatch):
         details = json.loads((d / "judge_details.json").read_text())
         assert details and all(list(x) == list(DETAIL_KEYS) for x in details)
         assert set(json.loads((d / "judge_metrics.json").read_text())) == {
-            "overall", "by_question_type", "by_question_subtype", "by_task_key"}
+            "overall",
+            "by_question_type",
+            "by_question_subtype",
+            "by_task_key",
+        }
     agree = (reports / "analysis" / "judge_agreement.csv").read_text()
     assert "llm,deterministic,closed-form task keys,overall" in agree
     page = (reports / "index.html").read_text()

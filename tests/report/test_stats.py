@@ -238,7 +238,9 @@ def test_length_degradation_bonferroni_and_groups() -> None:
     Q = 300
     labels = rng.choice(["IE", "MSR", "TR", "KU", "AR"], Q)
     base = rng.random(Q)
-    data = {L: (base + rng.normal(0, 0.3, Q) > 0.5 + 0.1 * i).astype(float) for i, L in enumerate(["32K", "64K", "128K"])}
+    data = {
+        L: (base + rng.normal(0, 0.3, Q) > 0.5 + 0.1 * i).astype(float) for i, L in enumerate(["32K", "64K", "128K"])
+    }
     recs = S.length_degradation(data, labels, alpha=0.05)
     assert len(recs) == 5 * 2
     assert [r["group"] for r in recs[::2]] == list(dict.fromkeys(labels))
@@ -374,13 +376,7 @@ def test_leaderboard_spearman_matches_scipy() -> None:
 def test_hard_questions_hand_example() -> None:
     # 5 systems x 6 questions
     C = np.array(
-        [
-            [1, 0, 0, 1, 0, 1],
-            [1, 0, 0, 0, 0, 1],
-            [1, 1, 0, 0, 0, 1],
-            [1, 0, 0, 0, 0, 0],
-            [1, 0, 0, 0, np.nan, 0],
-        ]
+        [[1, 0, 0, 1, 0, 1], [1, 0, 0, 0, 0, 1], [1, 1, 0, 0, 0, 1], [1, 0, 0, 0, 0, 0], [1, 0, 0, 0, np.nan, 0]]
     )
     # solve rates: 1.0, 0.2, 0.0, 0.2, 0.0 (of 4 observed), 0.6
     mask = S.hard_questions(C, threshold=0.2)

@@ -76,9 +76,7 @@ __all__ = [
 ]
 
 #: Named fault kinds; any 3-digit HTTP status code given as a string is accepted as well.
-FAULT_KINDS = frozenset(
-    {"ok", "429", "500", "503", "timeout", "malformed", "truncated", "empty_choices", "disconnect"}
-)
+FAULT_KINDS = frozenset({"ok", "429", "500", "503", "timeout", "malformed", "truncated", "empty_choices", "disconnect"})
 
 _REASONS = {
     200: "OK",
@@ -118,15 +116,14 @@ class Fault:
 
     def __post_init__(self) -> None:
         if self.kind not in FAULT_KINDS and not (len(self.kind) == 3 and self.kind.isdigit()):
-            raise ValueError(f"unknown fault kind {self.kind!r}; expected one of {sorted(FAULT_KINDS)} or a status code")
+            raise ValueError(
+                f"unknown fault kind {self.kind!r}; expected one of {sorted(FAULT_KINDS)} or a status code"
+            )
 
 
-FaultLike = Union[str, Fault, None]
-FaultSpec = Union[
-    Sequence[FaultLike],
-    Mapping[str, Sequence[FaultLike]],
-    Callable[[int, "dict[str, Any] | None"], FaultLike],
-    None,
+FaultLike = Union[str, Fault, None]  # noqa: UP007 - a runtime alias (X | Y of a string needs Union)
+FaultSpec = Union[  # noqa: UP007 - see above
+    Sequence[FaultLike], Mapping[str, Sequence[FaultLike]], Callable[[int, "dict[str, Any] | None"], FaultLike], None
 ]
 
 
@@ -163,7 +160,9 @@ def default_responder(body: dict[str, Any] | None) -> str:
     return f"ANSWER:{digest}"
 
 
-def faults_by_key(mapping: Mapping[str, Sequence[FaultLike]], default: FaultLike = "ok") -> Callable[[int, dict | None], FaultLike]:
+def faults_by_key(
+    mapping: Mapping[str, Sequence[FaultLike]], default: FaultLike = "ok"
+) -> Callable[[int, dict | None], FaultLike]:
     """Fault script keyed by a marker string found in the request's message text.
 
     The n-th request (n = 0, 1, ...) whose text contains ``key`` gets ``mapping[key][n]``;
@@ -309,11 +308,7 @@ class FakeOpenAIServer:
             try:
                 self._server = loop.run_until_complete(
                     asyncio.start_server(
-                        self._handle_connection,
-                        self.host,
-                        self._requested_port,
-                        limit=1 << 20,
-                        backlog=1024,
+                        self._handle_connection, self.host, self._requested_port, limit=1 << 20, backlog=1024
                     )
                 )
                 self.port = self._server.sockets[0].getsockname()[1]
@@ -547,7 +542,9 @@ class FakeOpenAIServer:
             remaining -= len(data)
         return n
 
-    async def _read_body(self, reader: asyncio.StreamReader, headers: Mapping[str, str], *, keep: bool = True) -> bytes | int:
+    async def _read_body(
+        self, reader: asyncio.StreamReader, headers: Mapping[str, str], *, keep: bool = True
+    ) -> bytes | int:
         """Read the request body; with ``keep=False`` it is discarded and its size returned."""
         if "chunked" in headers.get("transfer-encoding", "").lower():
             chunks = bytearray()
@@ -623,16 +620,22 @@ class FakeOpenAIServer:
                 return keep_alive
             return await self._chat(headers, body, writer, keep_alive)
         if method == "GET" and path in ("/v1/models", "/models"):
-            models = [{"id": self.model_name or "fake-model", "object": "model", "created": 0, "owned_by": "memlens-fake"}]
+            models = [
+                {"id": self.model_name or "fake-model", "object": "model", "created": 0, "owned_by": "memlens-fake"}
+            ]
             await self._write(writer, 200, {"object": "list", "data": models}, keep_alive=keep_alive)
             return keep_alive
         if method == "GET" and path == "/health":
             await self._write(writer, 200, {"status": "ok"}, keep_alive=keep_alive)
             return keep_alive
-        await self._write(writer, 404, {"error": {"message": f"no route {method} {path}", "type": "not_found"}}, keep_alive=keep_alive)
+        await self._write(
+            writer, 404, {"error": {"message": f"no route {method} {path}", "type": "not_found"}}, keep_alive=keep_alive
+        )
         return keep_alive
 
-    async def _chat(self, headers: dict[str, str], raw: bytes | int, writer: asyncio.StreamWriter, keep_alive: bool) -> bool:
+    async def _chat(
+        self, headers: dict[str, str], raw: bytes | int, writer: asyncio.StreamWriter, keep_alive: bool
+    ) -> bool:
         parsed: dict[str, Any] | None = None
         parse_error: str | None = None
         size = raw if isinstance(raw, int) else len(raw)
@@ -658,7 +661,12 @@ class FakeOpenAIServer:
             if parse_error is not None:
                 with self._lock:
                     self._fault_log.append((index, "400"))
-                await self._write(writer, 400, {"error": {"message": parse_error, "type": "invalid_request_error"}}, keep_alive=keep_alive)
+                await self._write(
+                    writer,
+                    400,
+                    {"error": {"message": parse_error, "type": "invalid_request_error"}},
+                    keep_alive=keep_alive,
+                )
                 return keep_alive
             fault = self._decide(index, parsed)
             with self._lock:
@@ -673,7 +681,9 @@ class FakeOpenAIServer:
             with self._lock:
                 self._in_flight -= 1
 
-    async def _answer(self, fault: Fault, body: dict[str, Any] | None, writer: asyncio.StreamWriter, keep_alive: bool) -> bool:
+    async def _answer(
+        self, fault: Fault, body: dict[str, Any] | None, writer: asyncio.StreamWriter, keep_alive: bool
+    ) -> bool:
         kind = fault.kind
         if kind == "disconnect":
             writer.transport.abort()
@@ -683,12 +693,16 @@ class FakeOpenAIServer:
             extra: dict[str, str] = {}
             if status == 429 and fault.retry_after is not None:
                 extra["retry-after"] = f"{fault.retry_after:g}"
-            err_type = {429: "rate_limit_error", 400: "invalid_request_error", 401: "authentication_error"}.get(status, "server_error")
+            err_type = {429: "rate_limit_error", 400: "invalid_request_error", 401: "authentication_error"}.get(
+                status, "server_error"
+            )
             payload = {"error": {"message": f"injected {status}", "type": err_type, "code": status}}
             await self._write(writer, status, payload, keep_alive=keep_alive, extra_headers=extra)
             return keep_alive
         if kind == "malformed":
-            await self._write(writer, 200, None, keep_alive=keep_alive, raw_body=b'{"id": "chatcmpl-broken", "choices": [{"mess')
+            await self._write(
+                writer, 200, None, keep_alive=keep_alive, raw_body=b'{"id": "chatcmpl-broken", "choices": [{"mess'
+            )
             return keep_alive
         try:
             completion = self._completion(body)
@@ -702,7 +716,9 @@ class FakeOpenAIServer:
             return keep_alive
         if kind == "truncated":
             data = _dumps(completion)
-            await self._write(writer, 200, None, keep_alive=False, raw_body=data[: len(data) // 2], declared_length=len(data) + 64)
+            await self._write(
+                writer, 200, None, keep_alive=False, raw_body=data[: len(data) // 2], declared_length=len(data) + 64
+            )
             writer.transport.abort()
             return False
         await self._write(writer, 200, completion, keep_alive=keep_alive)

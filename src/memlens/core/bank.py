@@ -17,12 +17,13 @@ Python keeps the logic (which sentence to pick, how to fill it); the data files 
 data file belongs to the package folder of the module that loads it (``<package>/data/<name>.yaml``),
 so a stage that depends on that folder depends on its data too.
 """
+
 from __future__ import annotations
 
 import string
 import sys
 from collections.abc import Iterable
-from functools import lru_cache
+from functools import cache
 from importlib import resources
 from typing import Any
 
@@ -45,7 +46,8 @@ def _mapping(loader: _Loader, node: yaml.MappingNode, deep: bool = False) -> dic
         key = loader.construct_object(key_node, deep=True)
         if not isinstance(key, str):
             raise yaml.constructor.ConstructorError(
-                None, None, f"keys must be strings, found {key!r}", key_node.start_mark)
+                None, None, f"keys must be strings, found {key!r}", key_node.start_mark
+            )
         if key in seen:
             raise yaml.constructor.ConstructorError(None, None, f"duplicate key {key!r}", key_node.start_mark)
         seen.add(key)
@@ -69,8 +71,9 @@ def _freeze(where: str, obj: Any, path: tuple) -> Any:
         return [_freeze(where, x, path + (i,)) for i, x in enumerate(obj)]
     if isinstance(obj, dict):
         return {sys.intern(k): _freeze(where, v, path + (k,)) for k, v in obj.items()}
-    raise DataError(f"{where}: key {_key(path)}: unsupported value {obj!r} ({type(obj).__name__}); "
-                    "quote it to make it a string")
+    raise DataError(
+        f"{where}: key {_key(path)}: unsupported value {obj!r} ({type(obj).__name__}); quote it to make it a string"
+    )
 
 
 _FORMATTER = string.Formatter()
@@ -99,9 +102,9 @@ class Bank:
         """The value at ``path`` (mapping keys / list indexes); a missing key is an error."""
         node: Any = self.data
         for i, p in enumerate(path):
-            if isinstance(node, dict) and isinstance(p, str) and p in node:
-                node = node[p]
-            elif isinstance(node, list) and isinstance(p, int) and 0 <= p < len(node):
+            if (isinstance(node, dict) and isinstance(p, str) and p in node) or (
+                isinstance(node, list) and isinstance(p, int) and 0 <= p < len(node)
+            ):
                 node = node[p]
             else:
                 raise self.error(path[: i + 1], "missing")
@@ -117,9 +120,13 @@ class Bank:
             missing = [k for k in want if k not in v]
             extra = [k for k in v if k not in want]
             if missing or extra:
-                raise self.error(path, "expected the keys " + ", ".join(want)
-                                 + (f"; missing {', '.join(missing)}" if missing else "")
-                                 + (f"; unknown {', '.join(extra)}" if extra else ""))
+                raise self.error(
+                    path,
+                    "expected the keys "
+                    + ", ".join(want)
+                    + (f"; missing {', '.join(missing)}" if missing else "")
+                    + (f"; unknown {', '.join(extra)}" if extra else ""),
+                )
         return v
 
     def string_map(self, *path: str) -> dict[str, str]:
@@ -134,8 +141,7 @@ class Bank:
         """A list of strings (non-empty unless ``allow_empty``)."""
         v = self.get(*path)
         if not isinstance(v, list) or (not v and not allow_empty):
-            raise self.error(path, f"expected a {'' if allow_empty else 'non-empty '}list of strings, "
-                                   f"found {_kind(v)}")
+            raise self.error(path, f"expected a {'' if allow_empty else 'non-empty '}list of strings, found {_kind(v)}")
         for i, x in enumerate(v):
             if not isinstance(x, str):
                 raise self.error(path + (i,), f"expected a string, found {_kind(x)}")
@@ -194,8 +200,10 @@ def check_template(bank: Bank, path: tuple, template: str, allowed: frozenset[st
     unknown = sorted(names - allowed)
     if unknown:
         known = ", ".join("{" + s + "}" for s in sorted(allowed)) or "none"
-        raise bank.error(path, f"unknown placeholder {', '.join('{' + u + '}' for u in unknown)} in "
-                               f"{template!r} (known here: {known})")
+        raise bank.error(
+            path,
+            f"unknown placeholder {', '.join('{' + u + '}' for u in unknown)} in {template!r} (known here: {known})",
+        )
 
 
 def _as_tuple(t) -> tuple:
@@ -212,7 +220,7 @@ def _kind(v: Any) -> str:
     return f"{type(v).__name__} {v!r}"[:80]
 
 
-@lru_cache(maxsize=None)
+@cache
 def load_bank(package: str, name: str) -> Bank:
     """``<package>/data/<name>.yaml`` as a :class:`Bank` (read once per process)."""
     try:
@@ -227,7 +235,7 @@ def load_bank(package: str, name: str) -> Bank:
     except (OSError, UnicodeDecodeError) as exc:
         raise DataError(f"{where}: cannot read: {exc}") from None
     try:
-        data = yaml.load(text, Loader=_Loader)  # noqa: S506 - a safe loader
+        data = yaml.load(text, Loader=_Loader)
     except yaml.YAMLError as exc:
         raise DataError(f"{where}: invalid YAML: {' '.join(str(exc).split())}") from None
     if not isinstance(data, dict) or not data:

@@ -5,6 +5,7 @@ Used for three things that must agree: the code hash a stage writes into its man
 its import closure), the DVC ``deps`` of each stage (the same closure, checked by a test against
 ``dvc.yaml``; ``memlens deps`` prints it) and the architecture tests (layers, no cycles).
 """
+
 from __future__ import annotations
 
 import ast
@@ -54,7 +55,7 @@ def import_graph(pkg: Path = PKG, *, implicit_parents: bool = True) -> dict[str,
     for mod, path in mods.items():
         graph[mod]
         for name, names in _imported_names(mod, path):
-            if not name.split(".")[0] == pkg.name:
+            if name.split(".")[0] != pkg.name:
                 continue
             targets = [f"{name}.{n}" for n in names if f"{name}.{n}" in mods] or [name]
             for t in targets:
@@ -93,7 +94,7 @@ def find_cycle(graph: dict[str, set[str]]) -> list[str] | None:
         stack.append(n)
         for m in sorted(graph.get(n, ())):
             if color.get(m, WHITE) == GREY:
-                return stack[stack.index(m):] + [m]
+                return stack[stack.index(m) :] + [m]
             if color.get(m, WHITE) == WHITE:
                 found = visit(m)
                 if found:

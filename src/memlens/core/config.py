@@ -23,6 +23,7 @@ the schema does not know is rejected, including one added with ``+``; ``key=valu
 not in the config names the key and the keys its section knows. All errors are
 :class:`~memlens.core.errors.ConfigError` (one message, no traceback).
 """
+
 from __future__ import annotations
 
 import os
@@ -69,8 +70,11 @@ def config_groups(conf_dir: Path) -> list[str]:
     """The config groups of ``conf/`` (its sub-folders, ``hydra`` excepted)."""
     if not conf_dir.is_dir():
         return []
-    return sorted(p.name for p in conf_dir.iterdir()
-                  if p.is_dir() and p.name not in NOT_GROUPS and not p.name.startswith((".", "_")))
+    return sorted(
+        p.name
+        for p in conf_dir.iterdir()
+        if p.is_dir() and p.name not in NOT_GROUPS and not p.name.startswith((".", "_"))
+    )
 
 
 def _parse_overrides(overrides: list[str]) -> list:
@@ -127,22 +131,33 @@ def _not_in_config(exc: Exception, conf_dir: Path, config_name: str, overrides: 
         return None
     missing = str(cause.full_key)
     parsed = _parse_overrides(overrides)
-    bad = next((o for o in parsed if not (o.is_add() or o.is_force_add() or o.is_delete())
-                and (o.key_or_group == missing or o.key_or_group.startswith(missing + "."))), None)
+    bad = next(
+        (
+            o
+            for o in parsed
+            if not (o.is_add() or o.is_force_add() or o.is_delete())
+            and (o.key_or_group == missing or o.key_or_group.startswith(missing + "."))
+        ),
+        None,
+    )
     if bad is None:
         return None
     groups = set(config_groups(conf_dir))
-    for keep in ([o.input_line for o in parsed if o is not bad],
-                 [o.input_line for o in parsed if o.key_or_group in groups]):
+    for keep in (
+        [o.input_line for o in parsed if o is not bad],
+        [o.input_line for o in parsed if o.key_or_group in groups],
+    ):
         try:
             base = OmegaConf.to_container(_compose_raw(conf_dir, config_name, keep), resolve=False)
-        except Exception:  # noqa: BLE001 - another problem: Hydra's own message is the answer
+        except Exception:
             continue
         msg = unknown_key_message(base, bad.key_or_group)
         if msg:
             return msg
-        return (f"config key {bad.key_or_group} is not in the composed config (its section accepts it): "
-                f"add it with +{bad.input_line}")
+        return (
+            f"config key {bad.key_or_group} is not in the composed config (its section accepts it): "
+            f"add it with +{bad.input_line}"
+        )
     return None
 
 
@@ -151,8 +166,10 @@ def _compose_params(base: dict[str, Any], conf_dir: Path, overrides: list[str], 
     from hydra.core.config_store import ConfigStore
 
     if "defaults" in base:
-        raise ConfigError(f"{origin}: a params file is a composed config and has no defaults list "
-                          "(regenerate it with `memlens compose`)")
+        raise ConfigError(
+            f"{origin}: a params file is a composed config and has no defaults list "
+            "(regenerate it with `memlens compose`)"
+        )
     groups = config_groups(conf_dir)
     parsed = [o for o in _parse_overrides(overrides) if o.key_or_group in groups]
     deleted = {o.key_or_group for o in parsed if o.is_delete()}
@@ -163,8 +180,9 @@ def _compose_params(base: dict[str, Any], conf_dir: Path, overrides: list[str], 
     return _compose(conf_dir, PARAMS_CONFIG, overrides, origin)
 
 
-def load_config(overrides: list[str] | None = None, *, params: str | Path | None = None,
-                root: str | Path | None = None) -> DictConfig:
+def load_config(
+    overrides: list[str] | None = None, *, params: str | Path | None = None, root: str | Path | None = None
+) -> DictConfig:
     """The validated configuration: ``conf/`` composed with ``overrides``, or the params file (relative
     to the project root) with ``overrides`` applied by Hydra."""
     overrides = [str(o) for o in (overrides or [])]
@@ -178,7 +196,7 @@ def load_config(overrides: list[str] | None = None, *, params: str | Path | None
             raise ConfigError(f"{p}: params file not found (run `dvc exp run` or `memlens compose` to create it)")
         try:
             base = OmegaConf.to_container(OmegaConf.load(p), resolve=False)
-        except Exception as exc:  # noqa: BLE001
+        except Exception as exc:
             raise ConfigError(f"{p}: not valid YAML: {exc}") from None
         if not isinstance(base, dict):
             raise ConfigError(f"{p}: a params file must be a mapping of config sections")
@@ -210,7 +228,10 @@ def validate_config(cfg: DictConfig | dict) -> Settings:
     d = settings.data
     if d.scale not in d.scales:
         raise ConfigError(f"unknown data.scale {d.scale!r} (known: {', '.join(d.scales)})")
-    for where, names in (("data.lengths", d.lengths or d.scales[d.scale].lengths), ("eval.lengths", settings.eval.lengths)):
+    for where, names in (
+        ("data.lengths", d.lengths or d.scales[d.scale].lengths),
+        ("eval.lengths", settings.eval.lengths),
+    ):
         for n in names:
             try:
                 length_tokens(n)
@@ -228,8 +249,12 @@ def resolved_lengths(cfg: DictConfig) -> list[str]:
 
 def section(cfg: DictConfig, *keys: str) -> dict[str, Any]:
     """Plain dict of the given config sections (for manifests and MLflow params)."""
-    return {k: OmegaConf.to_container(cfg[k], resolve=True) if isinstance(cfg[k], DictConfig) or
-            OmegaConf.is_list(cfg[k]) else cfg[k] for k in keys}
+    return {
+        k: OmegaConf.to_container(cfg[k], resolve=True)
+        if isinstance(cfg[k], DictConfig) or OmegaConf.is_list(cfg[k])
+        else cfg[k]
+        for k in keys
+    }
 
 
 @dataclass(frozen=True)
@@ -237,28 +262,49 @@ class Paths:
     root: Path
 
     @property
-    def data(self) -> Path: return self.root / "data"
+    def data(self) -> Path:
+        return self.root / "data"
+
     @property
-    def ontology(self) -> Path: return self.data / "ontology"
+    def ontology(self) -> Path:
+        return self.data / "ontology"
+
     @property
-    def images(self) -> Path: return self.data / "images"
+    def images(self) -> Path:
+        return self.data / "images"
+
     @property
-    def filtered(self) -> Path: return self.data / "filtered"
+    def filtered(self) -> Path:
+        return self.data / "filtered"
+
     @property
-    def generated(self) -> Path: return self.data / "generated"
+    def generated(self) -> Path:
+        return self.data / "generated"
+
     @property
-    def instances(self) -> Path: return self.data / "instances"
+    def instances(self) -> Path:
+        return self.data / "instances"
+
     @property
-    def release(self) -> Path: return self.data / "release"
+    def release(self) -> Path:
+        return self.data / "release"
+
     @property
-    def predictions(self) -> Path: return self.data / "predictions"
+    def predictions(self) -> Path:
+        return self.data / "predictions"
+
     @property
-    def verdicts(self) -> Path: return self.data / "verdicts"
+    def verdicts(self) -> Path:
+        return self.data / "verdicts"
+
     @property
-    def reports(self) -> Path: return self.root / "reports"
+    def reports(self) -> Path:
+        return self.root / "reports"
+
     @property
-    def models(self) -> Path: return self.root / "models"
+    def models(self) -> Path:
+        return self.root / "models"
 
     @classmethod
-    def from_cfg(cls, cfg: DictConfig | None = None, root: str | Path | None = None) -> "Paths":
+    def from_cfg(cls, cfg: DictConfig | None = None, root: str | Path | None = None) -> Paths:
         return cls(Path(root).resolve() if root else project_root())

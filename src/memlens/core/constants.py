@@ -1,5 +1,6 @@
 """Facts shared by every layer, each defined once: the official vocabulary of the release, the
 prompt protocol's fixed text, context lengths and the construction calendar."""
+
 from __future__ import annotations
 
 #: the package version (``memlens --version``, manifests, pyproject's dynamic version)
@@ -67,7 +68,15 @@ SESSION_HEADER = "=== Session {i} (Date: {date}) ==="
 # Lengths and the construction calendar
 # --------------------------------------------------------------------------------------------------
 #: named context lengths (tokens)
-LENGTH_TOKENS: dict[str, int] = {"8k": 8192, "16k": 16384, "32k": 32768, "64k": 65536, "128k": 131072,
-                                 "256k": 262144, "512k": 524288, "1m": 1048576}
+LENGTH_TOKENS: dict[str, int] = {
+    "8k": 8192,
+    "16k": 16384,
+    "32k": 32768,
+    "64k": 65536,
+    "128k": 131072,
+    "256k": 262144,
+    "512k": 524288,
+    "1m": 1048576,
+}
 #: haystack and evidence sessions are dated at most this many days before the question
 HISTORY_SPAN_DAYS = 240

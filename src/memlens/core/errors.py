@@ -1,4 +1,5 @@
 """Errors that end a stage with one clear message (file, item, field) instead of a traceback."""
+
 from __future__ import annotations
 
 

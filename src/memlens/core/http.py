@@ -349,8 +349,17 @@ _IMAGE_PLACEHOLDER_JSON = json.dumps(_IMAGE_PLACEHOLDER)[1:-1].encode("ascii")  
 
 #: ``complete()`` keywords that change the client's behaviour (everything else is a body field).
 _CONFIG_OVERRIDES = frozenset(
-    {"model", "max_new_tokens", "temperature", "top_p", "seed", "extra_body", "timeout_s", "max_retries",
-     "require_content"}
+    {
+        "model",
+        "max_new_tokens",
+        "temperature",
+        "top_p",
+        "seed",
+        "extra_body",
+        "timeout_s",
+        "max_retries",
+        "require_content",
+    }
 )
 
 
@@ -430,8 +439,7 @@ class OpenAICompatibleClient:
         self.config = config
         self._rng = rng if rng is not None else random.Random()
         self.image_encoder = image_encoder or ImageEncoder(
-            max_side=config.max_image_side,
-            transport="url" if config.image_transport == "url" else "base64",
+            max_side=config.max_image_side, transport="url" if config.image_transport == "url" else "base64"
         )
         self._api_key = self._read_api_key(config.api_key_env)
         self._state: _LoopState | None = None
@@ -483,8 +491,10 @@ class OpenAICompatibleClient:
         (``with_options`` copies share the connection pool; one copy per budget is kept)."""
         create = state.creators.get(max_retries)
         if create is None:
-            sdk = state.client if max_retries == state.client.max_retries else state.client.with_options(
-                max_retries=max_retries
+            sdk = (
+                state.client
+                if max_retries == state.client.max_retries
+                else state.client.with_options(max_retries=max_retries)
             )
             create = state.creators[max_retries] = sdk.chat.completions.with_raw_response.create
         return create
@@ -602,7 +612,10 @@ class OpenAICompatibleClient:
                             new_block = {**block, "image_url": image_url}
                 elif kind == "image" and isinstance(block.get("image"), (str, os.PathLike)):
                     url = os.fspath(block["image"])
-                    new_block = {"type": "image_url", "image_url": {"url": url if url.startswith(_PASS_THROUGH) else convert(url)}}
+                    new_block = {
+                        "type": "image_url",
+                        "image_url": {"url": url if url.startswith(_PASS_THROUGH) else convert(url)},
+                    }
                 if new_block is not block and new_content is None:
                     new_content = list(content[:i])
                 if new_content is not None:
@@ -752,7 +765,7 @@ class OpenAICompatibleClient:
                     parsed = self._parse(raw.http_response.content, require_content=s.require_content)
                 except _UNUSABLE as exc:
                     error, retryable = self._describe(exc), True
-                except Exception as exc:  # noqa: BLE001 - SDK errors (already retried by it) and the unexpected
+                except Exception as exc:
                     error = self._describe(exc)
                 else:
                     attempts += call.attempts
@@ -788,7 +801,7 @@ class OpenAICompatibleClient:
     async def complete_many(
         self,
         items: Iterable[tuple[K, list[dict]]] | AsyncIterable[tuple[K, list[dict]]],
-        on_result: Callable[[K, CompletionResult], None | Awaitable[None]],
+        on_result: Callable[[K, CompletionResult], Awaitable[None] | None],
         *,
         progress: bool = True,
         total: int | None = None,
@@ -880,14 +893,15 @@ class OpenAICompatibleClient:
             bar.set_postfix(failed=summary.failed, refresh=False)
             bar.close()
         if summary.truncated:
-            log.info("%d of %d completions were cut by the token limit (finish_reason=length)",
-                     summary.truncated, summary.ok)
+            log.info(
+                "%d of %d completions were cut by the token limit (finish_reason=length)", summary.truncated, summary.ok
+            )
         return summary
 
     def run_many(
         self,
         items: Iterable[tuple[K, list[dict]]],
-        on_result: Callable[[K, CompletionResult], None | Awaitable[None]],
+        on_result: Callable[[K, CompletionResult], Awaitable[None] | None],
         *,
         progress: bool = True,
         total: int | None = None,
@@ -920,7 +934,7 @@ class OpenAICompatibleClient:
 def run_many(
     config: OpenAICompatibleConfig,
     items: Iterable[tuple[K, list[dict]]],
-    on_result: Callable[[K, CompletionResult], None | Awaitable[None]],
+    on_result: Callable[[K, CompletionResult], Awaitable[None] | None],
     *,
     progress: bool = True,
     **kwargs: Any,

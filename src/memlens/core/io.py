@@ -3,6 +3,7 @@
 Artifacts are written with sorted keys, fixed separators and a trailing newline so the same content
 gives the same bytes. Readers report the file, line and field of any problem.
 """
+
 from __future__ import annotations
 
 import hashlib
@@ -58,8 +59,9 @@ def atomic_write_bytes(path: str | Path, data: bytes) -> None:
 
 
 def write_json(path: str | Path, obj: Any, *, indent: int | None = 2) -> None:
-    text = json.dumps(obj, sort_keys=True, indent=indent, ensure_ascii=False,
-                      separators=(",", ": ") if indent else (",", ":"))
+    text = json.dumps(
+        obj, sort_keys=True, indent=indent, ensure_ascii=False, separators=(",", ": ") if indent else (",", ":")
+    )
     atomic_write_bytes(path, (text + "\n").encode("utf-8"))
 
 
@@ -103,8 +105,9 @@ def enumerate_jsonl(path: str | Path, *, partial_tail: str = "error") -> Iterato
                 obj = _loads(raw)
             except (ValueError, UnicodeDecodeError) as exc:
                 if partial_tail == "skip" and not raw.endswith(b"\n"):
-                    log.warning("%s:%d: ignoring a partial last line (%d bytes; an interrupted write)",
-                                path, i, len(raw))
+                    log.warning(
+                        "%s:%d: ignoring a partial last line (%d bytes; an interrupted write)", path, i, len(raw)
+                    )
                     return
                 raise DataError(f"{path}:{i}: not valid JSON ({exc})") from None
             yield i, obj
@@ -118,5 +121,7 @@ def iter_jsonl(path: str | Path, *, partial_tail: str = "error") -> Iterator[Any
 
 def read_records(path: str | Path, cls: type[T], *, partial_tail: str = "error") -> list[T]:
     """Every line of a JSONL file as a record of ``cls`` (validated; errors name ``file:line``)."""
-    return [cls.from_dict(row, where=f"{path}:{i}")  # type: ignore[attr-defined]
-            for i, row in enumerate_jsonl(path, partial_tail=partial_tail)]
+    return [
+        cls.from_dict(row, where=f"{path}:{i}")  # type: ignore[attr-defined]
+        for i, row in enumerate_jsonl(path, partial_tail=partial_tail)
+    ]

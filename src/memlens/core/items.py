@@ -4,17 +4,17 @@ Two sources produce the same items: a benchmark built by this pipeline (``BuiltB
 content-addressed sessions and images, instances) and an official MEMLENS release folder
 (:mod:`memlens.core.official`). Models never know which one they are evaluated on.
 """
+
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable
 
 from memlens.core.config import Paths
 from memlens.core.errors import DataError, ImageError
-from memlens.core.schema import ImageRecord, Instance, Question, Session, Turn
 from memlens.core.io import canonical_bytes, iter_jsonl, read_records, sha256_bytes
+from memlens.core.schema import ImageRecord, Instance, Question, Session, Turn
 
 
 def session_digest(turns: list[Turn], image_digest: Callable[[str], str]) -> str:
@@ -59,9 +59,15 @@ class EvalItem:
         missing = [s.session_id for s in self.sessions if not s.digest]
         if missing:
             raise DataError(f"item {self.question_id}: sessions without a content digest: {missing[:3]}")
-        return sha256_bytes(canonical_bytes({
-            "question": self.question.question, "question_date": self.question.question_date,
-            "history": [[s.digest, s.date, bool(s.is_evidence)] for s in self.sessions]}))
+        return sha256_bytes(
+            canonical_bytes(
+                {
+                    "question": self.question.question,
+                    "question_date": self.question.question_date,
+                    "history": [[s.digest, s.date, bool(s.is_evidence)] for s in self.sessions],
+                }
+            )
+        )
 
 
 class BuiltBenchmark:
@@ -127,7 +133,9 @@ class BuiltBenchmark:
             for sid, date in zip(inst.session_ids, inst.dates):
                 s = self.sessions.get(sid)
                 if s is None:
-                    raise DataError(f"instances/{length}.jsonl: question {q.question_id} references missing session {sid}")
+                    raise DataError(
+                        f"instances/{length}.jsonl: question {q.question_id} references missing session {sid}"
+                    )
                 hist.append(HistorySession(sid, date, s.turns, sid in ev, self.session_digest(sid)))
             yield EvalItem(q, length, hist, self.resolve_image)
 

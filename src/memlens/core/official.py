@@ -14,6 +14,7 @@ relative to ``release_images/``. Image refs may also be plain strings or dicts k
 so the 778 MB 256K file never sits in memory whole. Image paths are resolved inside
 ``release_images/`` only: a path that escapes it is an error, never a silent drop.
 """
+
 from __future__ import annotations
 
 import hashlib
@@ -24,8 +25,8 @@ from pathlib import Path
 from typing import Any
 
 from memlens.core.errors import DataError, ImageError, SchemaError
-from memlens.core.schema import Evidence, Question, Turn
 from memlens.core.io import sha256_bytes
+from memlens.core.schema import Evidence, Question, Turn
 from memlens.core.store import safe_join
 
 DATASET_RE = re.compile(r"^dataset_(\d+k)\.json$")
@@ -153,18 +154,32 @@ def parse_item(item: Any, where: str) -> tuple[Question, list[tuple[str, str, li
                 content = content + " " + " ".join(["<image>"] * (len(paths) - n))
             elif n > len(paths):  # placeholders without an image are dropped
                 parts = content.split("<image>")
-                content = "".join(p + ("<image>" if k < len(paths) else "") for k, p in enumerate(parts[:-1])) + parts[-1]
+                content = (
+                    "".join(p + ("<image>" if k < len(paths) else "") for k, p in enumerate(parts[:-1])) + parts[-1]
+                )
             turns.append(Turn(role=role, content=content, images=paths, has_answer=bool(t.get("has_answer", False))))
         out.append((str(sids[i]) if i < len(sids) else f"{qid}_s{i}", str(date), turns))
     answer_ids = set(item.get("answer_session_ids") or [])
-    evidence = [Evidence.unchecked(session_id=sid, date=date, fact="", image_ids=[i for t in turns for i in t.images])
-                for sid, date, turns in out if sid in answer_ids]
+    evidence = [
+        Evidence.unchecked(session_id=sid, date=date, fact="", image_ids=[i for t in turns for i in t.images])
+        for sid, date, turns in out
+        if sid in answer_ids
+    ]
     q = Question.unchecked(
-        question_id=qid, question_type=item["question_type"], question_subtype=str(item.get("question_subtype") or ""),
-        question=item["question"], answer=item["answer"], question_date=str(item.get("question_date") or "unknown"),
-        topic_id="", old_answer=item.get("old_answer"), evidence=evidence, ordered_evidence=False,
-        image_essential=True, source_question_id=None,
-        details={k: v for k, v in item.items() if k not in _CORE_FIELDS})
+        question_id=qid,
+        question_type=item["question_type"],
+        question_subtype=str(item.get("question_subtype") or ""),
+        question=item["question"],
+        answer=item["answer"],
+        question_date=str(item.get("question_date") or "unknown"),
+        topic_id="",
+        old_answer=item.get("old_answer"),
+        evidence=evidence,
+        ordered_evidence=False,
+        image_essential=True,
+        source_question_id=None,
+        details={k: v for k, v in item.items() if k not in _CORE_FIELDS},
+    )
     from memlens.core.schema import QUESTION_TYPES
 
     if q.question_type not in QUESTION_TYPES:
@@ -172,8 +187,19 @@ def parse_item(item: Any, where: str) -> tuple[Question, list[tuple[str, str, li
     return q, out
 
 
-_CORE_FIELDS = {"question_id", "question_type", "question_subtype", "question", "answer", "question_date",
-                "haystack_dates", "haystack_session_ids", "haystack_sessions", "answer_session_ids", "old_answer"}
+_CORE_FIELDS = {
+    "question_id",
+    "question_type",
+    "question_subtype",
+    "question",
+    "answer",
+    "question_date",
+    "haystack_dates",
+    "haystack_session_ids",
+    "haystack_sessions",
+    "answer_session_ids",
+    "old_answer",
+}
 
 
 class OfficialRelease:
@@ -229,8 +255,10 @@ class OfficialRelease:
 
         for q, sessions in self.iter_parsed(length):
             ev = set(q.evidence_session_ids)
-            hist = [HistorySession(sid, d, turns, sid in ev, session_digest(turns, self.image_digest))
-                    for sid, d, turns in sessions]
+            hist = [
+                HistorySession(sid, d, turns, sid in ev, session_digest(turns, self.image_digest))
+                for sid, d, turns in sessions
+            ]
             yield EvalItem(q, length, hist, self.resolve_image)
 
     def count(self, length: str) -> int:

@@ -9,6 +9,7 @@ Records are plain dataclasses with ``to_dict``/``from_dict``. ``from_dict`` vali
 raises :class:`SchemaError` naming the record, field and offending value, so a malformed file ends a
 stage with one clear message instead of a traceback deep inside a stage.
 """
+
 from __future__ import annotations
 
 import dataclasses
@@ -17,12 +18,10 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, ClassVar
 
-from memlens.core.errors import SchemaError
-
 # --------------------------------------------------------------------------------------------------
 # Vocabulary (official strings)
 # --------------------------------------------------------------------------------------------------
-from memlens.core.constants import (  # noqa: F401  (the vocabulary is part of the schema's interface)
+from memlens.core.constants import (
     AR,
     DATE_FORMAT,
     IE,
@@ -39,6 +38,7 @@ from memlens.core.constants import (  # noqa: F401  (the vocabulary is part of t
     TRACKS,
     TYPE_ABBREV,
 )
+from memlens.core.errors import SchemaError
 
 _DATE_RE = re.compile(r"^\d{4}/\d{2}/\d{2} \((Mon|Tue|Wed|Thu|Fri|Sat|Sun)\) \d{2}:\d{2}$")
 
@@ -301,10 +301,15 @@ class Question(Record):
     def __post_init__(self) -> None:
         for f in ("question_id", "question", "answer", "question_date", "question_subtype"):
             _check_type(self, f, str)
-        _check(self.question_type in QUESTION_TYPES,
-               f"unknown question_type {self.question_type!r} (known: {', '.join(QUESTION_TYPES)})")
+        _check(
+            self.question_type in QUESTION_TYPES,
+            f"unknown question_type {self.question_type!r} (known: {', '.join(QUESTION_TYPES)})",
+        )
         # Subtypes are open: the release may carry strings this version does not generate.
-        _check(is_release_date(self.question_date), f"question_date must be 'YYYY/MM/DD (Ddd) HH:MM', got {self.question_date!r}")
+        _check(
+            is_release_date(self.question_date),
+            f"question_date must be 'YYYY/MM/DD (Ddd) HH:MM', got {self.question_date!r}",
+        )
         _check_type(self, "old_answer", str, optional=True)
         _check_type(self, "details", dict)
 
@@ -396,8 +401,32 @@ class Verdict(ItemKey):
 
 
 __all__ = [
-    "AR", "IE", "KU", "MSR", "TR", "QUESTION_TYPES", "SUBTYPES", "TYPE_ABBREV", "TRACKS", "IMAGE_ROLES",
-    "SESSION_KINDS", "IMAGE_PLACEHOLDER", "REFUSAL_REFERENCE", "DATE_FORMAT", "format_date", "parse_date",
-    "is_release_date", "Record", "Topic", "ImageRecord", "Turn", "Session", "Evidence", "Question",
-    "Instance", "Prediction", "Verdict", "SchemaError",
+    "AR",
+    "IE",
+    "KU",
+    "MSR",
+    "TR",
+    "QUESTION_TYPES",
+    "SUBTYPES",
+    "TYPE_ABBREV",
+    "TRACKS",
+    "IMAGE_ROLES",
+    "SESSION_KINDS",
+    "IMAGE_PLACEHOLDER",
+    "REFUSAL_REFERENCE",
+    "DATE_FORMAT",
+    "format_date",
+    "parse_date",
+    "is_release_date",
+    "Record",
+    "Topic",
+    "ImageRecord",
+    "Turn",
+    "Session",
+    "Evidence",
+    "Question",
+    "Instance",
+    "Prediction",
+    "Verdict",
+    "SchemaError",
 ]

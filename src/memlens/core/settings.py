@@ -36,25 +36,51 @@ written in the schema (``tests/test_settings.py`` checks that both agree). Valid
 the stages keep reading the (unchanged) composed ``DictConfig``, so ``params.yaml`` and the config
 dicts written into manifests are exactly the composition.
 """
+
 from __future__ import annotations
 
 import types
 from collections.abc import Mapping, Sequence
 from typing import Annotated, Any, Literal, Union, get_args, get_origin
 
-from pydantic import (AfterValidator, BaseModel, BeforeValidator, ConfigDict, Field, ValidationError,
-                      model_validator)
+from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, Field, ValidationError, model_validator
 
 from memlens.core.errors import ConfigError
 
 __all__ = [
-    "Settings", "DataSettings", "TokensSettings", "ScaleSettings", "SyntheticSourceSettings",
-    "DirectorySourceSettings", "FilterSettings", "ChannelSettings", "GeneratorSettings", "EvalSettings",
-    "ValidateSettings", "TrackingSettings", "OntologySettings", "ExportSettings", "ReportSettings",
-    "ResourcesSettings", "RefuseSettings", "ChanceSettings", "OpenAICompatibleSettings", "VLLMServerSettings",
-    "TransformersSettings", "DeterministicJudgeSettings", "LLMJudgeSettings", "MODEL_SCHEMAS", "JUDGE_SCHEMAS",
-    "SOURCE_SCHEMAS", "TARGET_SCHEMAS", "EVAL_MODES", "LAYOUTS", "validate_settings", "schema_for",
-    "unknown_key_message", "known_keys",
+    "Settings",
+    "DataSettings",
+    "TokensSettings",
+    "ScaleSettings",
+    "SyntheticSourceSettings",
+    "DirectorySourceSettings",
+    "FilterSettings",
+    "ChannelSettings",
+    "GeneratorSettings",
+    "EvalSettings",
+    "ValidateSettings",
+    "TrackingSettings",
+    "OntologySettings",
+    "ExportSettings",
+    "ReportSettings",
+    "ResourcesSettings",
+    "RefuseSettings",
+    "ChanceSettings",
+    "OpenAICompatibleSettings",
+    "VLLMServerSettings",
+    "TransformersSettings",
+    "DeterministicJudgeSettings",
+    "LLMJudgeSettings",
+    "MODEL_SCHEMAS",
+    "JUDGE_SCHEMAS",
+    "SOURCE_SCHEMAS",
+    "TARGET_SCHEMAS",
+    "EVAL_MODES",
+    "LAYOUTS",
+    "validate_settings",
+    "schema_for",
+    "unknown_key_message",
+    "known_keys",
 ]
 
 #: eval.mode values (the same tuple as :data:`memlens.eval.systems.base.MODES`)
@@ -86,7 +112,9 @@ def _ordered_pair(v: list[int]) -> list[int]:
 
 
 #: ``[low, high]`` (inclusive range of integers)
-IntRange = Annotated[list[Annotated[int, Field(ge=0)]], Field(min_length=2, max_length=2), AfterValidator(_ordered_pair)]
+IntRange = Annotated[
+    list[Annotated[int, Field(ge=0)]], Field(min_length=2, max_length=2), AfterValidator(_ordered_pair)
+]
 PositiveInt = Annotated[int, Field(ge=1)]
 NonNegInt = Annotated[int, Field(ge=0)]
 PositiveFloat = Annotated[float, Field(gt=0)]
@@ -99,6 +127,7 @@ def _one_of(check, what: str):
         if not check(v):
             raise ValueError(f"expected {what}, got {v!r}")
         return v
+
     return AfterValidator(validate)
 
 
@@ -107,20 +136,24 @@ def _is_str_list(v: Any) -> bool:
 
 
 #: a command: a string (split like a shell) or a list of arguments
-Command = Annotated[Any, _one_of(lambda v: v is None or isinstance(v, str) or _is_str_list(v),
-                                 "null, a string or a list of strings")]
+Command = Annotated[
+    Any, _one_of(lambda v: v is None or isinstance(v, str) or _is_str_list(v), "null, a string or a list of strings")
+]
 #: ``device_map`` of transformers: a name (``auto``) or a mapping of module -> device
 DeviceMap = Annotated[Any, _one_of(lambda v: v is None or isinstance(v, (str, dict)), "null, a string or a mapping")]
 #: environment values (converted to strings)
-EnvValue = Annotated[Any, _one_of(lambda v: isinstance(v, (str, int, float)) and not isinstance(v, bool),
-                                  "a string or a number")]
+EnvValue = Annotated[
+    Any, _one_of(lambda v: isinstance(v, (str, int, float)) and not isinstance(v, bool), "a string or a number")
+]
 
 
 def _reject_api_key(section: str, data: Any) -> Any:
     """A literal API key is never accepted in the configuration (it would end up in params.yaml)."""
     if isinstance(data, Mapping) and "api_key" in data:
-        raise ValueError(f"{section}.api_key is not accepted: put the key in an environment variable and name "
-                         f"it in {section}.api_key_env")
+        raise ValueError(
+            f"{section}.api_key is not accepted: put the key in an environment variable and name "
+            f"it in {section}.api_key_env"
+        )
     return data
 
 
@@ -128,7 +161,7 @@ def _reject_api_key(section: str, data: Any) -> Any:
 class TokensSettings(Section):
     """``data.tokens``: cross-modal token counting (:class:`memlens.build.assemble.tokens.TokenCounter`)."""
 
-    tokenizer: str            # minilm (bundled WordPiece) or a tokenizer.json path
+    tokenizer: str  # minilm (bundled WordPiece) or a tokenizer.json path
     image_rule: Literal["mmlongbench", "fixed"]
     patch: PositiveInt
     max_side: PositiveInt
@@ -139,7 +172,7 @@ class ScaleSettings(Section):
     """``data.scales.<name>``: the composition of one scale."""
 
     lengths: list[str]
-    counts: dict[str, NonNegInt]   # "<question_type>/<subtype>" -> questions ("<type>/" for types without subtypes)
+    counts: dict[str, NonNegInt]  # "<question_type>/<subtype>" -> questions ("<type>/" for types without subtypes)
     haystack_sessions: NonNegInt
     filler_sessions: NonNegInt
 
@@ -162,8 +195,8 @@ class DataSettings(Section):
 # ------------------------------------------------------------------------------------ source
 class _SourceCommon(Targeted):
     # read by the crawl stage, not by the source class
-    haystack_per_session: NonNegFloat = 2.0   # haystack images per image-bearing session
-    workers: NonNegInt = 0                    # rendering processes; 0 = one per CPU core (at most 8)
+    haystack_per_session: NonNegFloat = 2.0  # haystack images per image-bearing session
+    workers: NonNegInt = 0  # rendering processes; 0 = one per CPU core (at most 8)
 
 
 class SyntheticSourceSettings(_SourceCommon):
@@ -212,7 +245,7 @@ class FilterSettings(Section):
     min_side: PositiveInt
     max_pixels: PositiveInt
     max_bytes: PositiveInt
-    phash_max_distance: NonNegInt   # images within this distance (256-bit pHash) are near-duplicates
+    phash_max_distance: NonNegInt  # images within this distance (256-bit pHash) are near-duplicates
     channels: list[Annotated[ChannelSettings, BeforeValidator(_channel_spec)]]
 
 
@@ -235,7 +268,7 @@ class EvalSettings(Section):
 
     mode: Literal[EVAL_MODES]  # type: ignore[valid-type]
     layout: Literal[LAYOUTS] = "messages"  # type: ignore[valid-type]
-    lengths: list[str] = []     # empty: every built length
+    lengths: list[str] = []  # empty: every built length
     max_items: PositiveInt | None = None
     wait_for_lock: bool = False  # a second evaluation of the same system waits (true) or stops at once
 
@@ -325,7 +358,7 @@ class _Client(_Descriptive):
     """Client, decoding and prompt keys shared by the OpenAI-compatible backends (see
     :class:`memlens.core.http.OpenAICompatibleConfig`)."""
 
-    api_key_env: str | None = None        # NAME of the environment variable holding the key
+    api_key_env: str | None = None  # NAME of the environment variable holding the key
     concurrency: PositiveInt = 8
     max_new_tokens: PositiveInt = 2048
     temperature: NonNegFloat | None = 0.0  # null: no temperature is sent (reasoning APIs)
@@ -364,8 +397,8 @@ class VLLMServerSettings(_Client):
     ``model_path`` is served; the client connects to ``host:port`` (no ``base_url``/``model``)."""
 
     model_path: str | None = None
-    served_model_name: str | None = None   # default: name
-    command: Command = None                # null: $MEMLENS_VLLM_COMMAND or `vllm serve`
+    served_model_name: str | None = None  # default: name
+    command: Command = None  # null: $MEMLENS_VLLM_COMMAND or `vllm serve`
     host: str = "127.0.0.1"
     bind_host: str | None = None
     port: Annotated[int, Field(ge=0, le=65535)] = 0
@@ -386,9 +419,11 @@ class VLLMServerSettings(_Client):
     @classmethod
     def _no_external_server(cls, data: Any) -> Any:
         if isinstance(data, Mapping) and ("base_url" in data or "model" in data):
-            raise ValueError("vllm_server derives base_url/model from host, port and served_model_name; use the "
-                             "openai_compatible backend (memlens.eval.systems.openai_model.OpenAICompatibleModel) "
-                             "for an external server")
+            raise ValueError(
+                "vllm_server derives base_url/model from host, port and served_model_name; use the "
+                "openai_compatible backend (memlens.eval.systems.openai_model.OpenAICompatibleModel) "
+                "for an external server"
+            )
         return data
 
     @model_validator(mode="after")
@@ -399,8 +434,10 @@ class VLLMServerSettings(_Client):
         tp_res = res.tensor_parallel_size if res else None
         tp = self.tensor_parallel_size or tp_res or 1
         if tp_res is not None and self.tensor_parallel_size is not None and tp_res != self.tensor_parallel_size:
-            raise ValueError(f"tensor_parallel_size {self.tensor_parallel_size} disagrees with "
-                             f"resources.tensor_parallel_size {tp_res}")
+            raise ValueError(
+                f"tensor_parallel_size {self.tensor_parallel_size} disagrees with "
+                f"resources.tensor_parallel_size {tp_res}"
+            )
         if res and res.gpus is not None and res.gpus < tp:
             raise ValueError(f"resources.gpus ({res.gpus}) must be >= tensor_parallel_size ({tp})")
         return self
@@ -412,8 +449,8 @@ class TransformersSettings(_Descriptive):
     model_path: str | None = None
     revision: str | None = None
     dtype: Literal["auto", "bfloat16", "float16", "float32"] = "auto"
-    device: str = "auto"                  # auto | cpu | cuda | cuda:N
-    device_map: DeviceMap = None          # e.g. auto (accelerate sharding)
+    device: str = "auto"  # auto | cpu | cuda | cuda:N
+    device_map: DeviceMap = None  # e.g. auto (accelerate sharding)
     max_new_tokens: PositiveInt = 2048
     max_image_side: PositiveInt | None = 800
     layout: Literal[LAYOUTS] = "messages"  # type: ignore[valid-type]
@@ -438,7 +475,7 @@ class DeterministicJudgeSettings(Targeted):
     """``judge`` with ``_target_: memlens.eval.judge.judges.DeterministicJudge``."""
 
     name: Annotated[str, Field(min_length=1)]
-    tolerance: NonNegFloat | None = None   # absolute tolerance of arithmetic answers; null = exact to the cent
+    tolerance: NonNegFloat | None = None  # absolute tolerance of arithmetic answers; null = exact to the cent
 
 
 class LLMJudgeSettings(Targeted):
@@ -449,7 +486,7 @@ class LLMJudgeSettings(Targeted):
     name: Annotated[str, Field(min_length=1)]
     base_url: str = "http://127.0.0.1:8001/v1"
     model: str = "qwen3-235b-judge"
-    model_id: str | None = None            # judge identity in the cache key; default: model
+    model_id: str | None = None  # judge identity in the cache key; default: model
     api_key_env: str | None = "MEMLENS_JUDGE_API_KEY"
     concurrency: PositiveInt = 8
     max_new_tokens: PositiveInt = 512
@@ -463,7 +500,7 @@ class LLMJudgeSettings(Targeted):
     prompt_version: str | None = None
     layout: Literal["system", "single"] = "system"
     max_words: PositiveInt = 500
-    progress: bool | None = None           # null: a progress bar when stderr is a terminal
+    progress: bool | None = None  # null: a progress bar when stderr is a terminal
 
     @model_validator(mode="before")
     @classmethod
@@ -489,7 +526,10 @@ SOURCE_SCHEMAS: dict[str, type[BaseModel]] = {
 }
 #: section -> {_target_ -> schema}
 TARGET_SCHEMAS: dict[str, dict[str, type[BaseModel]]] = {
-    "source": SOURCE_SCHEMAS, "model": MODEL_SCHEMAS, "judge": JUDGE_SCHEMAS}
+    "source": SOURCE_SCHEMAS,
+    "model": MODEL_SCHEMAS,
+    "judge": JUDGE_SCHEMAS,
+}
 
 
 class Settings(Section):
@@ -527,13 +567,15 @@ def schema_for(section: str, data: Any) -> type[BaseModel]:
 
     try:  # a class of the user's own declares its keys as a pydantic model: ``Config``
         cls = get_class(str(target))
-    except Exception as exc:  # noqa: BLE001
+    except Exception as exc:
         raise ConfigError(f"{section}._target_ {target!r} cannot be imported ({exc}); known targets: {known}") from None
     schema = getattr(cls, "Config", None)
     if isinstance(schema, type) and issubclass(schema, BaseModel):
         return schema
-    raise ConfigError(f"{section}._target_ {target!r} declares no config schema: give the class a `Config` "
-                      f"attribute (a pydantic model of its keys, extra='forbid') or use one of: {known}")
+    raise ConfigError(
+        f"{section}._target_ {target!r} declares no config schema: give the class a `Config` "
+        f"attribute (a pydantic model of its keys, extra='forbid') or use one of: {known}"
+    )
 
 
 # ------------------------------------------------------------------------------------ messages

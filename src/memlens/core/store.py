@@ -6,6 +6,7 @@ Every stage writes ``manifest.json`` beside its outputs: each artifact's relativ
 the config section it used and the hash of the code that produced it. Manifests contain no
 timestamps or absolute paths, so the same config and seed give byte-identical manifests.
 """
+
 from __future__ import annotations
 
 import hashlib
@@ -13,11 +14,10 @@ import random
 from pathlib import Path
 from typing import Any
 
-from memlens.core.constants import VERSION as __version__
 from memlens.core.codegraph import code_hash
+from memlens.core.constants import VERSION as __version__
 from memlens.core.errors import ImageError
 from memlens.core.io import atomic_write_bytes, canonical_bytes, sha256_bytes, sha256_file, write_json
-
 
 
 def derive_seed(*keys: Any) -> int:
@@ -72,8 +72,15 @@ def safe_join(root: str | Path, rel: str, *, item: str | None = None) -> Path:
     return candidate
 
 
-def write_manifest(out_dir: str | Path, stage: str, config: Any, artifacts: dict[str, str],
-                   *, code: tuple[str, ...] = (), extra: dict | None = None) -> Path:
+def write_manifest(
+    out_dir: str | Path,
+    stage: str,
+    config: Any,
+    artifacts: dict[str, str],
+    *,
+    code: tuple[str, ...] = (),
+    extra: dict | None = None,
+) -> Path:
     """Write ``out_dir/manifest.json``; ``artifacts`` maps relative path -> sha256."""
     out_dir = Path(out_dir)
     manifest = {

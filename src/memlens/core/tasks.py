@@ -3,6 +3,7 @@
 The benchmark object tells the judge and the reports which task a question belongs to; the judges
 score by task key.
 """
+
 from __future__ import annotations
 
 IE_ENTITY = "IE_Entity"
@@ -16,21 +17,23 @@ TR_DATE = "TR_DateExtraction"
 KU_UPDATE = "KU_KnowledgeUpdate"
 AR_REFUSAL = "AR_AnswerRefusal"
 TASK_KEYS = (
-    IE_ENTITY, IE_PREVIOUS, MSR_ARITHMETIC, MSR_COUNTING, MSR_YESNO,
-    TR_DURATION, TR_ORDER, TR_DATE, KU_UPDATE, AR_REFUSAL,
+    IE_ENTITY,
+    IE_PREVIOUS,
+    MSR_ARITHMETIC,
+    MSR_COUNTING,
+    MSR_YESNO,
+    TR_DURATION,
+    TR_ORDER,
+    TR_DATE,
+    KU_UPDATE,
+    AR_REFUSAL,
 )
 
 _MSR_SUBTYPES = {"arithmetic": MSR_ARITHMETIC, "counting": MSR_COUNTING}
 _TR_SUBTYPES = {"duration_comparison": TR_DURATION, "order_ranking": TR_ORDER}
 
 
-def task_key(
-    question_type: str,
-    question_subtype: str | None,
-    reference: str,
-    *,
-    strict: bool = True,
-) -> str:
+def task_key(question_type: str, question_subtype: str | None, reference: str, *, strict: bool = True) -> str:
     """Official routing of a question to one of the ten judge task keys.
 
     ``multi_session_reasoning``: arithmetic -> MSR_Arithmetic; counting -> MSR_Counting;

@@ -7,6 +7,7 @@ what every consumer needs of it (VLMEvalKit's idea: a dataset owns its prompt an
 the items per length, the questions, the prompt of an item, the judge task key of a question and the
 dataset hash that names what was evaluated. Systems, judges and reports never know which source it is.
 """
+
 from __future__ import annotations
 
 import hashlib

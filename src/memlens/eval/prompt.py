@@ -78,6 +78,7 @@ Deliberate differences from the official code (its behaviour in brackets)
       the session starts with an assistant turn, and consecutive same-role turns left unmerged.
       Both are part of the prompt every published number was produced with.
 """
+
 from __future__ import annotations
 
 from collections.abc import Iterator
@@ -107,7 +108,8 @@ __all__ = [
 
 #: The single user message of the legacy layout (official ``USER_TEMPLATE``).
 LEGACY_TEMPLATE = (
-    SYSTEM_PROMPT + "\nConversation:\n{context}\n\n{instruction}\nQuestion Date: {question_date}\nQuestion: {question}\n"
+    SYSTEM_PROMPT
+    + "\nConversation:\n{context}\n\n{instruction}\nQuestion Date: {question_date}\nQuestion: {question}\n"
 )
 
 HEADER = SESSION_HEADER
@@ -231,8 +233,18 @@ def _messages_layout(item, sessions, instruction, label, text_only, system_prefi
             if blocks:
                 messages.append({"role": role, "content": blocks})
     q = item.question
-    messages.append({"role": "user", "content": [_text(QUESTION_TEMPLATE.format(
-        instruction=instruction, question_date=q.question_date or "unknown", question=q.question))]})
+    messages.append(
+        {
+            "role": "user",
+            "content": [
+                _text(
+                    QUESTION_TEMPLATE.format(
+                        instruction=instruction, question_date=q.question_date or "unknown", question=q.question
+                    )
+                )
+            ],
+        }
+    )
     return messages
 
 
@@ -255,7 +267,9 @@ def _legacy_layout(item, sessions, instruction, label, text_only, system_prefix)
                 for image_id, piece in zip(turn.images, pieces[1:]):
                     refs.append(resolve(image_id))
                     resolve.count += 1
-                    out.append(f"{IMAGE_LABEL.format(n=resolve.count)} {IMAGE_PLACEHOLDER}" if label else IMAGE_PLACEHOLDER)
+                    out.append(
+                        f"{IMAGE_LABEL.format(n=resolve.count)} {IMAGE_PLACEHOLDER}" if label else IMAGE_PLACEHOLDER
+                    )
                     out.append(piece)
                 text = "".join(out)
             text = text.strip()
@@ -280,8 +294,14 @@ def _legacy_layout(item, sessions, instruction, label, text_only, system_prefix)
     return [{"role": "user", "content": blocks}]
 
 
-def build_messages(item: EvalItem, mode: str = "standard", *, layout: str = "messages",
-                   label_images: bool = False, system_prefix: str | None = None) -> list[dict]:
+def build_messages(
+    item: EvalItem,
+    mode: str = "standard",
+    *,
+    layout: str = "messages",
+    label_images: bool = False,
+    system_prefix: str | None = None,
+) -> list[dict]:
     """Chat messages for ``item`` in ``mode`` (see the module docstring for the exact protocol).
 
     Args:

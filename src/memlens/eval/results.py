@@ -20,6 +20,7 @@ The **prediction view** ``data/predictions/<system>/<mode>/<length>.jsonl`` is m
 store for the current system and benchmark (sorted by question id, written atomically). DVC tracks
 the view; deleting it (``dvc exp run`` of another system, a checkout) loses no answer.
 """
+
 from __future__ import annotations
 
 import errno
@@ -142,7 +143,7 @@ class ResultsStore:
         sysfile = self.dir / "system.json"
         if not sysfile.exists():
             write_json(sysfile, {"system_key": self.key, "identity": self.identity})
-        lock_fh = open(self.dir / "lock", "a+")
+        lock_fh = open(self.dir / "lock", "a+")  # noqa: SIM115 - held for the whole writer context
         try:
             flags = fcntl.LOCK_EX | (0 if wait else fcntl.LOCK_NB)
             try:
@@ -155,14 +156,15 @@ class ResultsStore:
                 raise StoreBusyError(
                     f"{self.dir}: another evaluation of this system is writing its answers ({holder}); "
                     "wait for it to finish, or run with eval.wait_for_lock=true to queue behind it "
-                    "(nothing is lost either way)") from None
+                    "(nothing is lost either way)"
+                ) from None
             lock_fh.seek(0)
             lock_fh.truncate()
             lock_fh.write(f"pid {os.getpid()} since {time.strftime('%Y-%m-%d %H:%M:%S')}")
             lock_fh.flush()
             _repair_tail(self.path)
             self.reload()  # what another writer finished while we waited is not asked again
-            self._fh = open(self.path, "ab")
+            self._fh = open(self.path, "ab")  # noqa: SIM115 - closed when the writer context ends
             self._lock_fh = lock_fh
             yield self
         finally:

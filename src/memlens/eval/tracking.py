@@ -6,6 +6,7 @@ git commit, DVC experiment name, system, mode, length. Metrics are flat names wh
 path-prefix of another (``acc``, ``acc_ci_low``, ``acc__IE``, ``acc__IE_ci_low``, ...). Secrets are
 never logged: only config keys, and no key whose name contains "key" unless it is an ``*_env`` name.
 """
+
 from __future__ import annotations
 
 import logging
@@ -66,20 +67,32 @@ class Tracker:
         client = mlflow.tracking.MlflowClient()
         exp = client.get_experiment_by_name(self.experiment_name)
         if exp is None:
-            self.experiment_id = client.create_experiment(self.experiment_name, artifact_location=artifact_root(root) + f"/{self.experiment_name}")
+            self.experiment_id = client.create_experiment(
+                self.experiment_name, artifact_location=artifact_root(root) + f"/{self.experiment_name}"
+            )
         else:
             self.experiment_id = exp.experiment_id
         self.client = client
 
-    def log_run(self, *, system: str, mode: str, length: str, params: dict[str, Any], metrics: dict[str, float],
-                tags: dict[str, str], artifacts: list[Path], texts: dict[str, str] | None = None) -> str:
+    def log_run(
+        self,
+        *,
+        system: str,
+        mode: str,
+        length: str,
+        params: dict[str, Any],
+        metrics: dict[str, float],
+        tags: dict[str, str],
+        artifacts: list[Path],
+        texts: dict[str, str] | None = None,
+    ) -> str:
         run_name = f"{system}@{length}" if mode == "standard" else f"{system}[{mode}]@{length}"
         all_tags = {"system": system, "mode": mode, "length": length, **tags}
         with self.mlflow.start_run(experiment_id=self.experiment_id, run_name=run_name, tags=all_tags) as run:
             flat = flatten_params(params)
             items = list(flat.items())
             for i in range(0, len(items), 90):
-                self.mlflow.log_params(dict(items[i:i + 90]))
+                self.mlflow.log_params(dict(items[i : i + 90]))
             self.mlflow.log_metrics({k: float(v) for k, v in metrics.items() if v is not None})
             for p in artifacts:
                 if p.is_file():
@@ -97,6 +110,12 @@ class Tracker:
             key = (t.get("system"), t.get("mode"), t.get("length"))
             if None in key or key in seen:
                 continue
-            seen[key] = {"system": key[0], "mode": key[1], "length": key[2], "metrics": dict(r.data.metrics),
-                         "run_id": r.info.run_id, "params": dict(r.data.params)}
+            seen[key] = {
+                "system": key[0],
+                "mode": key[1],
+                "length": key[2],
+                "metrics": dict(r.data.metrics),
+                "run_id": r.info.run_id,
+                "params": dict(r.data.params),
+            }
         return list(seen.values())

@@ -3,6 +3,7 @@
 The registry is built on first use from the modules below (imported statically, so a broken module
 is an error, never a silently missing type) and memoised: it is a pure function of the code.
 """
+
 from __future__ import annotations
 
 import random
@@ -17,8 +18,12 @@ from memlens.build.abilities.tr import TemporalReasoning
 from memlens.core.schema import Question
 
 #: the answerable question types, in the paper's order; answer refusal wraps all of them
-ANSWERABLE: tuple[type[Ability], ...] = (InformationExtraction, MultiSessionReasoning, TemporalReasoning,
-                                         KnowledgeUpdate)
+ANSWERABLE: tuple[type[Ability], ...] = (
+    InformationExtraction,
+    MultiSessionReasoning,
+    TemporalReasoning,
+    KnowledgeUpdate,
+)
 
 
 @lru_cache(maxsize=1)
@@ -51,5 +56,15 @@ def chance_answer(question: Question, rng: random.Random) -> str:
     return guess or f"My guess: {rng.choice(OPEN_FORM_GUESSES)}"
 
 
-__all__ = ["Ability", "Draft", "FactDraft", "ImageRequest", "Plan", "registry", "ability_for", "chance_answer",
-           "ANSWERABLE", "OPEN_FORM_GUESSES"]
+__all__ = [
+    "Ability",
+    "Draft",
+    "FactDraft",
+    "ImageRequest",
+    "Plan",
+    "registry",
+    "ability_for",
+    "chance_answer",
+    "ANSWERABLE",
+    "OPEN_FORM_GUESSES",
+]

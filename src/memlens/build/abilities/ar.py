@@ -4,6 +4,7 @@ The plan wraps a plan of another type; the question is written from the ground t
 would have (sampled, never rendered or shown). The history never contains the question's context,
 so no answer is supported; the reference is the official convention, ``Insufficient information``.
 """
+
 from __future__ import annotations
 
 from memlens.build.abilities.base import OPEN_FORM_GUESSES, Ability, Draft, Plan
@@ -27,8 +28,16 @@ class AnswerRefusal(Ability):
     def plan(self, rng, topic, subtype, variant, plan_id, reserved):
         ability, sub, var = self.sources[rng.randrange(len(self.sources))]
         inner = ability.plan(rng, topic, sub, var, plan_id, reserved)
-        return Plan(plan_id, AR, "", f"{inner.question_type}/{inner.question_subtype}/{inner.variant}",
-                    inner.topic_id, inner.subtopic, [], {"source": inner.to_dict()})
+        return Plan(
+            plan_id,
+            AR,
+            "",
+            f"{inner.question_type}/{inner.question_subtype}/{inner.variant}",
+            inner.topic_id,
+            inner.subtopic,
+            [],
+            {"source": inner.to_dict()},
+        )
 
     def build(self, rng, plan, truths):
         from memlens.build.images.synthetic import get_family
@@ -37,20 +46,35 @@ class AnswerRefusal(Ability):
         src = self._source_ability(inner.question_type)
         virtual = [get_family(r.family).sample(rng, **r.constraints) for r in inner.images]
         d = src.build(rng, inner, virtual)
-        details = {"source_type": inner.question_type, "source_subtype": inner.question_subtype,
-                   "source_variant": inner.variant, **{f"source_{k}": v for k, v in d.details.items()}}
-        return Draft(question=d.question, answer=REFUSAL_REFERENCE, facts=[], details=details,
-                     image_essential=False, forbidden=list(d.contexts), contexts=list(d.contexts))
+        details = {
+            "source_type": inner.question_type,
+            "source_subtype": inner.question_subtype,
+            "source_variant": inner.variant,
+            **{f"source_{k}": v for k, v in d.details.items()},
+        }
+        return Draft(
+            question=d.question,
+            answer=REFUSAL_REFERENCE,
+            facts=[],
+            details=details,
+            image_essential=False,
+            forbidden=list(d.contexts),
+            contexts=list(d.contexts),
+        )
 
     def chance_answer(self, question: Question, rng):
         """Abstain or commit to a random answer of the source question's format, 50/50."""
         if rng.random() < 0.5:
             return REFUSAL_REFERENCE
         src_type = question.details.get("source_type")
-        proxy = Question.from_dict({**question.to_dict(), "question_type": src_type or question.question_type,
-                                    "question_subtype": question.details.get("source_subtype", ""),
-                                    "details": {k[len("source_"):]: v for k, v in question.details.items()
-                                                if k.startswith("source_")}})
+        proxy = Question.from_dict(
+            {
+                **question.to_dict(),
+                "question_type": src_type or question.question_type,
+                "question_subtype": question.details.get("source_subtype", ""),
+                "details": {k[len("source_") :]: v for k, v in question.details.items() if k.startswith("source_")},
+            }
+        )
         try:
             guess = self._source_ability(proxy.question_type).chance_answer(proxy, rng) if src_type else ""
         except KeyError:

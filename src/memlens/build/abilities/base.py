@@ -13,6 +13,7 @@ retrieval before question writing):
 What is specific to a type lives in its module (``memlens.build.abilities.<type>``); nothing here knows a
 particular type.
 """
+
 from __future__ import annotations
 
 import random
@@ -44,7 +45,7 @@ class Plan:
         return asdict(self)
 
     @classmethod
-    def from_dict(cls, d: dict) -> "Plan":
+    def from_dict(cls, d: dict) -> Plan:
         d = dict(d)
         d["images"] = [ImageRequest(**x) for x in d["images"]]
         return cls(**d)
@@ -58,8 +59,7 @@ class FactDraft:
     mention: str
     image_idx: list[int] = field(default_factory=list)
     days_before: float | None = None  # fixed position in time (days before the question), if any
-    at: str | None = None             # or an exact session timestamp, 'YYYY/MM/DD (Ddd) HH:MM'
-
+    at: str | None = None  # or an exact session timestamp, 'YYYY/MM/DD (Ddd) HH:MM'
 
 
 @dataclass
@@ -90,8 +90,7 @@ class Ability:
     #: image families each variant needs (topic selection prefers topics listing them)
     families: dict[str, list[str]] = {}
 
-    def plan(self, rng: random.Random, topic, subtype: str, variant: str, plan_id: str,
-             reserved: set[str]) -> Plan:
+    def plan(self, rng: random.Random, topic, subtype: str, variant: str, plan_id: str, reserved: set[str]) -> Plan:
         """``reserved``: context phrases already used by earlier plans (add yours to it)."""
         raise NotImplementedError
 

@@ -5,6 +5,7 @@ same family mix), so a session cannot be told from its neighbours by wording. Ev
 reserved: no other mention reuses them, so every question stays unambiguous. The phrase lists are
 package data (``data/contexts.yaml``).
 """
+
 from __future__ import annotations
 
 import random
@@ -52,10 +53,21 @@ def thing_for(rng: random.Random, family: str, reserved: set[str] | None = None)
         ctx = scene_context(rng, reserved)
         return ctx, ctx
     if family in ("receipt", "price_tag", "named_sign", "ticket"):
-        occ = _draw(rng, lambda: rng.choice(OCCASIONS) + rng.choice(["", f" with {rng.choice(PEOPLE)}"])
-                    + rng.choice(["", " last month", " in spring", " on Friday", " back in winter"]), reserved)
-        noun = {"receipt": "the receipt from", "price_tag": "the price label I saw on", "named_sign": "the place from",
-                "ticket": "the ticket for"}[family]
+        occ = _draw(
+            rng,
+            lambda: (
+                rng.choice(OCCASIONS)
+                + rng.choice(["", f" with {rng.choice(PEOPLE)}"])
+                + rng.choice(["", " last month", " in spring", " on Friday", " back in winter"])
+            ),
+            reserved,
+        )
+        noun = {
+            "receipt": "the receipt from",
+            "price_tag": "the price label I saw on",
+            "named_sign": "the place from",
+            "ticket": "the ticket for",
+        }[family]
         return f"{noun} {occ}", occ
     if family == "chat_screenshot":
         ctx = _draw(rng, lambda: f"my chat with {rng.choice(PEOPLE)} about {rng.choice(PLANS)}", reserved)
@@ -64,7 +76,11 @@ def thing_for(rng: random.Random, family: str, reserved: set[str] | None = None)
         ctx = _draw(rng, lambda: f"{rng.choice(APPS)} page for {rng.choice(PLANS)}", reserved)
         return f"{ctx}", ctx
     if family in ("clock", "calendar_page"):
-        ctx = _draw(rng, lambda: f"the {'clock' if family == 'clock' else 'calendar'} in {rng.choice(OWNERS)} {rng.choice(ROOMS)}", reserved)
+        ctx = _draw(
+            rng,
+            lambda: f"the {'clock' if family == 'clock' else 'calendar'} in {rng.choice(OWNERS)} {rng.choice(ROOMS)}",
+            reserved,
+        )
         return ctx, ctx
     ctx = _draw(rng, lambda: f"{rng.choice(OWNERS)} {rng.choice(PLACES)}", reserved)
     return ctx, ctx

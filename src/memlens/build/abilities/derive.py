@@ -30,6 +30,7 @@ Ops (``img`` indexes the question's evidence images in order):
 ``context`` carries what is not in the images: ``evidence_dates`` (release-format dates of the
 question's evidence sessions, in order).
 """
+
 from __future__ import annotations
 
 from decimal import Decimal
@@ -122,8 +123,11 @@ def evaluate(prog: dict, truths: list[dict | None] | None, context: dict | None 
         return _minutes(ev(prog["b"])) - _minutes(ev(prog["a"]))
     if op == "longer":
         unit = prog.get("unit", "days")
-        span = (lambda s, e: (_date(e) - _date(s)).total_seconds()) if unit == "days" else \
-            (lambda s, e: _minutes(e) - _minutes(s))
+        span = (
+            (lambda s, e: (_date(e) - _date(s)).total_seconds())
+            if unit == "days"
+            else (lambda s, e: _minutes(e) - _minutes(s))
+        )
         a = span(ev(prog["a"][0]), ev(prog["a"][1]))
         b = span(ev(prog["b"][0]), ev(prog["b"][1]))
         if a == b:

@@ -27,6 +27,7 @@ name); they and every abstracted name are ``forbidden`` in all history text. ``d
 (and ``answer_range`` / ``date_range`` / ``choices`` / ``currency`` / ``code_shape``) tell the chance
 baseline what a valid guess looks like.
 """
+
 from __future__ import annotations
 
 import datetime as dt
@@ -50,57 +51,191 @@ CAR_COLORS = ["red", "blue", "black", "white", "grey", "green", "yellow", "orang
 
 # ---- invented names (disjoint from the synthetic families' own word lists, so no haystack image
 # ever shows the same name)
-NAME_WORDS = ["Larkspur", "Thistle", "Bramblewood", "Kestrel", "Wren", "Quince", "Saltmarsh", "Foxglove",
-              "Tamarind", "Heron", "Calloway", "Fennel", "Mulberry", "Partridge", "Alder", "Cinderfield",
-              "Yarrow", "Goldcrest", "Linden", "Sorrel", "Peregrine", "Hawthorn", "Bellwether", "Clover Hill",
-              "Windmere", "Stonechat", "Ashgrove", "Marram", "Lapwing", "Rookery", "Teasel", "Honeysuckle"]
+NAME_WORDS = [
+    "Larkspur",
+    "Thistle",
+    "Bramblewood",
+    "Kestrel",
+    "Wren",
+    "Quince",
+    "Saltmarsh",
+    "Foxglove",
+    "Tamarind",
+    "Heron",
+    "Calloway",
+    "Fennel",
+    "Mulberry",
+    "Partridge",
+    "Alder",
+    "Cinderfield",
+    "Yarrow",
+    "Goldcrest",
+    "Linden",
+    "Sorrel",
+    "Peregrine",
+    "Hawthorn",
+    "Bellwether",
+    "Clover Hill",
+    "Windmere",
+    "Stonechat",
+    "Ashgrove",
+    "Marram",
+    "Lapwing",
+    "Rookery",
+    "Teasel",
+    "Honeysuckle",
+]
 SIGN_TYPES = ["Books", "Bakery", "Cafe", "Florist", "Deli", "Barber", "Records", "Tailor", "Optician", "Tea Room"]
 STREET_TYPES = {"St": "Street", "Ave": "Avenue", "Rd": "Road", "Lane": "Lane", "Way": "Way", "Dr": "Drive"}
-BOOK_A = ["The Borrowed", "The Velvet", "A Distant", "The Restless", "An Unfinished", "The Wandering",
-          "The Midnight", "The Amber", "A Hollow", "The Patient"]
-BOOK_B = ["Estuary", "Greenhouse", "Aviary", "Tapestry", "Causeway", "Vineyard", "Cartwheel", "Lagoon",
-          "Ferryman", "Almanac", "Quarry", "Belltower"]
-BRAND_WORDS = ["Larkspur", "Kestrel", "Foxglove", "Heron", "Quince", "Wren", "Mulberry", "Saltmarsh", "Yarrow",
-               "Linden", "Goldcrest", "Sorrel"]
-BOX_PRODUCTS = [("Rolled Oats", ["500 g", "1 kg"]), ("Crunchy Granola", ["375 g", "500 g"]),
-                ("Corn Flakes", ["375 g", "500 g"]), ("Earl Grey Tea", ["40 bags", "80 bags"]),
-                ("Chamomile Tea", ["20 bags", "40 bags"]), ("Espresso Beans", ["250 g", "1 kg"]),
-                ("Oat Crackers", ["200 g", "250 g"]), ("Pancake Mix", ["500 g", "750 g"]),
-                ("Jasmine Rice", ["1 kg", "2 kg"]), ("Dishwasher Tablets", ["30 tabs", "60 tabs"])]
-EVENT_WORDS = {"concert": "concert", "theatre": "theatre", "sports": "sports", "exhibition": "exhibition",
-               "festival": "festival"}
+BOOK_A = [
+    "The Borrowed",
+    "The Velvet",
+    "A Distant",
+    "The Restless",
+    "An Unfinished",
+    "The Wandering",
+    "The Midnight",
+    "The Amber",
+    "A Hollow",
+    "The Patient",
+]
+BOOK_B = [
+    "Estuary",
+    "Greenhouse",
+    "Aviary",
+    "Tapestry",
+    "Causeway",
+    "Vineyard",
+    "Cartwheel",
+    "Lagoon",
+    "Ferryman",
+    "Almanac",
+    "Quarry",
+    "Belltower",
+]
+BRAND_WORDS = [
+    "Larkspur",
+    "Kestrel",
+    "Foxglove",
+    "Heron",
+    "Quince",
+    "Wren",
+    "Mulberry",
+    "Saltmarsh",
+    "Yarrow",
+    "Linden",
+    "Goldcrest",
+    "Sorrel",
+]
+BOX_PRODUCTS = [
+    ("Rolled Oats", ["500 g", "1 kg"]),
+    ("Crunchy Granola", ["375 g", "500 g"]),
+    ("Corn Flakes", ["375 g", "500 g"]),
+    ("Earl Grey Tea", ["40 bags", "80 bags"]),
+    ("Chamomile Tea", ["20 bags", "40 bags"]),
+    ("Espresso Beans", ["250 g", "1 kg"]),
+    ("Oat Crackers", ["200 g", "250 g"]),
+    ("Pancake Mix", ["500 g", "750 g"]),
+    ("Jasmine Rice", ["1 kg", "2 kg"]),
+    ("Dishwasher Tablets", ["30 tabs", "60 tabs"]),
+]
+EVENT_WORDS = {
+    "concert": "concert",
+    "theatre": "theatre",
+    "sports": "sports",
+    "exhibition": "exhibition",
+    "festival": "festival",
+}
 CARD_METHODS = ["VISA", "Mastercard", "Amex", "Debit card"]
 
 # ---- occasion contexts (receipt, price_tag, named_sign, ticket): the shared space of
 # contexts.thing_for; when it is exhausted (it holds 104 phrases) these extend it
-EXTRA_OCCASIONS = ["the antique fair", "the harbour walk", "the ski weekend", "the vineyard tour",
-                   "the craft fair", "the city break", "the lakeside weekend", "the outlet mall trip",
-                   "the food festival", "the college reunion", "the seaside day trip", "the garage sale",
-                   "the design market", "the spring fair", "the book fair", "the old town walk",
-                   "the zoo visit", "the aquarium trip", "the hot springs weekend", "the cooking class",
-                   "the pottery workshop", "the wine tasting", "the charity run", "the art walk",
-                   "the country fair", "the island ferry trip", "the lantern festival", "the vintage fair",
-                   "the harvest festival", "the marina stroll"]
+EXTRA_OCCASIONS = [
+    "the antique fair",
+    "the harbour walk",
+    "the ski weekend",
+    "the vineyard tour",
+    "the craft fair",
+    "the city break",
+    "the lakeside weekend",
+    "the outlet mall trip",
+    "the food festival",
+    "the college reunion",
+    "the seaside day trip",
+    "the garage sale",
+    "the design market",
+    "the spring fair",
+    "the book fair",
+    "the old town walk",
+    "the zoo visit",
+    "the aquarium trip",
+    "the hot springs weekend",
+    "the cooking class",
+    "the pottery workshop",
+    "the wine tasting",
+    "the charity run",
+    "the art walk",
+    "the country fair",
+    "the island ferry trip",
+    "the lantern festival",
+    "the vintage fair",
+    "the harvest festival",
+    "the marina stroll",
+]
 OCC_SUFFIXES = (" last month", " in spring", " on Friday")
-OCC_NOUN = {"receipt": "the receipt from", "price_tag": "the price label I saw on", "named_sign": "the place from",
-            "ticket": "the ticket for"}
+OCC_NOUN = {
+    "receipt": "the receipt from",
+    "price_tag": "the price label I saw on",
+    "named_sign": "the place from",
+    "ticket": "the ticket for",
+}
 
 # ---- chat screenshots: script -> (plans it fits, activity shown for that plan or None)
 CHAT_PLANS = {
-    "meetup": ["the dinner plans", "the weekend hike", "the concert tickets", "the study group",
-               "the book club meeting", "the museum visit", "the birthday surprise"],
-    "reschedule": ["the dinner plans", "the study group", "the book club meeting", "the gym schedule",
-                   "the museum visit", "the garden project"],
+    "meetup": [
+        "the dinner plans",
+        "the weekend hike",
+        "the concert tickets",
+        "the study group",
+        "the book club meeting",
+        "the museum visit",
+        "the birthday surprise",
+    ],
+    "reschedule": [
+        "the dinner plans",
+        "the study group",
+        "the book club meeting",
+        "the gym schedule",
+        "the museum visit",
+        "the garden project",
+    ],
     "pickup": ["the road trip", "the camping trip", "the wedding gift", "the moving day", "the carpool"],
-    "door_code": ["the moving day", "the birthday surprise", "the study group", "the garden project",
-                  "the book club meeting"],
-    "price_check": ["the wedding gift", "the birthday surprise", "the garden project", "the moving day",
-                    "the camping trip"],
+    "door_code": [
+        "the moving day",
+        "the birthday surprise",
+        "the study group",
+        "the garden project",
+        "the book club meeting",
+    ],
+    "price_check": [
+        "the wedding gift",
+        "the birthday surprise",
+        "the garden project",
+        "the moving day",
+        "the camping trip",
+    ],
 }
-PLAN_ACTIVITY = {"the dinner plans": "dinner", "the weekend hike": "the hike", "the concert tickets": "the concert",
-                 "the study group": "study group", "the book club meeting": "book club",
-                 "the museum visit": "the museum", "the birthday surprise": "the party prep",
-                 "the gym schedule": "climbing", "the garden project": "the garden day"}
+PLAN_ACTIVITY = {
+    "the dinner plans": "dinner",
+    "the weekend hike": "the hike",
+    "the concert tickets": "the concert",
+    "the study group": "study group",
+    "the book club meeting": "book club",
+    "the museum visit": "the museum",
+    "the birthday surprise": "the party prep",
+    "the gym schedule": "climbing",
+    "the garden project": "the garden day",
+}
 #: (script, fact slot) -> (question tail, answer format)
 CHAT_QUESTIONS = {
     ("meetup", "meet_time_24h"): ("what time did we agree to meet? Answer as HH:MM (24-hour).", "time"),
@@ -117,33 +252,67 @@ CHAT_RANGES = {"n_people": [2, 6], "terminal": [1, 5]}
 
 # ---- app screenshots: kind -> (apps of contexts.APPS it fits, [(field, question tail, format)])
 APP_KINDS = {
-    "order_confirmation": (["my delivery app", "the grocery app"], [
-        ("order_no", "what was the order number?", "code"),
-        ("delivery_date", "what was the estimated delivery date? Answer as YYYY/MM/DD.", "date"),
-        ("total", "what was the order total?", "currency")]),
-    "fitness_tracker": (["the fitness tracker"], [
-        ("steps", "how many steps did it show for the day?", "integer"),
-        ("calories", "how many calories did it show for the day?", "integer")]),
-    "booking_confirmation": (["the booking site", "the hotel app"], [
-        ("check_in", "what was the check-in date? Answer as YYYY/MM/DD.", "date"),
-        ("check_out", "what was the check-out date? Answer as YYYY/MM/DD.", "date"),
-        ("confirmation_no", "what was the confirmation number?", "code"),
-        ("nights", "how many nights was the booking for?", "integer")]),
-    "streaming_bill": (["my banking app"], [
-        ("next_billing_date", "what was the next billing date? Answer as YYYY/MM/DD.", "date"),
-        ("amount", "how much was charged?", "currency"),
-        ("card_last4", "what were the last four digits of the card?", "code")]),
+    "order_confirmation": (
+        ["my delivery app", "the grocery app"],
+        [
+            ("order_no", "what was the order number?", "code"),
+            ("delivery_date", "what was the estimated delivery date? Answer as YYYY/MM/DD.", "date"),
+            ("total", "what was the order total?", "currency"),
+        ],
+    ),
+    "fitness_tracker": (
+        ["the fitness tracker"],
+        [
+            ("steps", "how many steps did it show for the day?", "integer"),
+            ("calories", "how many calories did it show for the day?", "integer"),
+        ],
+    ),
+    "booking_confirmation": (
+        ["the booking site", "the hotel app"],
+        [
+            ("check_in", "what was the check-in date? Answer as YYYY/MM/DD.", "date"),
+            ("check_out", "what was the check-out date? Answer as YYYY/MM/DD.", "date"),
+            ("confirmation_no", "what was the confirmation number?", "code"),
+            ("nights", "how many nights was the booking for?", "integer"),
+        ],
+    ),
+    "streaming_bill": (
+        ["my banking app"],
+        [
+            ("next_billing_date", "what was the next billing date? Answer as YYYY/MM/DD.", "date"),
+            ("amount", "how much was charged?", "currency"),
+            ("card_last4", "what were the last four digits of the card?", "code"),
+        ],
+    ),
 }
 APP_RANGES = {"steps": [1500, 19000], "calories": [50, 950], "nights": [1, 7]}
 DATE_RANGE = ["2019/01/01", "2026/01/31"]
 #: receipt store type that fits an occasion (keyword in the context phrase); others draw at random
-STORE_FOR = [("bakery", "bakery"), ("holiday market", "bakery"), ("bookshop", "bookstore"),
-             ("school supplies", "bookstore"), ("office supplies", "bookstore"), ("pharmacy", "pharmacy"),
-             ("hardware", "hardware"), ("camping gear", "hardware"), ("garden centre", "hardware"),
-             ("bike shop", "hardware"), ("grocery", "grocery"), ("farmers market", "grocery"),
-             ("picnic", "grocery"), ("pet store", "grocery"), ("brunch", "cafe"), ("museum cafe", "cafe"),
-             ("airport", "cafe"), ("beach kiosk", "cafe"), ("snack stop", "cafe"), ("lunch", "restaurant"),
-             ("dinner", "restaurant"), ("night market", "restaurant"), ("street food", "restaurant")]
+STORE_FOR = [
+    ("bakery", "bakery"),
+    ("holiday market", "bakery"),
+    ("bookshop", "bookstore"),
+    ("school supplies", "bookstore"),
+    ("office supplies", "bookstore"),
+    ("pharmacy", "pharmacy"),
+    ("hardware", "hardware"),
+    ("camping gear", "hardware"),
+    ("garden centre", "hardware"),
+    ("bike shop", "hardware"),
+    ("grocery", "grocery"),
+    ("farmers market", "grocery"),
+    ("picnic", "grocery"),
+    ("pet store", "grocery"),
+    ("brunch", "cafe"),
+    ("museum cafe", "cafe"),
+    ("airport", "cafe"),
+    ("beach kiosk", "cafe"),
+    ("snack stop", "cafe"),
+    ("lunch", "restaurant"),
+    ("dinner", "restaurant"),
+    ("night market", "restaurant"),
+    ("street food", "restaurant"),
+]
 
 
 # --------------------------------------------------------------------------------------------------
@@ -263,21 +432,28 @@ def _anaphor_mention(rng: random.Random, mention: str, truth: dict, ctx: str, fo
 
 
 def _plan_obj(plan_id, subtype, variant, topic, rng, images, latent) -> Plan:
-    return Plan(plan_id, IE, subtype, variant, topic.topic_id, pick(rng, topic.subtopics or [topic.title]),
-                images, latent)
+    return Plan(
+        plan_id, IE, subtype, variant, topic.topic_id, pick(rng, topic.subtopics or [topic.title]), images, latent
+    )
 
 
 # --------------------------------------------------------------------------------------------------
 class InformationExtraction(Ability):
     question_type = IE
-    variants = {"entity": ["counting", "spatial", "disambiguation", "alignment", "arithmetic"],
-                "previnfo": ["chat_screenshot", "app_interface", "natural_photo"]}
-    families = {"counting": ["object_scene"], "spatial": ["object_scene"],
-                "disambiguation": ["named_sign"],
-                "alignment": ["price_tag", "receipt", "named_sign", "ticket"],
-                "arithmetic": ["receipt", "price_tag", "ticket"],
-                "chat_screenshot": ["chat_screenshot"], "app_interface": ["app_screenshot"],
-                "natural_photo": ["object_scene", "named_sign"]}
+    variants = {
+        "entity": ["counting", "spatial", "disambiguation", "alignment", "arithmetic"],
+        "previnfo": ["chat_screenshot", "app_interface", "natural_photo"],
+    }
+    families = {
+        "counting": ["object_scene"],
+        "spatial": ["object_scene"],
+        "disambiguation": ["named_sign"],
+        "alignment": ["price_tag", "receipt", "named_sign", "ticket"],
+        "arithmetic": ["receipt", "price_tag", "ticket"],
+        "chat_screenshot": ["chat_screenshot"],
+        "app_interface": ["app_screenshot"],
+        "natural_photo": ["object_scene", "named_sign"],
+    }
 
     # ============================================================================== plan
     def plan(self, rng, topic, subtype, variant, plan_id, reserved):
@@ -305,14 +481,17 @@ class InformationExtraction(Ability):
         ctx, mention = self._scene_ctx(rng, reserved)
         kinds = rng.sample(SCENE_KINDS, 4)
         colors = rng.sample(SCENE_COLORS, 4)
-        cons = {"objects": [{"kind": k, "color": c, "size": "large"} for k, c in zip(kinds, colors)],
-                "setting": "shelf"}
+        cons = {
+            "objects": [{"kind": k, "color": c, "size": "large"} for k, c in zip(kinds, colors)],
+            "setting": "shelf",
+        }
         return [ImageRequest("object_scene", cons)], {"context": ctx, "mentions": [mention]}
 
     # ---- disambiguation: look-alike named things from one outing, one named in the question
     def _plan_disambiguation(self, rng, topic, reserved):
-        kind = _turn(reserved, "disambiguation",
-                     ["shop_sign", "book_cover", "license_plate", "street_sign", "product_box"])[0]
+        kind = _turn(
+            reserved, "disambiguation", ["shop_sign", "book_cover", "license_plate", "street_sign", "product_box"]
+        )[0]
         n = 2 if kind == "product_box" else rng.choice([2, 3])
         thing, ctx = _occasion(rng, "named_sign", reserved)
         reqs = []
@@ -324,8 +503,13 @@ class InformationExtraction(Ability):
         elif kind == "street_sign":
             style = rng.choice(["us", "eu"])
             st = pick(rng, sorted(STREET_TYPES))
-            bases = _unique_names(rng, n, lambda: pick(rng, [w for w in NAME_WORDS if " " not in w]), reserved,
-                                  key=lambda b: f"{b} {st} {style}")
+            bases = _unique_names(
+                rng,
+                n,
+                lambda: pick(rng, [w for w in NAME_WORDS if " " not in w]),
+                reserved,
+                key=lambda b: f"{b} {st} {style}",
+            )
             if style == "us":
                 texts = [f"{b} {st}".upper() for b in bases]
                 nums = [str(x) for x in rng.sample(range(100, 9900, 100), n)]
@@ -342,8 +526,10 @@ class InformationExtraction(Ability):
             ws = rng.sample(weights, n)
             badges = [None, pick(rng, ["ORGANIC", "NEW", "VEGAN", "FAMILY SIZE"])]
             rng.shuffle(badges)  # one box with a badge, one without: look-alikes, yet never near-duplicates
-            reqs = [{"kind": kind, "text": product, "brand": b, "weight": w, "badge": bd}
-                    for b, w, bd in zip(brands, ws, badges)]
+            reqs = [
+                {"kind": kind, "text": product, "brand": b, "weight": w, "badge": bd}
+                for b, w, bd in zip(brands, ws, badges)
+            ]
         else:  # license_plate: plates come from the truth; colours tell the cars apart
             style = rng.choice(["us", "eu", "uk"])
             cols = rng.sample(SAFE_COLORS[:4] + ["grey"], n)
@@ -353,8 +539,13 @@ class InformationExtraction(Ability):
                     r["vanity"] = False
         target = rng.randrange(n)
         mentions = [mention_for(rng, "named_sign", thing) for _ in range(n)]
-        latent = {"kind_q": kind, "context": ctx, "mentions": mentions, "target_image": target,
-                  "wording": rng.randrange(2)}
+        latent = {
+            "kind_q": kind,
+            "context": ctx,
+            "mentions": mentions,
+            "target_image": target,
+            "wording": rng.randrange(2),
+        }
         return [ImageRequest("named_sign", r) for r in reqs], latent
 
     # ---- alignment: several images from one outing, the question describes one by an element
@@ -374,8 +565,15 @@ class InformationExtraction(Ability):
             by_card = rng.random() < 0.5
             card = pick(rng, CARD_METHODS)
             stype = _store_type(rng, ctx)
-            reqs = [{"currency": cur, "n_items": rng.randint(2, 5), "store_type": stype,
-                     "payment": (card if (i == target) == by_card else "Cash")} for i in range(n)]
+            reqs = [
+                {
+                    "currency": cur,
+                    "n_items": rng.randint(2, 5),
+                    "store_type": stype,
+                    "payment": (card if (i == target) == by_card else "Cash"),
+                }
+                for i in range(n)
+            ]
             latent["by_card"] = by_card
         elif kind == "license_plate":
             style = rng.choice(["us", "eu", "uk"])
@@ -403,8 +601,13 @@ class InformationExtraction(Ability):
             req = {"currency": cur, "on_sale": False}
         else:
             req = {"kind": "event_ticket", "currency": cur}
-        latent = {"kind_q": kind, "context": ctx, "mentions": [mention_for(rng, family, thing)],
-                  "k": rng.randint(2, 4), "pick": rng.random()}
+        latent = {
+            "kind_q": kind,
+            "context": ctx,
+            "mentions": [mention_for(rng, family, thing)],
+            "k": rng.randint(2, 4),
+            "pick": rng.random(),
+        }
         return [ImageRequest(family, req)], latent
 
     # ---- previnfo: chat screenshots
@@ -416,9 +619,10 @@ class InformationExtraction(Ability):
         people = [p for p in PEOPLE if not any(contains_token_bounded(p, n) for n in vocab.FIRST_NAMES)]
         keys = _turn(reserved, "chat_screenshot", list(CHAT_QUESTIONS))
         ctx = None
-        for script, slot in keys:
-            ctx = _draw_free(rng, [f"my chat with {p} about {pl}" for p in people for pl in CHAT_PLANS[script]],
-                             reserved)
+        for script, slot in keys:  # noqa: B007 - the pair that fits is used after the loop
+            ctx = _draw_free(
+                rng, [f"my chat with {p} about {pl}" for p in people for pl in CHAT_PLANS[script]], reserved
+            )
             if ctx is not None:
                 break
         if ctx is None:  # every fitting context is taken: any plan of the shared space, same contacts
@@ -433,8 +637,14 @@ class InformationExtraction(Ability):
         req = {"topic": script, "contact": shown, "title": shown}
         if script in ("meetup", "reschedule") and plan_name in PLAN_ACTIVITY:
             req["activity"] = PLAN_ACTIVITY[plan_name]
-        latent = {"kind_q": f"{script}/{slot}", "script": script, "slot": slot, "context": ctx,
-                  "mentions": [mention_for(rng, "chat_screenshot", ctx)], "wording": rng.randrange(2)}
+        latent = {
+            "kind_q": f"{script}/{slot}",
+            "script": script,
+            "slot": slot,
+            "context": ctx,
+            "mentions": [mention_for(rng, "chat_screenshot", ctx)],
+            "wording": rng.randrange(2),
+        }
         return [ImageRequest("chat_screenshot", req)], latent
 
     # ---- previnfo: app / web screenshots
@@ -450,8 +660,14 @@ class InformationExtraction(Ability):
             raise RuntimeError("IE app_interface: context space exhausted (contexts.APPS x PLANS)")
         reserved.add(ctx)
         field, _, _ = _turn(reserved, f"app_interface/{kind}", APP_KINDS[kind][1])[0]
-        latent = {"kind_q": f"{kind}/{field}", "app_kind": kind, "field": field, "context": ctx,
-                  "mentions": [mention_for(rng, "app_screenshot", ctx)], "wording": rng.randrange(2)}
+        latent = {
+            "kind_q": f"{kind}/{field}",
+            "app_kind": kind,
+            "field": field,
+            "context": ctx,
+            "mentions": [mention_for(rng, "app_screenshot", ctx)],
+            "wording": rng.randrange(2),
+        }
         return [ImageRequest("app_screenshot", {"kind": kind})], latent
 
     # ---- previnfo: natural photos
@@ -469,12 +685,19 @@ class InformationExtraction(Ability):
             latent.update({"kind_q": kind, "context": ctx, "mentions": [mention]})
             return [ImageRequest("object_scene", cons)], latent
         thing, ctx = _occasion(rng, "named_sign", reserved)
-        req = {"kind": "license_plate", "style": rng.choice(["us", "eu", "uk"]),
-               "car_color": pick(rng, SAFE_COLORS[:4] + ["grey"])}
+        req = {
+            "kind": "license_plate",
+            "style": rng.choice(["us", "eu", "uk"]),
+            "car_color": pick(rng, SAFE_COLORS[:4] + ["grey"]),
+        }
         if req["style"] == "us":
             req["vanity"] = False
-        latent = {"kind_q": kind, "context": ctx, "mentions": [mention_for(rng, "named_sign", thing)],
-                  "wording": rng.randrange(2)}
+        latent = {
+            "kind_q": kind,
+            "context": ctx,
+            "mentions": [mention_for(rng, "named_sign", thing)],
+            "wording": rng.randrange(2),
+        }
         return [ImageRequest("named_sign", req)], latent
 
     # ============================================================================== build
@@ -487,8 +710,15 @@ class InformationExtraction(Ability):
             raise ValueError("IE: answer derivable without the images")
         lat = plan.latent
         key = "visual_skill" if plan.question_subtype == "entity" else "image_source"
-        details = {key: plan.variant, "family": plan.images[0].family, "kind": lat.get("kind_q", plan.variant),
-                   "context": lat["context"], "answer_format": fmt, "n_images": len(plan.images), **extra}
+        details = {
+            key: plan.variant,
+            "family": plan.images[0].family,
+            "kind": lat.get("kind_q", plan.variant),
+            "context": lat["context"],
+            "answer_format": fmt,
+            "n_images": len(plan.images),
+            **extra,
+        }
         if fmt == "code":
             details["code_shape"] = _code_shape(answer)
         forb = [answer]
@@ -497,11 +727,20 @@ class InformationExtraction(Ability):
         forb += [f for f in forbidden if f]
         mentions = list(lat["mentions"])
         if plan.variant == "disambiguation" or (plan.variant == "alignment" and lat.get("kind_q") == "license_plate"):
-            mentions = [_anaphor_mention(rng, m, truths[k], lat["context"], forb + [f for f in forbidden if f])
-                        for k, m in enumerate(mentions)]
+            mentions = [
+                _anaphor_mention(rng, m, truths[k], lat["context"], forb + [f for f in forbidden if f])
+                for k, m in enumerate(mentions)
+            ]
         facts = [FactDraft(m, [k]) for k, m in enumerate(mentions)]
-        return Draft(question=q, answer=answer, facts=facts, details=details,
-                     forbidden=list(dict.fromkeys(forb)), contexts=[lat["context"]], derivation=prog)
+        return Draft(
+            question=q,
+            answer=answer,
+            facts=facts,
+            details=details,
+            forbidden=list(dict.fromkeys(forb)),
+            contexts=[lat["context"]],
+            derivation=prog,
+        )
 
     # ---- object scenes
     def _build_counting(self, rng, plan, truths):
@@ -517,13 +756,15 @@ class InformationExtraction(Ability):
         pairs = []
         for row in t["rows"]:
             ids = row["objects_left_to_right"]
-            for a, b in zip(ids, ids[1:]):
+            for a, b in itertools.pairwise(ids):
                 pairs.append((objs[a], objs[b]))
         if not pairs:
             raise ValueError("spatial: no adjacent objects")
         left, ref = pick(rng, pairs)
-        q = (f"In the photo of {ctx} I shared, which object stood directly to the left of the "
-             f"{ref['color']} {ref['kind']}? Answer with its colour and kind.")
+        q = (
+            f"In the photo of {ctx} I shared, which object stood directly to the left of the "
+            f"{ref['color']} {ref['kind']}? Answer with its colour and kind."
+        )
         idx = next(i for i, o in enumerate(t["objects"]) if o["id"] == left["id"])
         prog = {"op": "format", "template": "{color} {kind}", "img": 0, "path": ["objects", idx]}
         return q, prog, "color_kind", [], {}
@@ -539,33 +780,43 @@ class InformationExtraction(Ability):
         extra: dict = {"target_image": k}
         if kind == "shop_sign":
             name = t["text"]
-            q = [f"What number was on the door of {name}, the shop I photographed?",
-                 f"In my photo of {name}, what house number was on its door?"][w]
+            q = [
+                f"What number was on the door of {name}, the shop I photographed?",
+                f"In my photo of {name}, what house number was on its door?",
+            ][w]
             prog, fmt, extra["answer_range"] = {"op": "str", "arg": _get(k, "number")}, "integer", [2, 199]
             forb = names
         elif kind == "street_sign":
             street = t["text"].title()
-            q = [f"What number was shown on the street sign for {street} that I photographed?",
-                 f"On the {street} street sign in my photo, what number was printed?"][w]
+            q = [
+                f"What number was shown on the street sign for {street} that I photographed?",
+                f"On the {street} street sign in my photo, what number was printed?",
+            ][w]
             us = t.get("style") == "us"
             prog, fmt = {"op": "str", "arg": _get(k, "number")}, "integer"
             extra["answer_range"] = [100, 9900] if us else [2, 160]
             forb = names
         elif kind == "book_cover":
-            q = [f"Who is the author of {t['text']}, the book I showed you?",
-                 f"Whose name was on the cover of {t['text']} as its author?"][w]
+            q = [
+                f"Who is the author of {t['text']}, the book I showed you?",
+                f"Whose name was on the cover of {t['text']} as its author?",
+            ][w]
             prog, fmt = _get(k, "author"), "name"
             forb = names + [x["author"] for x in truths]
         elif kind == "product_box":
             product, brand = t["text"], t["brand"]
-            q = [f"What pack size was printed on the {brand} {product} box I photographed?",
-                 f"How much did the {brand} {product} box in my photo hold, going by the pack size printed on it?"][w]
+            q = [
+                f"What pack size was printed on the {brand} {product} box I photographed?",
+                f"How much did the {brand} {product} box in my photo hold, going by the pack size printed on it?",
+            ][w]
             prog, fmt = _get(k, "weight"), "quantity"
             extra["choices"] = sorted({x["weight"] for x in truths} | set(dict(BOX_PRODUCTS).get(product, [])))
             forb = [x["brand"] for x in truths] + [f"{x['brand']} {x['text']}" for x in truths]
         else:  # license_plate
-            q = [f"What colour was the car with the licence plate {t['text']}?",
-                 f"The car whose plate read {t['text']}: what colour was it?"][w]
+            q = [
+                f"What colour was the car with the licence plate {t['text']}?",
+                f"The car whose plate read {t['text']}: what colour was it?",
+            ][w]
             if t["car_color"] not in SAFE_COLORS:
                 raise ValueError("disambiguation: car colour is not a safe one-word answer")
             prog, fmt = _get(k, "car_color"), "color"
@@ -585,8 +836,10 @@ class InformationExtraction(Ability):
                 raise ValueError("alignment: exactly the target label must be on sale")
             ask = lat["ask"]
             what = "sale price" if ask == "price" else "original price before the discount"
-            q = [f"Among the price labels I saw on {occ}, what was the {what} on the one with the discount banner?",
-                 f"Of the price labels I showed you from {occ}, the one with the discount banner: what was its {what}?"][w]
+            q = [
+                f"Among the price labels I saw on {occ}, what was the {what} on the one with the discount banner?",
+                f"Of the price labels I showed you from {occ}, the one with the discount banner: what was its {what}?",
+            ][w]
             prog, fmt = _money_prog([_get(k, ask)], t["currency"]), "currency"
             extra.update({"currency": t["currency"], "answer_range": _scaled_range(0.5, 20, t["currency"])})
             forb = [t["price_printed"], t.get("was_printed")]
@@ -597,8 +850,10 @@ class InformationExtraction(Ability):
             if methods.count(want) != 1 or methods[k] != want:
                 raise ValueError("alignment: exactly the target receipt must match the payment description")
             how = "paid by card" if by_card else "paid in cash"
-            q = [f"Of the receipts from {occ}, what was the total on the one {how}?",
-                 f"Among the receipts I shared from {occ}, how much was the total on the receipt {how}?"][w]
+            q = [
+                f"Of the receipts from {occ}, what was the total on the one {how}?",
+                f"Among the receipts I shared from {occ}, how much was the total on the receipt {how}?",
+            ][w]
             prog, fmt = _money_prog([_get(k, "total")], t["currency"]), "currency"
             extra.update({"currency": t["currency"], "answer_range": _scaled_range(5, 150, t["currency"])})
             forb = [t["total_printed"]]
@@ -606,8 +861,10 @@ class InformationExtraction(Ability):
             cols = [x["car_color"] for x in truths]
             if cols.count(t["car_color"]) != 1:
                 raise ValueError("alignment: car colours must differ")
-            q = [f"Among the photos I shared from {occ}, what was the licence plate of the {t['car_color']} car?",
-                 f"In my photos from {occ}, what did the plate on the {t['car_color']} car read?"][w]
+            q = [
+                f"Among the photos I shared from {occ}, what was the licence plate of the {t['car_color']} car?",
+                f"In my photos from {occ}, what did the plate on the {t['car_color']} car read?",
+            ][w]
             prog, fmt = _get(k, "text"), "code"
             forb = [x["text"] for x in truths]
         else:  # ticket
@@ -615,8 +872,10 @@ class InformationExtraction(Ability):
             if types.count(t["event_type"]) != 1:
                 raise ValueError("alignment: event types must differ")
             label = EVENT_WORDS[t["event_type"]]
-            q = [f"Of the tickets for {occ}, what start time was printed on the {label} ticket? Answer as HH:MM (24-hour).",
-                 f"Among the tickets I shared for {occ}, when did the {label} one start? Answer as HH:MM (24-hour)."][w]
+            q = [
+                f"Of the tickets for {occ}, what start time was printed on the {label} ticket? Answer as HH:MM (24-hour).",
+                f"Among the tickets I shared for {occ}, when did the {label} one start? Answer as HH:MM (24-hour).",
+            ][w]
             prog, fmt = _get(k, "start_time"), "time"
             forb = [f"Start {t['start_time']}"]
         return q, prog, fmt, forb, extra
@@ -639,20 +898,26 @@ class InformationExtraction(Ability):
             pairs = list(itertools.combinations(uniq, 2))
             a, b = pairs[int(lat["pick"] * len(pairs))]
             na, nb = items[a]["name"], items[b]["name"]
-            q = (f"On the receipt from {occ}, how much did the {na} and the {nb} lines come to together? "
-                 f"Give the amount with its currency.")
+            q = (
+                f"On the receipt from {occ}, how much did the {na} and the {nb} lines come to together? "
+                f"Give the amount with its currency."
+            )
             prog = _money_prog([_get(0, "items", a, "line_total"), _get(0, "items", b, "line_total")], cur)
             extra["answer_range"] = _scaled_range(3, 40, cur)
             forb = [items[a]["line_total_printed"], items[b]["line_total_printed"]]
         elif kind == "price_multiple":
-            q = (f"If I bought {n} of the product on the price label I saw on {occ}, at the shelf price shown, "
-                 f"how much would they cost altogether? Give the amount with its currency.")
+            q = (
+                f"If I bought {n} of the product on the price label I saw on {occ}, at the shelf price shown, "
+                f"how much would they cost altogether? Give the amount with its currency."
+            )
             prog = _money_prog([_get(0, "price")] * n, cur)
             extra["answer_range"] = _scaled_range(1, 50, cur)
             forb = [t["price_printed"]]
         else:
-            q = (f"If I bought {n} tickets at the same price as the ticket for {occ}, what would they cost in "
-                 f"total? Give the amount with its currency.")
+            q = (
+                f"If I bought {n} tickets at the same price as the ticket for {occ}, what would they cost in "
+                f"total? Give the amount with its currency."
+            )
             prog = _money_prog([_get(0, "price")] * n, cur)
             extra["answer_range"] = _scaled_range(50, 600, cur)
             forb = [t["price_printed"]]
@@ -667,7 +932,9 @@ class InformationExtraction(Ability):
             raise ValueError(f"chat: the screenshot does not show {script}/{slot}")
         tail, fmt = CHAT_QUESTIONS[(script, slot)]
         tail = tail.format(item=t["facts"].get("item", "item"))
-        lead = [f"In the screenshot of {ctx} that I sent you, ", f"Going back to the screenshot of {ctx} I shared, "][lat["wording"]]
+        lead = [f"In the screenshot of {ctx} that I sent you, ", f"Going back to the screenshot of {ctx} I shared, "][
+            lat["wording"]
+        ]
         q = lead + tail
         prog = _get(0, "facts", slot)
         extra: dict = {}
@@ -688,7 +955,10 @@ class InformationExtraction(Ability):
         if t.get("kind") != kind:
             raise ValueError(f"app: the screenshot is not a {kind}")
         tail, fmt = next((tl, f) for fl, tl, f in APP_KINDS[kind][1] if fl == field)
-        lead = [f"In the screenshot of {ctx} that I sent you, ", f"Thinking back to the screenshot of {ctx} I shared, "][lat["wording"]]
+        lead = [
+            f"In the screenshot of {ctx} that I sent you, ",
+            f"Thinking back to the screenshot of {ctx} I shared, ",
+        ][lat["wording"]]
         q = lead + tail
         extra: dict = {}
         forb: list[str] = []
@@ -706,8 +976,11 @@ class InformationExtraction(Ability):
                 forb = [f"{int(t[field]):,}"]
             elif fmt == "date":
                 extra["date_range"] = DATE_RANGE
-                printed = {"delivery_date": "delivery_printed", "check_in": "check_in_printed",
-                           "check_out": "check_out_printed"}.get(field)
+                printed = {
+                    "delivery_date": "delivery_printed",
+                    "check_in": "check_in_printed",
+                    "check_out": "check_out_printed",
+                }.get(field)
                 if printed:
                     forb = [t[printed]]
         return q, prog, fmt, forb, extra
@@ -730,13 +1003,17 @@ class InformationExtraction(Ability):
             q = f"In the photo of {ctx} I sent you a while back, what colour was the {k}?"
             return q, _get(0, "objects", idx[0], "color"), "color", [], {"choices": SAFE_COLORS}
         if kind == "plate":
-            q = [f"In the photo I shared from {ctx}, what did the car's licence plate read?",
-                 f"Going back to the photo I sent from {ctx}, what was the licence plate number on the car?"][lat["wording"]]
+            q = [
+                f"In the photo I shared from {ctx}, what did the car's licence plate read?",
+                f"Going back to the photo I sent from {ctx}, what was the licence plate number on the car?",
+            ][lat["wording"]]
             return q, _get(0, "text"), "code", [], {}
         if t["car_color"] not in SAFE_COLORS:
             raise ValueError("natural_photo: car colour is not a safe one-word answer")
-        q = [f"In the photo I shared from {ctx}, what colour was the car?",
-             f"Going back to the photo I sent from {ctx}, what colour was the car in it?"][lat["wording"]]
+        q = [
+            f"In the photo I shared from {ctx}, what colour was the car?",
+            f"Going back to the photo I sent from {ctx}, what colour was the car in it?",
+        ][lat["wording"]]
         return q, _get(0, "car_color"), "color", [t["text"]], {"choices": SAFE_COLORS[:4] + ["grey"]}
 
     # ============================================================================== chance
@@ -763,6 +1040,8 @@ class InformationExtraction(Ability):
             return (a + dt.timedelta(days=rng.randrange((b - a).days + 1))).strftime("%Y/%m/%d")
         if fmt == "code":
             shape = d.get("code_shape") or "DDDD"
-            return "".join(rng.choice("0123456789") if c == "D" else rng.choice("ABCDEFGHJKLMNPRSTUVWXYZ")
-                           if c == "L" else c for c in shape)
+            return "".join(
+                rng.choice("0123456789") if c == "D" else rng.choice("ABCDEFGHJKLMNPRSTUVWXYZ") if c == "L" else c
+                for c in shape
+            )
         return ""

@@ -27,6 +27,7 @@ Official subtypes and finer variants (``details.variant``):
   ``count_distinct`` ("how many different places ...?", answer an integer); ``details.entity_kind``
   is ``shop_sign`` (named_sign shop fronts) or ``receipt_store`` (the shop printed on receipts).
 """
+
 from __future__ import annotations
 
 import random
@@ -52,10 +53,13 @@ COUNT_VALUE_OP = "count"
 def _engine_counts_values() -> bool:
     """Whether :mod:`memlens.build.abilities.derive` counts by value (the proposed ``count`` + ``value``)."""
     try:
-        prog = {"op": "count", "value": "Yes", "args": [{"op": "const", "value": "No"},
-                                                        {"op": "const", "value": "Yes"}]}
+        prog = {
+            "op": "count",
+            "value": "Yes",
+            "args": [{"op": "const", "value": "No"}, {"op": "const", "value": "Yes"}],
+        }
         return _derive.evaluate(prog, None) == "1"
-    except Exception:  # noqa: BLE001 - any failure means: not supported
+    except Exception:
         return False
 
 
@@ -63,14 +67,67 @@ COUNT_BY_VALUE = _engine_counts_values()
 
 CURRENCY_POOL = ["USD", "USD", "USD", "EUR", "EUR", "GBP", "DKK", "JPY", "CHF"]
 NON_CASH = ["VISA", "Mastercard", "Amex", "Debit card", "Apple Pay", "Google Pay", "Contactless"]
-SHOP_SIGN_TYPES = ["Bakery", "Cafe", "Florist", "Bistro", "Deli", "Bookshop", "Tea Room", "Gelato", "Records",
-                   "Tailor", "Optician", "Barber", "Bike Shop", "Pharmacy", "Hardware"]
-SHOP_WORDS = ["Luna", "Aurora", "Willow", "Copper", "Golden", "Blue Door", "Red Fox", "Maple", "Harbor", "Juniper",
-              "Olive", "Saffron", "Pebble", "Lantern", "Nordic", "Sunny", "Little", "Corner", "Old Town",
-              "Green Leaf", "Silver Spoon", "Bluebird", "Hazel", "Ember", "Meadow", "Wild Thyme", "Northside",
-              "Sparrow", "Tidewater", "Cobble", "Marigold", "Basil", "Ivy", "Driftwood", "Acorn"]
-TEXT_TAILS = ["and I spent {amt} there", "and the bill there came to {amt}", "and I paid {amt} there",
-              "and I ended up spending {amt} there", "and I spent {amt} in total there"]
+SHOP_SIGN_TYPES = [
+    "Bakery",
+    "Cafe",
+    "Florist",
+    "Bistro",
+    "Deli",
+    "Bookshop",
+    "Tea Room",
+    "Gelato",
+    "Records",
+    "Tailor",
+    "Optician",
+    "Barber",
+    "Bike Shop",
+    "Pharmacy",
+    "Hardware",
+]
+SHOP_WORDS = [
+    "Luna",
+    "Aurora",
+    "Willow",
+    "Copper",
+    "Golden",
+    "Blue Door",
+    "Red Fox",
+    "Maple",
+    "Harbor",
+    "Juniper",
+    "Olive",
+    "Saffron",
+    "Pebble",
+    "Lantern",
+    "Nordic",
+    "Sunny",
+    "Little",
+    "Corner",
+    "Old Town",
+    "Green Leaf",
+    "Silver Spoon",
+    "Bluebird",
+    "Hazel",
+    "Ember",
+    "Meadow",
+    "Wild Thyme",
+    "Northside",
+    "Sparrow",
+    "Tidewater",
+    "Cobble",
+    "Marigold",
+    "Basil",
+    "Ivy",
+    "Driftwood",
+    "Acorn",
+]
+TEXT_TAILS = [
+    "and I spent {amt} there",
+    "and the bill there came to {amt}",
+    "and I paid {amt} there",
+    "and I ended up spending {amt} there",
+    "and I spent {amt} in total there",
+]
 
 
 # ----------------------------------------------------------------------------------------- helpers
@@ -80,8 +137,9 @@ def _noun(family: str) -> str:
     thing, ctx = thing_for(r, family, set())
     if thing.endswith(ctx) and thing != ctx:
         return thing[: -len(ctx)].rstrip()
-    return {"receipt": "the receipt from", "price_tag": "the price label I saw on",
-            "named_sign": "the place from"}.get(family, "the photo from")
+    return {"receipt": "the receipt from", "price_tag": "the price label I saw on", "named_sign": "the place from"}.get(
+        family, "the photo from"
+    )
 
 
 def _theme(rng: random.Random, reserved: set[str]) -> str:
@@ -142,8 +200,14 @@ def _store_identity(rng: random.Random, name: str, stype: str, currency: str) ->
         address = street_address(rng, city)
         if len(address) <= 34:
             break
-    return {"store": name, "store_type": stype, "address": address, "city": city,
-            "phone": phone_number(rng, currency, city), "currency": currency}
+    return {
+        "store": name,
+        "store_type": stype,
+        "address": address,
+        "city": city,
+        "phone": phone_number(rng, currency, city),
+        "currency": currency,
+    }
 
 
 # ----------------------------------------------------------------------------------------- ability
@@ -155,11 +219,16 @@ class MultiSessionReasoning(Ability):
         "entity_resolution": ["yes_no_sign", "count_distinct_sign", "yes_no_receipt", "count_distinct_receipt"],
     }
     families = {
-        "receipts": ["receipt", "named_sign"], "price_tags": ["price_tag", "named_sign"],
+        "receipts": ["receipt", "named_sign"],
+        "price_tags": ["price_tag", "named_sign"],
         "mixed": ["receipt", "price_tag", "named_sign"],
-        "on_sale": ["price_tag"], "paid_cash": ["receipt"], "brand": ["price_tag"],
-        "yes_no_sign": ["named_sign"], "count_distinct_sign": ["named_sign"],
-        "yes_no_receipt": ["receipt"], "count_distinct_receipt": ["receipt"],
+        "on_sale": ["price_tag"],
+        "paid_cash": ["receipt"],
+        "brand": ["price_tag"],
+        "yes_no_sign": ["named_sign"],
+        "count_distinct_sign": ["named_sign"],
+        "yes_no_receipt": ["receipt"],
+        "count_distinct_receipt": ["receipt"],
     }
 
     # ------------------------------------------------------------------------------------- plan
@@ -178,16 +247,18 @@ class MultiSessionReasoning(Ability):
             images = self._plan_er(rng, variant, n, latent)
         # the mention sentences (drawn now so that plan and build stay independent of the truths)
         latent["mention_seeds"] = [rng.getrandbits(32) for _ in images]
-        return Plan(plan_id, MSR, subtype, variant, topic.topic_id, pick(rng, topic.subtopics or [topic.title]),
-                    images, latent)
+        return Plan(
+            plan_id, MSR, subtype, variant, topic.topic_id, pick(rng, topic.subtopics or [topic.title]), images, latent
+        )
 
     def _plan_arithmetic(self, rng, variant, n, latent) -> list[ImageRequest]:
         cur = pick(rng, CURRENCY_POOL)
         n_text = min(n - 1, pick(rng, [0, 1, 1, 2]))
         kinds = ["text"] * n_text
         for _ in range(n - n_text):
-            kinds.append({"receipts": "receipt", "price_tags": "price_tag"}.get(variant)
-                         or pick(rng, ["receipt", "price_tag"]))
+            kinds.append(
+                {"receipts": "receipt", "price_tags": "price_tag"}.get(variant) or pick(rng, ["receipt", "price_tag"])
+            )
         if variant == "mixed" and n - n_text >= 2 and len(set(kinds) - {"text"}) < 2:
             kinds[-1] = "price_tag" if kinds[-1] == "receipt" else "receipt"
         rng.shuffle(kinds)
@@ -220,7 +291,9 @@ class MultiSessionReasoning(Ability):
             brand, *others = rng.sample(BRANDS, 4)
             latent["brand"] = brand
             for i in range(n):
-                images.append(ImageRequest("price_tag", {"currency": cur, "brand": brand if i in match else pick(rng, others)}))
+                images.append(
+                    ImageRequest("price_tag", {"currency": cur, "brand": brand if i in match else pick(rng, others)})
+                )
         else:
             raise ValueError(f"MSR counting: unknown variant {variant!r}")
         latent.update({"matching": match})
@@ -243,9 +316,15 @@ class MultiSessionReasoning(Ability):
         if kind == "shop_sign":
             stype = pick(rng, SHOP_SIGN_TYPES)
             names = _names(rng, n_names, stype)
-            looks = [{"subtitle": pick(rng, ["FRESH DAILY", "OPEN 7 DAYS", "FAMILY OWNED",
-                                              f"EST. {rng.randint(1952, 2021)}"]),
-                      "number": str(rng.randint(1, 199))} for _ in names]
+            looks = [
+                {
+                    "subtitle": pick(
+                        rng, ["FRESH DAILY", "OPEN 7 DAYS", "FAMILY OWNED", f"EST. {rng.randint(1952, 2021)}"]
+                    ),
+                    "number": str(rng.randint(1, 199)),
+                }
+                for _ in names
+            ]
             from memlens.build.images.synthetic.photo import sample_photo_effects
 
             images = []
@@ -281,8 +360,9 @@ class MultiSessionReasoning(Ability):
             return self._build_er(rng, plan, truths)
         raise ValueError(f"MSR: unknown subtype {sub!r}")
 
-    def _mentions(self, plan, truths, tails: list[str | None], anaphors: bool = False,
-                  forbidden: list[str] | None = None) -> list[FactDraft]:
+    def _mentions(
+        self, plan, truths, tails: list[str | None], anaphors: bool = False, forbidden: list[str] | None = None
+    ) -> list[FactDraft]:
         """``anaphors``: phrase a share of the (named_sign) mentions with an anaphor of the entity's
         category ("that bakery I showed you <image>"), as haystack mentions of such images are."""
         from memlens.build.text import abstraction
@@ -309,8 +389,13 @@ class MultiSessionReasoning(Ability):
         return facts
 
     def _base_details(self, plan, fmt: str) -> dict:
-        return {"answer_format": fmt, "theme": plan.latent["theme"], "n_sessions": len(plan.images),
-                "families": [r.family for r in plan.images], "context": plan.latent["theme"]}
+        return {
+            "answer_format": fmt,
+            "theme": plan.latent["theme"],
+            "n_sessions": len(plan.images),
+            "families": [r.family for r in plan.images],
+            "context": plan.latent["theme"],
+        }
 
     def _build_arithmetic(self, rng, plan, truths) -> Draft:
         cur = plan.latent["currency"]
@@ -362,8 +447,9 @@ class MultiSessionReasoning(Ability):
         if image_total <= 0:
             raise ValueError("MSR arithmetic: no image operand")
         facts = self._mentions(plan, truths, tails)
-        if any(contains_token_bounded(f.mention, answer) or _money_text(v, cur) == answer
-               for f in facts for v in text_vals):
+        if any(
+            contains_token_bounded(f.mention, answer) or _money_text(v, cur) == answer for f in facts for v in text_vals
+        ):
             raise ValueError("MSR arithmetic: the sum equals a stated amount")
         theme = plan.latent["theme"]
         parts = []
@@ -374,14 +460,33 @@ class MultiSessionReasoning(Ability):
         if "text" in kinds:
             parts.append("the amounts I told you about")
         count = parts[0] if len(parts) == 1 else ", ".join(parts[:-1]) + " and " + parts[-1]
-        question = pick(rng, [f"How much did I spend in total on {theme}? Count {count}.",
-                              f"Adding everything up, what did {theme} cost me altogether? Count {count}.",
-                              f"What was my total spending on {theme}? Count {count}."])
+        question = pick(
+            rng,
+            [
+                f"How much did I spend in total on {theme}? Count {count}.",
+                f"Adding everything up, what did {theme} cost me altogether? Count {count}.",
+                f"What was my total spending on {theme}? Count {count}.",
+            ],
+        )
         details = self._base_details(plan, "currency")
-        details.update({"currency": cur, "operand_sources": sources, "n_text_operands": len(text_vals),
-                        "visual_skill": "arithmetic"})
-        return Draft(question=question, answer=answer, facts=facts, details=details, ordered=True,
-                     forbidden=[answer], contexts=[theme], derivation=prog)
+        details.update(
+            {
+                "currency": cur,
+                "operand_sources": sources,
+                "n_text_operands": len(text_vals),
+                "visual_skill": "arithmetic",
+            }
+        )
+        return Draft(
+            question=question,
+            answer=answer,
+            facts=facts,
+            details=details,
+            ordered=True,
+            forbidden=[answer],
+            contexts=[theme],
+            derivation=prog,
+        )
 
     def _build_counting(self, rng, plan, truths) -> Draft:
         v = plan.variant
@@ -390,8 +495,13 @@ class MultiSessionReasoning(Ability):
             preds = [{"op": "get", "img": i, "path": ["on_sale"]} for i in range(len(truths))]
             prog = {"op": "count", "args": preds}
             truth_vals = [bool(t["on_sale"]) for t in truths]
-            question = pick(rng, [f"Of the price labels I saw on {theme}, how many showed the item on sale?",
-                                  f"How many of the price labels I saw on {theme} were for items on sale?"])
+            question = pick(
+                rng,
+                [
+                    f"Of the price labels I saw on {theme}, how many showed the item on sale?",
+                    f"How many of the price labels I saw on {theme} were for items on sale?",
+                ],
+            )
             criterion = "on_sale"
         elif v == "paid_cash":
             preds = [{"op": "get", "img": i, "path": ["payment", "tendered"]} for i in range(len(truths))]
@@ -399,13 +509,20 @@ class MultiSessionReasoning(Ability):
             truth_vals = [t["payment"]["method"].lower() == "cash" for t in truths]
             if any(bool(t["payment"]["tendered"]) != m for t, m in zip(truths, truth_vals)):
                 raise ValueError("MSR counting: cash receipts must show the cash tendered")
-            question = pick(rng, [f"Of the receipts from {theme}, how many did I pay in cash?",
-                                  f"How many of my receipts from {theme} were paid in cash?"])
+            question = pick(
+                rng,
+                [
+                    f"Of the receipts from {theme}, how many did I pay in cash?",
+                    f"How many of my receipts from {theme} were paid in cash?",
+                ],
+            )
             criterion = "paid_cash"
         elif v == "brand":
             brand = plan.latent["brand"]
-            preds = [{"op": "eq", "a": {"op": "get", "img": i, "path": ["brand"]}, "b": {"op": "const", "value": brand}}
-                     for i in range(len(truths))]
+            preds = [
+                {"op": "eq", "a": {"op": "get", "img": i, "path": ["brand"]}, "b": {"op": "const", "value": brand}}
+                for i in range(len(truths))
+            ]
             prog = {"op": COUNT_VALUE_OP, "value": "Yes", "args": preds}
             truth_vals = [t["brand"].strip().lower() == brand.lower() for t in truths]
             question = f"Of the price labels I saw on {theme}, how many were for {brand} products?"
@@ -422,8 +539,16 @@ class MultiSessionReasoning(Ability):
         facts = self._mentions(plan, truths, [None] * len(truths))
         details = self._base_details(plan, "integer")
         details.update({"criterion": criterion, "n_matching": k, "visual_skill": "counting"})
-        return Draft(question=question, answer=answer, facts=facts, details=details, ordered=True,
-                     forbidden=[answer], contexts=[theme], derivation=prog)
+        return Draft(
+            question=question,
+            answer=answer,
+            facts=facts,
+            details=details,
+            ordered=True,
+            forbidden=[answer],
+            contexts=[theme],
+            derivation=prog,
+        )
 
     def _build_er(self, rng, plan, truths) -> Draft:
         theme = plan.latent["theme"]
@@ -436,28 +561,49 @@ class MultiSessionReasoning(Ability):
         else:
             what, what_pl, noun = "shop", "shops", "the receipts from"
         if form == "yes_no":
-            prog = {"op": "eq", "a": {"op": "get", "img": 0, "path": [key]},
-                    "b": {"op": "get", "img": n - 1, "path": [key]}}
+            prog = {
+                "op": "eq",
+                "a": {"op": "get", "img": 0, "path": [key]},
+                "b": {"op": "get", "img": n - 1, "path": [key]},
+            }
             answer = "Yes" if names[0].strip().lower() == names[-1].strip().lower() else "No"
             if kind == "shop_sign":
-                question = pick(rng, [
-                    f"Thinking of {noun} {theme} I shared photos of, was the last one the same place as the first one?",
-                    f"Of the places from {theme} I showed you, was the last place the same one as the first?"])
+                question = pick(
+                    rng,
+                    [
+                        f"Thinking of {noun} {theme} I shared photos of, was the last one the same place as the first one?",
+                        f"Of the places from {theme} I showed you, was the last place the same one as the first?",
+                    ],
+                )
             else:
-                question = pick(rng, [
-                    f"Looking at {noun} {theme}, was the last receipt from the same shop as the first one?",
-                    f"Of my receipts from {theme}, did the last one come from the same shop as the first?"])
+                question = pick(
+                    rng,
+                    [
+                        f"Looking at {noun} {theme}, was the last receipt from the same shop as the first one?",
+                        f"Of my receipts from {theme}, did the last one come from the same shop as the first?",
+                    ],
+                )
             fmt = "yes_no"
             forbidden = sorted(set(names))
         else:
             prog = {"op": "distinct", "args": [{"op": "get", "img": i, "path": [key]} for i in range(n)]}
             answer = str(len({x.strip().lower() for x in names}))
             if kind == "shop_sign":
-                question = pick(rng, [f"How many different places did I share photos of from {theme}?",
-                                      f"Across my photos of the places from {theme}, how many different places were there?"])
+                question = pick(
+                    rng,
+                    [
+                        f"How many different places did I share photos of from {theme}?",
+                        f"Across my photos of the places from {theme}, how many different places were there?",
+                    ],
+                )
             else:
-                question = pick(rng, [f"How many different shops did my receipts from {theme} come from?",
-                                      f"My receipts from {theme} came from how many different shops?"])
+                question = pick(
+                    rng,
+                    [
+                        f"How many different shops did my receipts from {theme} come from?",
+                        f"My receipts from {theme} came from how many different shops?",
+                    ],
+                )
             fmt = "integer"
             forbidden = [answer] + sorted(set(names))
         got = evaluate_local(prog, truths)
@@ -465,11 +611,27 @@ class MultiSessionReasoning(Ability):
             raise ValueError(f"MSR entity resolution: derivation {got!r} != {answer!r}")
         facts = self._mentions(plan, truths, [None] * n, anaphors=True, forbidden=list(forbidden) + [answer])
         details = self._base_details(plan, fmt)
-        details.update({"er_form": form, "entity_kind": kind, "n_entities": len({x.lower() for x in names}),
-                        "entity_of_session": plan.latent["entity_ids"], "visual_skill": "entity_resolution",
-                        "entity_word": what, "entity_word_plural": what_pl})
-        return Draft(question=question, answer=answer, facts=facts, details=details, ordered=True,
-                     forbidden=forbidden, contexts=[theme], derivation=prog)
+        details.update(
+            {
+                "er_form": form,
+                "entity_kind": kind,
+                "n_entities": len({x.lower() for x in names}),
+                "entity_of_session": plan.latent["entity_ids"],
+                "visual_skill": "entity_resolution",
+                "entity_word": what,
+                "entity_word_plural": what_pl,
+            }
+        )
+        return Draft(
+            question=question,
+            answer=answer,
+            facts=facts,
+            details=details,
+            ordered=True,
+            forbidden=forbidden,
+            contexts=[theme],
+            derivation=prog,
+        )
 
     # ---------------------------------------------------------------------------------- chance
     def chance_answer(self, question: Question, rng):

@@ -38,15 +38,16 @@ a ``pick`` (select the value whose image shows the named entity) when the deriva
 provides that op (see :data:`HAS_PICK`); ``D_*`` date-extraction variants are only planned then,
 because without it a bare ``fact_date`` is re-derivable from session dates alone.
 """
+
 from __future__ import annotations
 
 import calendar as _calendar
+import itertools
 import random
 import re
 from datetime import date, datetime, timedelta
 from functools import lru_cache
 
-from memlens.core.constants import HISTORY_SPAN_DAYS
 from memlens.build.abilities import contexts as ctxs
 from memlens.build.abilities.base import Ability, Draft, FactDraft, ImageRequest, Plan, pick
 from memlens.build.abilities.derive import derive
@@ -54,18 +55,47 @@ from memlens.build.images.synthetic import vocab
 from memlens.build.images.synthetic.formats import MONTHS
 from memlens.build.text import textbank
 from memlens.build.text.validators import contains_token_bounded
+from memlens.core.constants import HISTORY_SPAN_DAYS
 from memlens.core.schema import IMAGE_PLACEHOLDER, TR, Question, format_date, parse_date
 
 # --------------------------------------------------------------------------------------------------
 # Time line
 # --------------------------------------------------------------------------------------------------
 EPOCH = datetime(2024, 1, 1, 8, 0)
-WINDOW = 225                     # evidence sessions and events stay inside this many days
-ORDINALS = ["first", "second", "third", "fourth", "fifth", "sixth", "seventh", "eighth", "ninth", "tenth",
-            "eleventh", "twelfth", "thirteenth", "fourteenth", "fifteenth", "sixteenth", "seventeenth",
-            "eighteenth", "nineteenth", "twentieth", "twenty-first", "twenty-second", "twenty-third",
-            "twenty-fourth", "twenty-fifth", "twenty-sixth", "twenty-seventh", "twenty-eighth",
-            "twenty-ninth", "thirtieth", "thirty-first"]
+WINDOW = 225  # evidence sessions and events stay inside this many days
+ORDINALS = [
+    "first",
+    "second",
+    "third",
+    "fourth",
+    "fifth",
+    "sixth",
+    "seventh",
+    "eighth",
+    "ninth",
+    "tenth",
+    "eleventh",
+    "twelfth",
+    "thirteenth",
+    "fourteenth",
+    "fifteenth",
+    "sixteenth",
+    "seventeenth",
+    "eighteenth",
+    "nineteenth",
+    "twentieth",
+    "twenty-first",
+    "twenty-second",
+    "twenty-third",
+    "twenty-fourth",
+    "twenty-fifth",
+    "twenty-sixth",
+    "twenty-seventh",
+    "twenty-eighth",
+    "twenty-ninth",
+    "thirtieth",
+    "thirty-first",
+]
 HOUR_WORDS = ["twelve", "one", "two", "three", "four", "five", "six", "seven", "eight", "nine", "ten", "eleven"]
 MINUTE_WORDS = {5: "five", 10: "ten", 20: "twenty", 25: "twenty-five"}
 CHANCE_WINDOW_DAYS = 180
@@ -74,50 +104,182 @@ CHANCE_WINDOW_DAYS = 180
 # Names only these questions use (the haystack image samplers draw from memlens.build.images.synthetic.vocab,
 # so none of these is ever shown by a haystack image)
 # --------------------------------------------------------------------------------------------------
-NAME_WORDS = ["Pemberton", "Kestrel", "Marlowe", "Thistle", "Brackenridge", "Halloran", "Vesper", "Ashgrove",
-              "Calloway", "Dunmore", "Everly", "Fenwick", "Galloway", "Hartwell", "Lindqvist", "Mirabel",
-              "Norcross", "Oakhurst", "Pellham", "Rosewick", "Quillon", "Tamsin", "Upton", "Wexford",
-              "Yarrow", "Bellamy", "Corliss", "Larkspur", "Montague", "Whitlock", "Aldous", "Brightwater"]
+NAME_WORDS = [
+    "Pemberton",
+    "Kestrel",
+    "Marlowe",
+    "Thistle",
+    "Brackenridge",
+    "Halloran",
+    "Vesper",
+    "Ashgrove",
+    "Calloway",
+    "Dunmore",
+    "Everly",
+    "Fenwick",
+    "Galloway",
+    "Hartwell",
+    "Lindqvist",
+    "Mirabel",
+    "Norcross",
+    "Oakhurst",
+    "Pellham",
+    "Rosewick",
+    "Quillon",
+    "Tamsin",
+    "Upton",
+    "Wexford",
+    "Yarrow",
+    "Bellamy",
+    "Corliss",
+    "Larkspur",
+    "Montague",
+    "Whitlock",
+    "Aldous",
+    "Brightwater",
+]
 #: entity shop signs: type -> occasion words that would hint at it (never paired with it)
-ENTITY_SHOPS = {"Barbers": [], "Tailors": ["wedding"], "Opticians": [], "Records": ["flea", "night market"],
-                "Florist": ["garden"], "Gelato": ["beach", "kiosk"], "Framing": ["museum"], "Cobblers": [],
-                "Pottery": ["craft"], "Tea Room": ["brunch", "cafe"], "Deli": ["picnic", "grocery"],
-                "Bistro": ["dinner", "lunch", "brunch", "food"]}
-BOOK_A = ["The Amber", "The Velvet", "A Distant", "The Ninth", "The Wandering", "Under the Pale", "The Iron",
-          "The Painted", "The Forgotten", "A Season of"]
-BOOK_B = ["Compass", "Lagoon", "Meridian", "Canyon", "Harvest", "Bellwether", "Citadel", "Monsoon", "Carousel",
-          "Thicket", "Aviary", "Quarry"]
+ENTITY_SHOPS = {
+    "Barbers": [],
+    "Tailors": ["wedding"],
+    "Opticians": [],
+    "Records": ["flea", "night market"],
+    "Florist": ["garden"],
+    "Gelato": ["beach", "kiosk"],
+    "Framing": ["museum"],
+    "Cobblers": [],
+    "Pottery": ["craft"],
+    "Tea Room": ["brunch", "cafe"],
+    "Deli": ["picnic", "grocery"],
+    "Bistro": ["dinner", "lunch", "brunch", "food"],
+}
+BOOK_A = [
+    "The Amber",
+    "The Velvet",
+    "A Distant",
+    "The Ninth",
+    "The Wandering",
+    "Under the Pale",
+    "The Iron",
+    "The Painted",
+    "The Forgotten",
+    "A Season of",
+]
+BOOK_B = [
+    "Compass",
+    "Lagoon",
+    "Meridian",
+    "Canyon",
+    "Harvest",
+    "Bellwether",
+    "Citadel",
+    "Monsoon",
+    "Carousel",
+    "Thicket",
+    "Aviary",
+    "Quarry",
+]
 BOOK_CLASH = ["book", "library"]
 #: receipt store types -> occasion words that would hint at them
-STORE_CLASH = {"bakery": ["bakery"], "cafe": ["cafe", "brunch"], "grocery": ["grocery", "market"],
-               "pharmacy": ["pharmacy"], "hardware": ["hardware", "garden"], "restaurant": ["dinner", "lunch", "brunch", "food"],
-               "bookstore": ["book"]}
-CITIES = [("Valletta", "MLA"), ("Ljubljana", "LJU"), ("Tallinn", "TLL"), ("Porto", "OPO"), ("Bergen", "BGO"),
-          ("Gdansk", "GDN"), ("Bologna", "BLQ"), ("Seville", "SVQ"), ("Krakow", "KRK"), ("Riga", "RIX"),
-          ("Vilnius", "VNO"), ("Salzburg", "SZG"), ("Nantes", "NTE"), ("Naples", "NAP"), ("Marrakesh", "RAK"),
-          ("Granada", "GRX"), ("Dubrovnik", "DBV"), ("Tbilisi", "TBS"), ("Bordeaux", "BOD")]
-SHOWS = {"concert": ["The Marigold Quartet", "Velvet Static", "Northbound Choir", "The Amber Lanterns",
-                     "Saltwater Strings", "Paper Kites Revival"],
-         "theatre": ["The Clockmaker's Daughter", "A Lantern in Winter", "The Cartographer's Wife",
-                     "Salt and Sorrel"],
-         "sports": ["Kestrel Rovers vs Ashford Town", "Harbourside Hawks vs Millbrook"],
-         "exhibition": ["Shapes of Water", "Northern Weaves", "The Printmakers' Year"],
-         "festival": ["Lantern River Festival", "Orchard Harvest Fair", "Tidewater Folk Weekend"]}
-SHOW_NOUN = {"concert": "concert", "theatre": "play", "sports": "match", "exhibition": "exhibition",
-             "festival": "festival"}
-CAL_LABELS = ["Pottery class", "Dentist", "Eye exam", "Tax filing", "Guitar lesson", "Vet visit", "Plumber visit",
-              "Flu shot", "Team offsite", "Language exam", "Photo shoot", "Charity run", "Wine tasting",
-              "Boiler check", "Open day", "Choir concert", "Blood test", "Bike service", "Visa appointment",
-              "Quiz night"]
-CAL_SPANS = [("Course starts", "Course ends", "course"), ("House-sit begins", "House-sit ends", "house-sitting stint"),
-             ("Renovation starts", "Renovation done", "renovation"), ("Guests arrive", "Guests leave", "guests' stay"),
-             ("Project kickoff", "Project due", "project"), ("Leave starts", "Back to work", "time off"),
-             ("Training starts", "Race day", "race training"), ("Detox starts", "Detox ends", "detox challenge")]
+STORE_CLASH = {
+    "bakery": ["bakery"],
+    "cafe": ["cafe", "brunch"],
+    "grocery": ["grocery", "market"],
+    "pharmacy": ["pharmacy"],
+    "hardware": ["hardware", "garden"],
+    "restaurant": ["dinner", "lunch", "brunch", "food"],
+    "bookstore": ["book"],
+}
+CITIES = [
+    ("Valletta", "MLA"),
+    ("Ljubljana", "LJU"),
+    ("Tallinn", "TLL"),
+    ("Porto", "OPO"),
+    ("Bergen", "BGO"),
+    ("Gdansk", "GDN"),
+    ("Bologna", "BLQ"),
+    ("Seville", "SVQ"),
+    ("Krakow", "KRK"),
+    ("Riga", "RIX"),
+    ("Vilnius", "VNO"),
+    ("Salzburg", "SZG"),
+    ("Nantes", "NTE"),
+    ("Naples", "NAP"),
+    ("Marrakesh", "RAK"),
+    ("Granada", "GRX"),
+    ("Dubrovnik", "DBV"),
+    ("Tbilisi", "TBS"),
+    ("Bordeaux", "BOD"),
+]
+SHOWS = {
+    "concert": [
+        "The Marigold Quartet",
+        "Velvet Static",
+        "Northbound Choir",
+        "The Amber Lanterns",
+        "Saltwater Strings",
+        "Paper Kites Revival",
+    ],
+    "theatre": ["The Clockmaker's Daughter", "A Lantern in Winter", "The Cartographer's Wife", "Salt and Sorrel"],
+    "sports": ["Kestrel Rovers vs Ashford Town", "Harbourside Hawks vs Millbrook"],
+    "exhibition": ["Shapes of Water", "Northern Weaves", "The Printmakers' Year"],
+    "festival": ["Lantern River Festival", "Orchard Harvest Fair", "Tidewater Folk Weekend"],
+}
+SHOW_NOUN = {
+    "concert": "concert",
+    "theatre": "play",
+    "sports": "match",
+    "exhibition": "exhibition",
+    "festival": "festival",
+}
+CAL_LABELS = [
+    "Pottery class",
+    "Dentist",
+    "Eye exam",
+    "Tax filing",
+    "Guitar lesson",
+    "Vet visit",
+    "Plumber visit",
+    "Flu shot",
+    "Team offsite",
+    "Language exam",
+    "Photo shoot",
+    "Charity run",
+    "Wine tasting",
+    "Boiler check",
+    "Open day",
+    "Choir concert",
+    "Blood test",
+    "Bike service",
+    "Visa appointment",
+    "Quiz night",
+]
+CAL_SPANS = [
+    ("Course starts", "Course ends", "course"),
+    ("House-sit begins", "House-sit ends", "house-sitting stint"),
+    ("Renovation starts", "Renovation done", "renovation"),
+    ("Guests arrive", "Guests leave", "guests' stay"),
+    ("Project kickoff", "Project due", "project"),
+    ("Leave starts", "Back to work", "time off"),
+    ("Training starts", "Race day", "race training"),
+    ("Detox starts", "Detox ends", "detox challenge"),
+]
 #: how ``contexts.thing_for`` introduces an occasion for these families
 OCCASION_NOUN = {"receipt": "the receipt from", "named_sign": "the place from", "ticket": "the ticket for"}
-ACTIVITIES = ["the laundry", "proofing the bread dough", "my study session", "the long video call",
-              "assembling the bookshelf", "the slow-cooker stew", "my piano practice", "repotting the plants",
-              "the jigsaw puzzle", "painting the fence", "the batch of jam", "sorting the garage"]
+ACTIVITIES = [
+    "the laundry",
+    "proofing the bread dough",
+    "my study session",
+    "the long video call",
+    "assembling the bookshelf",
+    "the slow-cooker stew",
+    "my piano practice",
+    "repotting the plants",
+    "the jigsaw puzzle",
+    "painting the fence",
+    "the batch of jam",
+    "sorting the garage",
+]
 
 
 # --------------------------------------------------------------------------------------------------
@@ -125,7 +287,11 @@ ACTIVITIES = ["the laundry", "proofing the bread dough", "my study session", "th
 # --------------------------------------------------------------------------------------------------
 def _probe_pick() -> bool:
     """Whether the derivation module has the ``pick`` op (select the value whose key matches)."""
-    prog = {"op": "pick", "match": "x", "cases": [[{"op": "get", "img": 0, "path": ["text"]}, {"op": "const", "value": "1"}]]}
+    prog = {
+        "op": "pick",
+        "match": "x",
+        "cases": [[{"op": "get", "img": 0, "path": ["text"]}, {"op": "const", "value": "1"}]],
+    }
     try:
         return derive(prog, [None]) is None and derive(prog, [{"text": "X"}]) == "1"
     except Exception:  # unknown op
@@ -200,12 +366,19 @@ def answer_forms(ans: str) -> list[str]:
     """Text forms of a YYYY/MM/DD answer (all of them are forbidden in the history)."""
     d = _day(ans)
     mon = MONTHS[d.month - 1]
-    return [ans, d.strftime("%Y-%m-%d"), f"{mon} {d.day}, {d.year}", f"{d.day} {mon} {d.year}",
-            f"{mon[:3]} {d.day}, {d.year}", f"{d.day} {mon[:3]} {d.year}"]
+    return [
+        ans,
+        d.strftime("%Y-%m-%d"),
+        f"{mon} {d.day}, {d.year}",
+        f"{d.day} {mon} {d.year}",
+        f"{mon[:3]} {d.day}, {d.year}",
+        f"{d.day} {mon[:3]} {d.year}",
+    ]
 
 
-def _render_mention(rng: random.Random, family: str, thing: str, when: str | None, tail: str | None,
-                    force_when: bool) -> str:
+def _render_mention(
+    rng: random.Random, family: str, thing: str, when: str | None, tail: str | None, force_when: bool
+) -> str:
     """A mention in the shared haystack phrasing (``textbank`` templates); ``force_when`` picks a
     template that states ``when`` (mode D: the session's own day is the anchor)."""
     kind = ctxs.FAMILY_KIND.get(family, "photo")
@@ -230,8 +403,9 @@ class _Builder:
     def __init__(self, rng: random.Random, reserved: set[str]):
         self.rng = rng
         self.reserved = reserved
-        self.qdt = EPOCH + timedelta(days=HISTORY_SPAN_DAYS + rng.randrange(700), hours=rng.randrange(0, 13),
-                                     minutes=rng.randrange(60))
+        self.qdt = EPOCH + timedelta(
+            days=HISTORY_SPAN_DAYS + rng.randrange(700), hours=rng.randrange(0, 13), minutes=rng.randrange(60)
+        )
         self.q0 = self.qdt.date()
         self.lo = self.q0 - timedelta(days=WINDOW)
         self.hi = self.q0 - timedelta(days=1)
@@ -240,7 +414,7 @@ class _Builder:
         self.used_words: set[str] = set()
         self.used_names: set[str] = set()
         self.session_days: set[date] = set()
-        self.new_ctx: list[str] = []        # contexts this question reserves (it names them)
+        self.new_ctx: list[str] = []  # contexts this question reserves (it names them)
         self.used_ctx: set[str] = set()
         self.forbidden: list[str] = []
         self.sources: set[str] = set()
@@ -264,8 +438,14 @@ class _Builder:
         raise _Retry("names exhausted")
 
     # ---------------------------------------------------------------- contexts
-    def _ctx(self, family: str, avoid: list[str], event_day: date | None = None,
-             session_day: date | None = None, reserve: bool = False) -> tuple[str, str]:
+    def _ctx(
+        self,
+        family: str,
+        avoid: list[str],
+        event_day: date | None = None,
+        session_day: date | None = None,
+        reserve: bool = False,
+    ) -> tuple[str, str]:
         """(thing, context phrase) drawn like ``contexts.thing_for`` draws them.
 
         Only contexts the question names are reserved (calendar pages: the question says which
@@ -284,21 +464,29 @@ class _Builder:
                 prev = session_day.replace(day=1) - timedelta(days=1)
                 if (event_day.year, event_day.month) == (prev.year, prev.month):
                     suffixes.append(" last month")
-                if event_day.month in (3, 4, 5) and session_day.month in (3, 4, 5, 6) \
-                        and event_day.year == session_day.year:
+                if (
+                    event_day.month in (3, 4, 5)
+                    and session_day.month in (3, 4, 5, 6)
+                    and event_day.year == session_day.year
+                ):
                     suffixes.append(" in spring")
                 if event_day.month in (12, 1, 2) and session_day.month in range(3, 11) and gap >= 45:
                     suffixes.append(" back in winter")
 
             def draw():
-                occ = (pick(self.rng, ctxs.OCCASIONS) + pick(self.rng, ["", f" with {pick(self.rng, ctxs.PEOPLE)}"])
-                       + pick(self.rng, suffixes))
+                occ = (
+                    pick(self.rng, ctxs.OCCASIONS)
+                    + pick(self.rng, ["", f" with {pick(self.rng, ctxs.PEOPLE)}"])
+                    + pick(self.rng, suffixes)
+                )
                 return f"{OCCASION_NOUN[family]} {occ}", occ
         else:
+
             def draw():
                 return ctxs.thing_for(self.rng, family, None)
+
         fallback = None
-        for i in range(300):
+        for _i in range(300):
             thing, ctx = draw()
             if any(a in ctx.lower() for a in avoid):
                 continue
@@ -318,8 +506,11 @@ class _Builder:
 
     def _friday_ctx(self, avoid: list[str]) -> tuple[str, str]:
         for _ in range(300):
-            occ = (pick(self.rng, ctxs.OCCASIONS) + pick(self.rng, ["", f" with {pick(self.rng, ctxs.PEOPLE)}"])
-                   + " on Friday")
+            occ = (
+                pick(self.rng, ctxs.OCCASIONS)
+                + pick(self.rng, ["", f" with {pick(self.rng, ctxs.PEOPLE)}"])
+                + " on Friday"
+            )
             if not any(a in occ.lower() for a in avoid) and not _clashes(occ, self.used_ctx):
                 self.used_ctx.add(occ)
                 return f"{OCCASION_NOUN['named_sign']} {occ}", occ
@@ -337,10 +528,21 @@ class _Builder:
         if not (self.lo <= d <= self.hi):
             raise _Retry("event day")
 
-    def _fact(self, family: str, constraints: dict, at: str, thing: str, ctx: str, *, when=None,
-              force_when=False, tail=None) -> int:
-        self.facts.append({"family": family, "constraints": constraints, "at": at, "thing": thing, "ctx": ctx,
-                           "when": when, "force_when": force_when, "tail": tail})
+    def _fact(
+        self, family: str, constraints: dict, at: str, thing: str, ctx: str, *, when=None, force_when=False, tail=None
+    ) -> int:
+        self.facts.append(
+            {
+                "family": family,
+                "constraints": constraints,
+                "at": at,
+                "thing": thing,
+                "ctx": ctx,
+                "when": when,
+                "force_when": force_when,
+                "tail": tail,
+            }
+        )
         return len(self.facts) - 1
 
     def _event(self, **ev) -> dict:
@@ -365,15 +567,23 @@ class _Builder:
         hname, hcode, _ = home or self.home
         sday = self._share_day(day, shared, before=(1, 6), after=(1, 15))
         thing, ctx = self._ctx("ticket", [], day, sday)
-        cons = {"kind": "boarding_pass", "date": _ds(day), "passenger": self.me,
-                "from_code": code if back else hcode, "from_city": name if back else hname,
-                "to_code": hcode if back else code, "to_city": hname if back else name}
-        k = self._fact("ticket", cons, self._session_at(sday), thing, ctx,
-                       when=self._loose_when(day, sday) if sday > day else None)
+        cons = {
+            "kind": "boarding_pass",
+            "date": _ds(day),
+            "passenger": self.me,
+            "from_code": code if back else hcode,
+            "from_city": name if back else hname,
+            "to_code": hcode if back else code,
+            "to_city": hname if back else name,
+        }
+        k = self._fact(
+            "ticket", cons, self._session_at(sday), thing, ctx, when=self._loose_when(day, sday) if sday > day else None
+        )
         self.forbidden.append(name)
         self.sources.add("ticket")
-        return self._event(fact=k, src="get", path=["date"], day=_ds(day), desc=f"flying to {name}",
-                           city=name, code=code)
+        return self._event(
+            fact=k, src="get", path=["date"], day=_ds(day), desc=f"flying to {name}", city=name, code=code
+        )
 
     def _fresh_city(self) -> tuple[str, str]:
         free = [c for c in CITIES if c[0] not in self.used_names]
@@ -390,12 +600,12 @@ class _Builder:
         sday = self._share_day(day, shared, before=(2, 25), after=(1, 15))
         thing, ctx = self._ctx("ticket", [], day, sday)
         cons = {"kind": "event_ticket", "event": name, "event_type": etype, "date": _ds(day), "holder": self.me}
-        k = self._fact("ticket", cons, self._session_at(sday), thing, ctx,
-                       when=self._loose_when(day, sday) if sday > day else None)
+        k = self._fact(
+            "ticket", cons, self._session_at(sday), thing, ctx, when=self._loose_when(day, sday) if sday > day else None
+        )
         self.forbidden.append(name)
         self.sources.add("ticket")
-        return self._event(fact=k, src="get", path=["date"], day=_ds(day), desc=show_phrase(name, etype),
-                           show=name)
+        return self._event(fact=k, src="get", path=["date"], day=_ds(day), desc=show_phrase(name, etype), show=name)
 
     def receipt(self, day: date) -> dict:
         self._in_window(day)
@@ -404,8 +614,12 @@ class _Builder:
         name = self._fresh(lambda: f"{self._word()} {suffix}")
         sday = day + timedelta(days=self.rng.randint(2, 30))
         thing, ctx = self._ctx("receipt", STORE_CLASH[stype], day, sday)
-        cons = {"store": name, "store_type": stype, "date": _ds(day),
-                "time": f"{self.rng.randint(8, 20):02d}:{self.rng.randrange(60):02d}"}
+        cons = {
+            "store": name,
+            "store_type": stype,
+            "date": _ds(day),
+            "time": f"{self.rng.randint(8, 20):02d}:{self.rng.randrange(60):02d}",
+        }
         k = self._fact("receipt", cons, self._session_at(sday), thing, ctx, when=self._loose_when(day, sday))
         self.forbidden.append(name)
         self.sources.add("receipt")
@@ -439,8 +653,10 @@ class _Builder:
         thing, ctx = self._ctx("calendar_page", [], reserve=True)
         k = self._fact("calendar_page", {"year": y, "month": m, "marked": marks}, self._session_at(sday), thing, ctx)
         self.sources.add("calendar_page")
-        return [self._event(fact=k, src="calendar", label=lab, day=_ds(d), desc=f'the "{lab}" marked on {ctx}',
-                            ctx=ctx) for d, lab in zip(days, labels)]
+        return [
+            self._event(fact=k, src="calendar", label=lab, day=_ds(d), desc=f'the "{lab}" marked on {ctx}', ctx=ctx)
+            for d, lab in zip(days, labels)
+        ]
 
     def _share_day(self, day: date, shared: str, before, after) -> date:
         if shared == "any":
@@ -467,11 +683,21 @@ class _Builder:
         if self.rng.random() < 0.7:
             stype = pick(self.rng, sorted(ENTITY_SHOPS))
             name = self._fresh(lambda: f"{self._word()} {stype}")
-            return (name, {"kind": "shop_sign", "text": name}, f"visiting {name}", f"visit {name}",
-                    ENTITY_SHOPS[stype] + [stype.lower()])
+            return (
+                name,
+                {"kind": "shop_sign", "text": name},
+                f"visiting {name}",
+                f"visit {name}",
+                ENTITY_SHOPS[stype] + [stype.lower()],
+            )
         title = self._fresh(lambda: f"{pick(self.rng, BOOK_A)} {pick(self.rng, BOOK_B)}")
-        return (title, {"kind": "book_cover", "text": title}, f'finding the book "{title}"',
-                f'come across the book "{title}"', BOOK_CLASH)
+        return (
+            title,
+            {"kind": "book_cover", "text": title},
+            f'finding the book "{title}"',
+            f'come across the book "{title}"',
+            BOOK_CLASH,
+        )
 
     def entity_c(self, day: date) -> dict:
         """Mode C: the fact states the date in words; only the image says which entity it was."""
@@ -512,8 +738,9 @@ class _Builder:
         self.sources.add("session_timestamp")
         if back:
             self.sources.add("relative_expression")
-        return self._event(fact=k, src="session", back=back, day=_ds(day), desc=desc, qphrase=qphrase, entity=name,
-                           anchor=anchor)
+        return self._event(
+            fact=k, src="session", back=back, day=_ds(day), desc=desc, qphrase=qphrase, entity=name, anchor=anchor
+        )
 
     def entity(self, mode: str, day: date) -> dict:
         if mode == "C":
@@ -528,7 +755,7 @@ class _Builder:
     def distinct_days(self, n: int, gap: int = 3, lo_pad: int = 50, hi_pad: int = 2) -> list[date]:
         for _ in range(200):
             ds = sorted(self.rand_day(lo_pad, hi_pad) for _ in range(n))
-            if all((b - a).days >= gap for a, b in zip(ds, ds[1:])):
+            if all((b - a).days >= gap for a, b in itertools.pairwise(ds)):
                 return ds
         raise _Retry("days")
 
@@ -562,8 +789,9 @@ def _subtopic(rng: random.Random, topic, requests: list[ImageRequest]) -> str:
     from memlens.build.images.truth import drawn_values
 
     vrng = random.Random(rng.getrandbits(64))
-    drawn = {v for r in requests for _ in range(2)
-             for v in drawn_values(get_family(r.family).sample(vrng, **r.constraints))} | _generic_drawn()
+    drawn = {
+        v for r in requests for _ in range(2) for v in drawn_values(get_family(r.family).sample(vrng, **r.constraints))
+    } | _generic_drawn()
     options = topic.subtopics or [topic.title]
     ok = [sub for sub in options if not any(contains_token_bounded(f"{topic.title} {sub}", v) for v in drawn)]
     return pick(rng, ok or options)
@@ -592,16 +820,28 @@ class TemporalReasoning(Ability):
         "temporal_info_extraction": [v for v in _TIE_VARIANTS if HAS_PICK or not v.startswith("D_")],
     }
     _ART = ["ticket", "calendar_page", "receipt"]
-    families = {"mode_B": _ART, "mode_C": ["named_sign"] + _ART, "mode_D": ["named_sign"] + _ART,
-                "mode_B_clock": ["clock"], "B_calendar": ["calendar_page"], "B_ticket": ["ticket"],
-                "B_receipt": ["receipt"], "D_session": ["named_sign"], "D_relative": ["named_sign"]}
+    families = {
+        "mode_B": _ART,
+        "mode_C": ["named_sign"] + _ART,
+        "mode_D": ["named_sign"] + _ART,
+        "mode_B_clock": ["clock"],
+        "B_calendar": ["calendar_page"],
+        "B_ticket": ["ticket"],
+        "B_receipt": ["receipt"],
+        "D_session": ["named_sign"],
+        "D_relative": ["named_sign"],
+    }
 
     # ------------------------------------------------------------------------------------ plan
     def plan(self, rng, topic, subtype, variant, plan_id, reserved):
-        makers = {"duration_comparison": self._plan_dc, "order_ranking": self._plan_or,
-                  "temporal_info_extraction": self._plan_tie}
+        makers = {
+            "duration_comparison": self._plan_dc,
+            "order_ranking": self._plan_or,
+            "temporal_info_extraction": self._plan_tie,
+        }
         if subtype not in makers:
             raise ValueError(f"TR: unknown subtype {subtype!r}")
+
         def attempt():
             trial = set(reserved)
             b = _Builder(rng, trial)
@@ -611,8 +851,16 @@ class TemporalReasoning(Ability):
         b, latent = _sample(rng, attempt)
         subtopic = _subtopic(rng, topic, b.plan_images())
         reserved.update(b.new_ctx)
-        latent.update({"qdate": format_date(b.qdt), "facts": b.facts, "events": b.events, "contexts": b.new_ctx,
-                       "forbidden": b.forbidden, "sources": sorted(b.sources)})
+        latent.update(
+            {
+                "qdate": format_date(b.qdt),
+                "facts": b.facts,
+                "events": b.events,
+                "contexts": b.new_ctx,
+                "forbidden": b.forbidden,
+                "sources": sorted(b.sources),
+            }
+        )
         return Plan(plan_id, TR, subtype, variant, topic.topic_id, subtopic, b.plan_images(), latent)
 
     # duration comparison ---------------------------------------------------------------------
@@ -659,7 +907,10 @@ class TemporalReasoning(Ability):
             return self._plan_dc_clock(b)
         mode = {"mode_B": "B", "mode_C": "C", "mode_D": "D"}[variant]
         if mode == "B":
-            kinds = [pick(rng, ["trip", "calendar_span", "between:A:A"]), pick(rng, ["trip", "calendar_span", "between:A:A"])]
+            kinds = [
+                pick(rng, ["trip", "calendar_span", "between:A:A"]),
+                pick(rng, ["trip", "calendar_span", "between:A:A"]),
+            ]
         else:
             other = pick(rng, ["trip", "calendar_span", "between:E:A", "between:A:E"])
             kinds = ["between:E:E", other]
@@ -669,10 +920,19 @@ class TemporalReasoning(Ability):
         ia = self._interval(b, kinds[0], da, mode)
         ib = self._interval(b, kinds[1], db, mode)
         q = f"Which lasted longer: (A) {ia[2]}, or (B) {ib[2]}? Answer A or B."
-        return {"mode": mode, "answer_format": "ab", "unit": "days", "question": q,
-                "intervals": [[self._ev_index(b, ia[0]), self._ev_index(b, ia[1])],
-                              [self._ev_index(b, ib[0]), self._ev_index(b, ib[1])]],
-                "planned_answer": "A" if da > db else "B", "durations": [da, db], "interval_kinds": kinds}
+        return {
+            "mode": mode,
+            "answer_format": "ab",
+            "unit": "days",
+            "question": q,
+            "intervals": [
+                [self._ev_index(b, ia[0]), self._ev_index(b, ia[1])],
+                [self._ev_index(b, ib[0]), self._ev_index(b, ib[1])],
+            ],
+            "planned_answer": "A" if da > db else "B",
+            "durations": [da, db],
+            "interval_kinds": kinds,
+        }
 
     @staticmethod
     def _ev_index(b: _Builder, ev: dict) -> int:
@@ -680,7 +940,7 @@ class TemporalReasoning(Ability):
 
     def _plan_dc_clock(self, b: _Builder) -> dict:
         rng = b.rng
-        da, db = self._durations(rng, 34, 34, lo=6, gap=3)   # 5-minute steps: >= 15 min and 20% apart
+        da, db = self._durations(rng, 34, 34, lo=6, gap=3)  # 5-minute steps: >= 15 min and 20% apart
         da, db = da * 5, db * 5
         acts = rng.sample(ACTIVITIES, 2)
         days = b.distinct_days(2, gap=2, lo_pad=40, hi_pad=25)
@@ -707,9 +967,16 @@ class TemporalReasoning(Ability):
             idx.append([self._ev_index(b, e1), self._ev_index(b, e2)])
         b.sources.update({"clock", "textual_time"})
         q = f"Which took longer: (A) {acts[0]}, or (B) {acts[1]}? Answer A or B."
-        return {"mode": "B", "answer_format": "ab", "unit": "minutes", "question": q, "intervals": idx,
-                "planned_answer": "A" if da > db else "B", "durations": [da, db],
-                "interval_kinds": ["clock", "clock"]}
+        return {
+            "mode": "B",
+            "answer_format": "ab",
+            "unit": "minutes",
+            "question": q,
+            "intervals": idx,
+            "planned_answer": "A" if da > db else "B",
+            "durations": [da, db],
+            "interval_kinds": ["clock", "clock"],
+        }
 
     # order ranking ---------------------------------------------------------------------------
     def _plan_or(self, b: _Builder, variant: str) -> dict:
@@ -730,11 +997,18 @@ class TemporalReasoning(Ability):
             listed[0], listed[1] = listed[1], listed[0]
         order = sorted(range(n), key=lambda j: days[listed[j]])
         items = "; ".join(f"({j + 1}) {evs[listed[j]]['desc']}" for j in range(n))
-        q = (f"Put these events in the order they happened: {items}. "
-             f"Answer with the numbers in parentheses, earliest first.")
-        return {"mode": mode, "answer_format": "order", "question": q,
-                "listed": [self._ev_index(b, evs[i]) for i in listed],
-                "planned_answer": "".join(f"({j + 1})" for j in order), "n_events": n}
+        q = (
+            f"Put these events in the order they happened: {items}. "
+            f"Answer with the numbers in parentheses, earliest first."
+        )
+        return {
+            "mode": mode,
+            "answer_format": "order",
+            "question": q,
+            "listed": [self._ev_index(b, evs[i]) for i in listed],
+            "planned_answer": "".join(f"({j + 1})" for j in order),
+            "n_events": n,
+        }
 
     # temporal info extraction -----------------------------------------------------------------
     def _plan_tie(self, b: _Builder, variant: str) -> dict:
@@ -768,8 +1042,13 @@ class TemporalReasoning(Ability):
             raise ValueError(f"TR: unknown variant {variant!r}")
         mode = variant[0]
         b.forbidden.extend(answer_forms(ev["day"]))
-        return {"mode": mode, "answer_format": "date", "question": q, "target_event": self._ev_index(b, ev),
-                "planned_answer": ev["day"]}
+        return {
+            "mode": mode,
+            "answer_format": "date",
+            "question": q,
+            "target_event": self._ev_index(b, ev),
+            "planned_answer": ev["day"],
+        }
 
     # ------------------------------------------------------------------------------------ build
     def build(self, rng, plan, truths):
@@ -777,7 +1056,7 @@ class TemporalReasoning(Ability):
         facts, events = lat["facts"], lat["events"]
         if len(truths) != len(facts):
             raise ValueError("TR: one truth per fact image expected")
-        for k, (f, t) in enumerate(zip(facts, truths)):
+        for f, t in zip(facts, truths):
             self._check_truth(f, t)
         progs = [self._event_prog(ev, events, facts, truths) for ev in events]
         sub = plan.question_subtype
@@ -797,20 +1076,38 @@ class TemporalReasoning(Ability):
         for k, (f, t) in enumerate(zip(facts, truths)):
             fact_drafts.append(FactDraft(self._mention(rng, f, t, forbidden), [k], at=f["at"]))
         ents = sorted({named_kind(f) for f in facts if f["family"] == "named_sign"})
-        details = {"mode": lat["mode"], "answer_format": lat["answer_format"], "temporal_sources": lat["sources"],
-                   "n_images": len(facts), "families": sorted({f["family"] for f in facts})}
+        details = {
+            "mode": lat["mode"],
+            "answer_format": lat["answer_format"],
+            "temporal_sources": lat["sources"],
+            "n_images": len(facts),
+            "families": sorted({f["family"] for f in facts}),
+        }
         if ents:
             details["entity_kinds"] = ents
             # the abstracted entities (named only in their images) and their kinds
-            details["entities"] = {f["constraints"]["text"]: named_kind(f) for f in facts
-                                   if f["family"] == "named_sign" and f["constraints"].get("text")}
+            details["entities"] = {
+                f["constraints"]["text"]: named_kind(f)
+                for f in facts
+                if f["family"] == "named_sign" and f["constraints"].get("text")
+            }
         if sub == "duration_comparison":
-            details.update({"unit": lat["unit"], "durations": lat["durations"], "interval_kinds": lat["interval_kinds"]})
+            details.update(
+                {"unit": lat["unit"], "durations": lat["durations"], "interval_kinds": lat["interval_kinds"]}
+            )
         if sub == "order_ranking":
             details["n_events"] = lat["n_events"]
-        return Draft(question=lat["question"], answer=answer, facts=fact_drafts, details=details,
-                     forbidden=forbidden, contexts=list(lat["contexts"]), derivation=prog,
-                     question_date=lat["qdate"], image_essential=True)
+        return Draft(
+            question=lat["question"],
+            answer=answer,
+            facts=fact_drafts,
+            details=details,
+            forbidden=forbidden,
+            contexts=list(lat["contexts"]),
+            derivation=prog,
+            question_date=lat["qdate"],
+            image_essential=True,
+        )
 
     @staticmethod
     def _check_truth(f: dict, t: dict) -> None:
@@ -852,7 +1149,9 @@ class TemporalReasoning(Ability):
         for other in events:
             if other.get("entity") is None:
                 continue
-            o_inner = _const(other["day"]) if other["src"] == "textual" else _fact_date(other["fact"], other.get("back", 0))
+            o_inner = (
+                _const(other["day"]) if other["src"] == "textual" else _fact_date(other["fact"], other.get("back", 0))
+            )
             cases.append([_get(other["fact"], "text"), o_inner])
         return {"op": "pick", "match": ev["entity"], "cases": cases}
 
@@ -863,12 +1162,21 @@ class TemporalReasoning(Ability):
 
         # entity images (modes C/D): a share phrased with an anaphor; its category is the generic
         # "thing" (a shop type or "book" would tell the question's entities apart by text)
-        use_anaphor = (f["family"] == "named_sign" and f["constraints"].get("kind") in ("shop_sign", "book_cover")
-                       and rng.random() < abstraction.ANAPHOR_SHARE)
+        use_anaphor = (
+            f["family"] == "named_sign"
+            and f["constraints"].get("kind") in ("shop_sign", "book_cover")
+            and rng.random() < abstraction.ANAPHOR_SHARE
+        )
         for i in range(30):
             if use_anaphor and i < 15:
-                m = abstraction.mention(rng, abstraction.anaphor(rng, "thing"), f["ctx"], when=f["when"],
-                                        tail=f["tail"], force_when=f["force_when"])
+                m = abstraction.mention(
+                    rng,
+                    abstraction.anaphor(rng, "thing"),
+                    f["ctx"],
+                    when=f["when"],
+                    tail=f["tail"],
+                    force_when=f["force_when"],
+                )
             else:
                 m = _render_mention(rng, f["family"], f["thing"], f["when"], f["tail"], f["force_when"])
             if m.count(IMAGE_PLACEHOLDER) != 1:

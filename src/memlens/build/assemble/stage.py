@@ -10,6 +10,7 @@ cross-modal token count (:mod:`memlens.build.assemble.tokens`). Sessions get tim
 random in the question's time window and the history is sorted by time.
 Writes ``data/instances/<length>.jsonl`` and a manifest with the length/session/image table.
 """
+
 from __future__ import annotations
 
 import logging
@@ -17,19 +18,13 @@ from datetime import timedelta
 
 from tqdm import tqdm
 
-from memlens.core.constants import (
-    HISTORY_SPAN_DAYS,
-    INSTRUCTIONS,
-    QUESTION_TEMPLATE,
-    SESSION_HEADER,
-    SYSTEM_PROMPT,
-)
 from memlens.build.assemble.tokens import TokenCounter
-from memlens.core.config import Paths, length_tokens, resolved_lengths, section
-from memlens.core.errors import MemLensError
 from memlens.build.ontology.stage import load_topics
-from memlens.core.schema import ImageRecord, Instance, Question, Session, format_date, parse_date
+from memlens.core.config import Paths, length_tokens, resolved_lengths, section
+from memlens.core.constants import HISTORY_SPAN_DAYS, INSTRUCTIONS, QUESTION_TEMPLATE, SESSION_HEADER, SYSTEM_PROMPT
+from memlens.core.errors import MemLensError
 from memlens.core.io import iter_jsonl, read_records, write_jsonl
+from memlens.core.schema import ImageRecord, Instance, Question, Session, format_date, parse_date
 from memlens.core.store import derive_rng, hash_tree, write_manifest
 
 log = logging.getLogger(__name__)
@@ -38,14 +33,19 @@ log = logging.getLogger(__name__)
 def question_overhead_text(question_date: str, question: str) -> str:
     """The fixed prompt text around a question (system message, instruction, question lines), as
     the standard prompt mode sends it: its tokens count towards the target length."""
-    return SYSTEM_PROMPT + "\n" + QUESTION_TEMPLATE.format(
-        instruction=INSTRUCTIONS["standard"], question_date=question_date, question=question).rstrip("\n")
-
+    return (
+        SYSTEM_PROMPT
+        + "\n"
+        + QUESTION_TEMPLATE.format(
+            instruction=INSTRUCTIONS["standard"], question_date=question_date, question=question
+        ).rstrip("\n")
+    )
 
 
 class Pool:
-    def __init__(self, sessions: dict[str, Session], images: dict[str, ImageRecord], counter: TokenCounter,
-                 topics: dict):
+    def __init__(
+        self, sessions: dict[str, Session], images: dict[str, ImageRecord], counter: TokenCounter, topics: dict
+    ):
         self.sessions = sessions
         self.tokens: dict[str, tuple[int, int, int]] = {}
         ids = sorted(sessions)
@@ -54,7 +54,7 @@ class Pool:
         counts = counter.texts(flat) if flat else []
         pos = 0
         for sid, ts in zip(ids, texts):
-            ttok = sum(counts[pos:pos + len(ts)])
+            ttok = sum(counts[pos : pos + len(ts)])
             pos += len(ts)
             img_ids = sessions[sid].image_ids
             itok = sum(counter.image(images[i].width, images[i].height) for i in img_ids)
@@ -86,8 +86,9 @@ def candidate_order(rng, q: Question, pool: Pool) -> list[str]:
     return sorted((s for s in pool.haystack if s not in ev), key=score, reverse=True)
 
 
-def assemble_one(q: Question, length: str, pool: Pool, counter: TokenCounter, seed: int, tol: float,
-                 header_tokens: int) -> Instance:
+def assemble_one(
+    q: Question, length: str, pool: Pool, counter: TokenCounter, seed: int, tol: float, header_tokens: int
+) -> Instance:
     target = length_tokens(length)
     rng = derive_rng(seed, "assemble-order", q.question_id)  # same order at every length
     hay = candidate_order(rng, q, pool)
@@ -126,7 +127,9 @@ def assemble_one(q: Question, length: str, pool: Pool, counter: TokenCounter, se
             if total >= lo_bound:
                 break
             # still short: drop the finisher search and keep filling with smaller sessions
-            smaller = [s for s in rest if s not in chosen and total + pool.total(s) + header_tokens <= target * (1 + aim)]
+            smaller = [
+                s for s in rest if s not in chosen and total + pool.total(s) + header_tokens <= target * (1 + aim)
+            ]
             if not smaller:
                 break
             s = max(smaller, key=lambda s: pool.total(s))
@@ -146,9 +149,11 @@ def assemble_one(q: Question, length: str, pool: Pool, counter: TokenCounter, se
         if total >= lo_bound:
             break
     if abs(total - target) > tol * target:
-        raise MemLensError(f"assemble: question {q.question_id} at {length}: reached {total} tokens, target "
-                           f"{target} ±{tol:.0%}; the session pool is too small (raise data.scales.<scale>."
-                           f"haystack_sessions / filler_sessions)")
+        raise MemLensError(
+            f"assemble: question {q.question_id} at {length}: reached {total} tokens, target "
+            f"{target} ±{tol:.0%}; the session pool is too small (raise data.scales.<scale>."
+            f"haystack_sessions / filler_sessions)"
+        )
     # timestamps: evidence fixed; others uniform in the window, seeded per (question, session)
     qdate = parse_date(q.question_date)
     ev_dates = {e.session_id: e.date for e in q.evidence}
@@ -162,11 +167,18 @@ def assemble_one(q: Question, length: str, pool: Pool, counter: TokenCounter, se
         dated.append((parse_date(d), sid, d))
     dated.sort()
     itok = sum(pool.tokens[s][1] for s in chosen)
-    return Instance(question_id=q.question_id, length=length, target_tokens=target,
-                    session_ids=[s for _, s, _ in dated], dates=[d for _, _, d in dated],
-                    answer_session_ids=[s for s in q.evidence_session_ids],
-                    total_tokens=int(total), text_tokens=int(total - itok), image_tokens=int(itok),
-                    n_images=int(sum(pool.tokens[s][2] for s in chosen)))
+    return Instance(
+        question_id=q.question_id,
+        length=length,
+        target_tokens=target,
+        session_ids=[s for _, s, _ in dated],
+        dates=[d for _, _, d in dated],
+        answer_session_ids=[s for s in q.evidence_session_ids],
+        total_tokens=int(total),
+        text_tokens=int(total - itok),
+        image_tokens=int(itok),
+        n_images=int(sum(pool.tokens[s][2] for s in chosen)),
+    )
 
 
 def run(cfg, paths: Paths) -> None:
@@ -186,12 +198,15 @@ def run(cfg, paths: Paths) -> None:
     out.mkdir(parents=True, exist_ok=True)
     table = {}
     for length in resolved_lengths(cfg):
-        insts = [assemble_one(q, length, pool, counter, seed, tol, header_tokens)
-                 for q in tqdm(questions, desc=f"assemble@{length}", unit="q", leave=False)]
+        insts = [
+            assemble_one(q, length, pool, counter, seed, tol, header_tokens)
+            for q in tqdm(questions, desc=f"assemble@{length}", unit="q", leave=False)
+        ]
         write_jsonl(out / f"{length}.jsonl", sorted(insts, key=lambda i: i.question_id))
         n = len(insts)
         table[length] = {
-            "instances": n, "target_tokens": length_tokens(length),
+            "instances": n,
+            "target_tokens": length_tokens(length),
             "mean_tokens": round(sum(i.total_tokens for i in insts) / n, 1),
             "max_rel_error": round(max(abs(i.total_tokens - i.target_tokens) / i.target_tokens for i in insts), 5),
             "mean_sessions": round(sum(len(i.session_ids) for i in insts) / n, 2),
@@ -199,6 +214,15 @@ def run(cfg, paths: Paths) -> None:
             "mean_image_tokens": round(sum(i.image_tokens for i in insts) / n, 1),
         }
         log.info("assemble %s: %s", length, table[length])
-    write_manifest(out, "assemble", {**section(cfg, "data")["data"], "seed": seed}, hash_tree(out),
-                   code=(__name__,), extra={"token_counting": counter.describe(), "table": table,
-                                               "pool_text_tokens_per_image": round(pool.text_per_image, 1)})
+    write_manifest(
+        out,
+        "assemble",
+        {**section(cfg, "data")["data"], "seed": seed},
+        hash_tree(out),
+        code=(__name__,),
+        extra={
+            "token_counting": counter.describe(),
+            "table": table,
+            "pool_text_tokens_per_image": round(pool.text_per_image, 1),
+        },
+    )

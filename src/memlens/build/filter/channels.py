@@ -4,6 +4,7 @@ A channel scores how well an image matches what was requested. ``metadata`` work
 generated images; ``clip`` and ``siglip`` score image-text alignment with open_clip models whose
 weights must be available locally (they are never downloaded at run time).
 """
+
 from __future__ import annotations
 
 from pathlib import Path

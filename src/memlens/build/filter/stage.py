@@ -8,6 +8,7 @@ shows), and ``clip``/``siglip`` (image-text alignment; need model weights, see
 :mod:`memlens.build.filter.channels`). Writes ``data/filtered/index.jsonl``: one record per image with
 ``accepted``, ``reason`` and ``scores``.
 """
+
 from __future__ import annotations
 
 import logging
@@ -15,11 +16,11 @@ import warnings
 
 from PIL import Image
 
+from memlens.build.filter.channels import build_channels
 from memlens.core.config import Paths, section
 from memlens.core.errors import ImageError
-from memlens.build.filter.channels import build_channels
-from memlens.core.schema import ImageRecord
 from memlens.core.io import iter_jsonl, sha256_file, write_jsonl
+from memlens.core.schema import ImageRecord
 from memlens.core.store import hash_tree, write_manifest
 
 log = logging.getLogger(__name__)
@@ -72,7 +73,9 @@ def run(cfg, paths: Paths) -> None:
                 if (ph - other) <= maxd:
                     ok, reason = False, f"near-duplicate of {other_sha[:12]} (pHash distance {int(ph - other)})"
                     break
-        scores = {ch.name: round(float(ch.score(path, rec, row.get("request", {}))), 4) for ch in channels} if ok else {}
+        scores = (
+            {ch.name: round(float(ch.score(path, rec, row.get("request", {}))), 4) for ch in channels} if ok else {}
+        )
         if ok:
             for ch in channels:
                 if scores[ch.name] < ch.threshold:
@@ -81,8 +84,16 @@ def run(cfg, paths: Paths) -> None:
         if ok:
             kept_hashes.append((rec.sha256, ph))
             n_ok += 1
-        rows.append({"sha256": rec.sha256, "plan_id": row.get("plan_id"), "accepted": ok, "reason": reason,
-                     "scores": scores, "phash": str(ph) if ph is not None else None})
+        rows.append(
+            {
+                "sha256": rec.sha256,
+                "plan_id": row.get("plan_id"),
+                "accepted": ok,
+                "reason": reason,
+                "scores": scores,
+                "phash": str(ph) if ph is not None else None,
+            }
+        )
     out = paths.filtered
     out.mkdir(parents=True, exist_ok=True)
     write_jsonl(out / "index.jsonl", rows)
@@ -91,8 +102,14 @@ def run(cfg, paths: Paths) -> None:
         if not r["accepted"]:
             key = r["reason"].split(":")[0].split(" (")[0].split(" of ")[0]
             rejected[key] = rejected.get(key, 0) + 1
-    write_manifest(out, "filter", section(cfg, "filter"), hash_tree(out), code=(__name__,),
-                   extra={"accepted": n_ok, "rejected": len(rows) - n_ok, "rejections": rejected})
+    write_manifest(
+        out,
+        "filter",
+        section(cfg, "filter"),
+        hash_tree(out),
+        code=(__name__,),
+        extra={"accepted": n_ok, "rejected": len(rows) - n_ok, "rejections": rejected},
+    )
     log.info("filter: %d/%d images accepted %s", n_ok, len(rows), rejected or "")
     if n_ok == 0 and rows:
         raise ImageError(index, "every image was rejected; see data/filtered/index.jsonl")

@@ -7,24 +7,25 @@ with other contexts and haystack images; filler sessions are text-only general c
 Writes ``data/generated/questions.jsonl``, ``sessions.jsonl`` (each session once, keyed by the
 hash of its content) and a manifest with rejection counts.
 """
+
 from __future__ import annotations
 
 import logging
 from datetime import datetime, timedelta
 
-from memlens.build.images.truth import drawn_values, find_boilerplate
-from memlens.core.constants import HISTORY_SPAN_DAYS
 from memlens.build.abilities import ability_for
 from memlens.build.abilities.base import Plan
 from memlens.build.abilities.contexts import mention_for, thing_for
-from memlens.core.config import Paths, section
-from memlens.core.errors import DataError, MemLensError
+from memlens.build.images.truth import drawn_values, find_boilerplate
+from memlens.build.ontology.stage import load_topics
 from memlens.build.text import abstraction
 from memlens.build.text.sessions import Mention, SessionWriter, WriterConfig
 from memlens.build.text.validators import RejectionLog, contains_token_bounded
-from memlens.build.ontology.stage import load_topics
-from memlens.core.schema import AR, Evidence, ImageRecord, Question, Session, format_date, parse_date
+from memlens.core.config import Paths, section
+from memlens.core.constants import HISTORY_SPAN_DAYS
+from memlens.core.errors import DataError, MemLensError
 from memlens.core.io import iter_jsonl, write_jsonl
+from memlens.core.schema import AR, Evidence, ImageRecord, Question, Session, format_date, parse_date
 from memlens.core.store import derive_rng, hash_tree, short_id, write_manifest
 
 log = logging.getLogger(__name__)
@@ -78,7 +79,7 @@ def _abstraction_of(d, qtype: str) -> dict:
     elif isinstance(ents, list):
         named.update({str(x): hint for x in ents if isinstance(x, str)})
     answer = (d.answer or "").strip().lower()
-    for f in ([] if named else d.forbidden):  # the ability's own list, when given, is complete
+    for f in [] if named else d.forbidden:  # the ability's own list, when given, is complete
         if not f or str(f).strip().lower() == answer or any(c.isdigit() for c in str(f)):
             continue
         if not any(c.isalpha() for c in str(f)):
@@ -131,8 +132,12 @@ def run(cfg, paths: Paths) -> None:
             continue
         drafts.append((p, recs, d))
         kept[key] = kept.get(key, 0) + 1
-    short = {f"{t}/{s}": int(p.latent["_target"]) - kept.get((t, s), 0) for p in plans
-             for (t, s) in [(p.question_type, p.question_subtype)] if kept.get((t, s), 0) < int(p.latent.get("_target", 0))}
+    short = {
+        f"{t}/{s}": int(p.latent["_target"]) - kept.get((t, s), 0)
+        for p in plans
+        for (t, s) in [(p.question_type, p.question_subtype)]
+        if kept.get((t, s), 0) < int(p.latent.get("_target", 0))
+    }
     if short:
         raise DataError(f"generate: not enough valid plans for {short} (raise data.spare_fraction)")
     # every plan's context stays reserved (spares included), so no haystack mention reuses one
@@ -174,8 +179,15 @@ def run(cfg, paths: Paths) -> None:
             extra = distractors(rng, rng.choice(EXTRA_MENTIONS))
             mentions = [m, *extra]
             rng.shuffle(mentions)
-            s = writer.write(rng, "evidence", topic, p.subtopic, mentions, extra_forbidden=d.forbidden,
-                             ambiguity=d.details.get("ambiguity"))
+            s = writer.write(
+                rng,
+                "evidence",
+                topic,
+                p.subtopic,
+                mentions,
+                extra_forbidden=d.forbidden,
+                ambiguity=d.details.get("ambiguity"),
+            )
             sessions[s.session_id] = s
             if fact.at is not None:
                 evidence.append(Evidence(s.session_id, fact.at, fact.mention, ids))
@@ -192,17 +204,36 @@ def run(cfg, paths: Paths) -> None:
         # the abstracted background paragraph (paper step 1/3) and the categories of the abstracted
         # entities; details only, from their own rng (the history text is unchanged)
         brng = derive_rng(seed, "background", p.plan_id)
-        extra_details = {"background": abstraction.background(brng, topic.title, p.subtopic, topic.track,
-                                                              [f.mention for f in d.facts]),
-                         "abstraction": _abstraction_of(d, p.question_type)}
-        questions.append(Question(
-            question_id=qid, question_type=p.question_type, question_subtype=p.question_subtype,
-            question=d.question, answer=d.answer, question_date=format_date(qdate), topic_id=p.topic_id,
-            old_answer=d.old_answer, evidence=evidence, ordered_evidence=d.ordered,
-            image_essential=d.image_essential, details={**d.details, **extra_details, "variant": p.variant,
-                                                        "plan_id": p.plan_id,
-                                                        "forbidden": d.forbidden, "derivation": d.derivation,
-                                                        "image_ids": [r.sha256 for r in recs]}))
+        extra_details = {
+            "background": abstraction.background(
+                brng, topic.title, p.subtopic, topic.track, [f.mention for f in d.facts]
+            ),
+            "abstraction": _abstraction_of(d, p.question_type),
+        }
+        questions.append(
+            Question(
+                question_id=qid,
+                question_type=p.question_type,
+                question_subtype=p.question_subtype,
+                question=d.question,
+                answer=d.answer,
+                question_date=format_date(qdate),
+                topic_id=p.topic_id,
+                old_answer=d.old_answer,
+                evidence=evidence,
+                ordered_evidence=d.ordered,
+                image_essential=d.image_essential,
+                details={
+                    **d.details,
+                    **extra_details,
+                    "variant": p.variant,
+                    "plan_id": p.plan_id,
+                    "forbidden": d.forbidden,
+                    "derivation": d.derivation,
+                    "image_ids": [r.sha256 for r in recs],
+                },
+            )
+        )
 
     # 2. haystack sessions: same writer and mention phrasing; half on the questions' own topics
     topic_list = sorted(topics.values(), key=lambda t: t.topic_id)
@@ -235,11 +266,29 @@ def run(cfg, paths: Paths) -> None:
     write_jsonl(out / "questions.jsonl", sorted(questions, key=lambda q: q.question_id))
     write_jsonl(out / "sessions.jsonl", [sessions[k] for k in sorted(sessions)])
     kinds = {k: sum(s.kind == k for s in sessions.values()) for k in ("evidence", "haystack", "filler")}
-    write_manifest(out, "generate", {**section(cfg, "generator"), "seed": seed, "scale": str(cfg.data.scale)},
-                   hash_tree(out), code=(__name__,),
-                   extra={"questions": len(questions), "sessions": kinds, "dropped_plans": dropped,
-                          "validators": rejections.summary(),
-                          "abstraction": {k: v for k, v in abstraction.inventory().items()
-                                          if k in ("categories", "templates", "groups", "mention_frames")}})
-    log.info("generate: %d questions, sessions %s, dropped %s, regenerated turns %d/%d", len(questions), kinds,
-             dropped, rejections.regenerated, rejections.turns)
+    write_manifest(
+        out,
+        "generate",
+        {**section(cfg, "generator"), "seed": seed, "scale": str(cfg.data.scale)},
+        hash_tree(out),
+        code=(__name__,),
+        extra={
+            "questions": len(questions),
+            "sessions": kinds,
+            "dropped_plans": dropped,
+            "validators": rejections.summary(),
+            "abstraction": {
+                k: v
+                for k, v in abstraction.inventory().items()
+                if k in ("categories", "templates", "groups", "mention_frames")
+            },
+        },
+    )
+    log.info(
+        "generate: %d questions, sessions %s, dropped %s, regenerated turns %d/%d",
+        len(questions),
+        kinds,
+        dropped,
+        rejections.regenerated,
+        rejections.turns,
+    )

@@ -7,6 +7,7 @@
 A source is chosen by the ``images`` config group (``conf/images/``) and instantiated from its
 ``_target_``; adding one (e.g. a web crawler) is one class with ``fetch`` and one YAML file.
 """
+
 from __future__ import annotations
 
 import random
@@ -82,4 +83,8 @@ class DirectorySource:
         p = free[rng.randrange(len(free))]
         self._used.add(p)
         ext = "jpg" if p.suffix.lower() in (".jpg", ".jpeg") else "png"
-        return p.read_bytes(), ext, {"family": request.family, "file": p.name, "query": request.constraints.get("query", "")}
+        return (
+            p.read_bytes(),
+            ext,
+            {"family": request.family, "file": p.name, "query": request.constraints.get("query", "")},
+        )

@@ -4,6 +4,7 @@ The leakage checks compare conversation text against these strings; strings that
 family print ("BOARDING PASS", "TOTAL") say nothing about one image and are passed in explicitly as
 ``boilerplate`` (computed by :func:`find_boilerplate` over the pool the caller works with).
 """
+
 from __future__ import annotations
 
 from collections.abc import Iterable
@@ -13,8 +14,9 @@ def drawn_values(truth: dict, boilerplate: frozenset[str] = frozenset()) -> list
     """Strings only this image shows (its drawn text), for the semantic-leakage check: boilerplate
     printed on many images of the family and very short codes are not image-specific."""
     vals = [str(t).strip() for t in truth.get("texts", []) if isinstance(t, (str, int, float))]
-    return sorted({v for v in vals if (len(v) >= 5 or any(c.isdigit() for c in v) or " " in v)
-                   and v.lower() not in boilerplate})
+    return sorted(
+        {v for v in vals if (len(v) >= 5 or any(c.isdigit() for c in v) or " " in v) and v.lower() not in boilerplate}
+    )
 
 
 def find_boilerplate(records: Iterable) -> frozenset[str]:

@@ -5,6 +5,7 @@ titles with fine-grained subtopics and the image families that fit them) and wri
 ``data/ontology/topics.jsonl`` with stable topic ids and, for each topic, the question types that
 draw from it: each answerable ability gets its own topic subset.
 """
+
 from __future__ import annotations
 
 import logging
@@ -13,8 +14,8 @@ from pathlib import Path
 
 from memlens.core.config import Paths
 from memlens.core.errors import DataError
-from memlens.core.schema import AR, IE, KU, MSR, TR, TRACKS, Topic
 from memlens.core.io import read_json, write_jsonl
+from memlens.core.schema import AR, IE, KU, MSR, TR, TRACKS, Topic
 from memlens.core.store import derive_rng, hash_tree, short_id, write_manifest
 
 log = logging.getLogger(__name__)
@@ -70,8 +71,16 @@ def build_topics(data: dict, seed: int) -> list[Topic]:
         for sub_key, sub in sorted(tdata["sub_attributes"].items()):
             for t in sub["topics"]:
                 tid = short_id("t", track, sub_key, t["title"], n=8)
-                topics.append(Topic(topic_id=tid, track=track, sub_attribute=sub_key, title=t["title"],
-                                    subtopics=list(t.get("subtopics", [])), families=list(t.get("families", []))))
+                topics.append(
+                    Topic(
+                        topic_id=tid,
+                        track=track,
+                        sub_attribute=sub_key,
+                        title=t["title"],
+                        subtopics=list(t.get("subtopics", [])),
+                        families=list(t.get("families", [])),
+                    )
+                )
     # Each answerable ability draws from its own subset: deal topics of every sub-attribute
     # round-robin over the abilities (after a seeded shuffle), so each subset spans all tracks.
     by_sub: dict[str, list[Topic]] = {}
@@ -96,12 +105,18 @@ def run(cfg, paths: Paths) -> None:
     out.mkdir(parents=True, exist_ok=True)
     write_jsonl(out / "topics.jsonl", topics)
     counts = {tr: sum(t.track == tr for t in topics) for tr in TRACKS}
-    write_manifest(out, "ontology", {"version": version, "seed": int(cfg.data.seed)}, hash_tree(out),
-                   code=(__name__,), extra={"topics_per_track": counts,
-                                              "subtopics": sum(len(t.subtopics) for t in topics)})
+    write_manifest(
+        out,
+        "ontology",
+        {"version": version, "seed": int(cfg.data.seed)},
+        hash_tree(out),
+        code=(__name__,),
+        extra={"topics_per_track": counts, "subtopics": sum(len(t.subtopics) for t in topics)},
+    )
     log.info("ontology v%s: %d topics %s", version, len(topics), counts)
 
 
 def load_topics(paths: Paths) -> list[Topic]:
     from memlens.core.io import read_records
+
     return read_records(paths.ontology / "topics.jsonl", Topic)

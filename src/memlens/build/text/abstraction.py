@@ -22,6 +22,7 @@ the evidence image ("the bakery in this photo <image>"): only the image resolves
 The templates, keyword rules and hints are package data (``data/abstraction.yaml``, see
 :mod:`memlens.core.bank`); this module holds the logic.
 """
+
 from __future__ import annotations
 
 import random
@@ -79,8 +80,9 @@ def _build_rules() -> tuple[tuple[str, str], ...]:
 # keyword rules: (regex over the lower-cased name (+ hint), category); first match wins
 _NAME_RULES: tuple[tuple[str, str], ...] = _build_rules()
 #: kind hints (families, named_sign kinds, ticket/app kinds, store types) -> category or None (use name)
-_HINTS: dict[str, str | None] = {k: v if v is None else _category(("hints", k), v)
-                                 for k, v in _BANK.mapping("hints").items()}
+_HINTS: dict[str, str | None] = {
+    k: v if v is None else _category(("hints", k), v) for k, v in _BANK.mapping("hints").items()
+}
 #: fallback by hint when no keyword of the name matches
 _HINT_FALLBACK = {k: _category(("hint_fallback", k), v) for k, v in _BANK.mapping("hint_fallback").items()}
 #: categories a product box may take (a box is never a bakery, whatever its brand says)
@@ -146,12 +148,21 @@ MENTION_FRAMES_WHEN: tuple[str, ...] = _BANK.templates("mention_frames_when", sl
 ANAPHOR_SHARE = 0.5
 
 
-def mention(rng: random.Random, anaphor_phrase: str, ctx: str, when: str | None = None, tail: str | None = None,
-            force_when: bool = False) -> str:
+def mention(
+    rng: random.Random,
+    anaphor_phrase: str,
+    ctx: str,
+    when: str | None = None,
+    tail: str | None = None,
+    force_when: bool = False,
+) -> str:
     """A user-turn sentence carrying an anaphor (its ``<image>`` right after the noun phrase) tied
     to an occasion context; ``force_when`` picks a frame that states ``when``."""
-    frames = list(MENTION_FRAMES_WHEN) if (when and force_when) else list(MENTION_FRAMES) + (
-        list(MENTION_FRAMES_WHEN) if when else [])
+    frames = (
+        list(MENTION_FRAMES_WHEN)
+        if (when and force_when)
+        else list(MENTION_FRAMES) + (list(MENTION_FRAMES_WHEN) if when else [])
+    )
     from memlens.build.text.textbank import finish_sentence
 
     return finish_sentence(rng.choice(frames).format(a=anaphor_phrase, ctx=ctx, when=when or ""), tail)
@@ -182,8 +193,7 @@ def _no_digits(s: str) -> str:
     return " ".join(re.sub(r"\d+", " ", s).split())
 
 
-def background(rng: random.Random, topic_title: str, subtopic: str | None, track: str | None,
-               facts: list[str]) -> str:
+def background(rng: random.Random, topic_title: str, subtopic: str | None, track: str | None, facts: list[str]) -> str:
     """A 3-5 sentence background paragraph on the topic holding the given (already abstracted) fact
     sentences verbatim, in order. Framing sentences hold no digits. With more than four facts the
     paragraph is one framing sentence plus the facts."""
@@ -212,6 +222,12 @@ def inventory() -> dict:
     groups: dict[str, int] = {}
     for c in CATEGORIES:
         groups[GROUPS[c]] = groups.get(GROUPS[c], 0) + 1
-    return {"categories": len(CATEGORIES), "templates": sum(per.values()), "per_category": per,
-            "groups": groups, "mention_frames": len(MENTION_FRAMES) + len(MENTION_FRAMES_WHEN),
-            "ku_descriptors": sum(len(v) for v in DESCRIPTORS.values()), "anaphor_share": ANAPHOR_SHARE}
+    return {
+        "categories": len(CATEGORIES),
+        "templates": sum(per.values()),
+        "per_category": per,
+        "groups": groups,
+        "mention_frames": len(MENTION_FRAMES) + len(MENTION_FRAMES_WHEN),
+        "ku_descriptors": sum(len(v) for v in DESCRIPTORS.values()),
+        "anaphor_share": ANAPHOR_SHARE,
+    }

@@ -6,6 +6,7 @@ Text and phrases are normalized the same way: lowercase; characters other than l
 sequence appears in the text's token sequence. Money and number phrases also match their bare
 numeric form (``$23.40`` matches ``23.40``).
 """
+
 from __future__ import annotations
 
 import re
@@ -56,7 +57,7 @@ class PhraseIndex:
             if not cands:
                 continue
             for form, phrase in cands:
-                if tuple(toks[i:i + len(form)]) == form:
+                if tuple(toks[i : i + len(form)]) == form:
                     found.add(phrase)
         return found
 

@@ -28,6 +28,7 @@ subtopic with an article where it needs one ("the dairy section", "ice skating")
 capitalized, ``{t}`` the topic title in lower case, ``{a}`` an aspect phrase, ``{ack}`` the
 acknowledgement hint, ``{x}`` a filler subject.
 """
+
 from __future__ import annotations
 
 import random
@@ -80,7 +81,7 @@ def _compile(template: str):
     parts: list = []
     pos = 0
     for m in _ALT.finditer(template):
-        parts.append(template[pos:m.start()])
+        parts.append(template[pos : m.start()])
         parts.append(tuple(m.group(1).split("|")))
         pos = m.end()
     if not parts:
@@ -148,7 +149,6 @@ _MASS_LAST = frozenset(_WORDS.phrases("mass_last"))
 _DETERMINERS = frozenset(_WORDS.phrases("determiners"))
 
 
-
 def _the(sub: str) -> str:
     """Noun phrase for a subtopic: "the dairy section", but "ice skating", "French toast"."""
     words = sub.split()
@@ -206,8 +206,13 @@ def _build_angles():
     out = {}
     for track in _ASSISTANT.mapping("angles", keys=TRACKS):
         out[track] = tuple(
-            (name, *(_C(_ASSISTANT.templates("angles", track, name, part, slots=SLOTS))
-                     for part in ("leads", "supports", "aspects")))
+            (
+                name,
+                *(
+                    _C(_ASSISTANT.templates("angles", track, name, part, slots=SLOTS))
+                    for part in ("leads", "supports", "aspects")
+                ),
+            )
             for name in _ASSISTANT.mapping("angles", track)
         )
     return out
@@ -223,7 +228,9 @@ def _build_angle_map() -> dict[str, tuple[str, ...]]:
         names = _ASSISTANT.phrases("angle_map", sub_attr)
         for i, n in enumerate(names):
             if n not in known:
-                raise _ASSISTANT.error(("angle_map", sub_attr, i), f"unknown angle {n!r} (angles: {', '.join(sorted(known))})")
+                raise _ASSISTANT.error(
+                    ("angle_map", sub_attr, i), f"unknown angle {n!r} (angles: {', '.join(sorted(known))})"
+                )
         out[sub_attr] = names
     return out
 
@@ -262,8 +269,9 @@ _USER_LEADS = _per_track("leads", _USER.templates("leads_generic", slots=USER_SL
 _USER_QLEADS = _C(_USER.templates("question_leads", slots=USER_SLOTS))
 _USER_CONTEXT = _per_track("context", _USER.templates("context", "generic", slots=USER_SLOTS))
 _USER_CLOSE = _C(_USER.templates("closers", slots=USER_SLOTS))
-_USER_ASPECTS: dict[str, list[str]] = {k: list(_USER.phrases("aspects", k))
-                                       for k in _USER.mapping("aspects", keys=TRACKS)}
+_USER_ASPECTS: dict[str, list[str]] = {
+    k: list(_USER.phrases("aspects", k)) for k in _USER.mapping("aspects", keys=TRACKS)
+}
 _USER_SUBQ = _per_track("subquestions", _USER.templates("subquestions", "generic", slots=USER_SLOTS))
 _MENTION_CONNECTORS = _USER.phrases("mention_connectors")
 _GREETINGS = _USER.phrases("greetings")
@@ -373,7 +381,7 @@ def _with_connector(rng: random.Random, sentence: str, connectors, keep_case: bo
 
 
 def _truncate(text: str, n: int, end: str) -> str:
-    toks = text.split()[:max(1, n)]
+    toks = text.split()[: max(1, n)]
     out = " ".join(toks).rstrip(",;:.!?")
     return out + end
 
@@ -432,11 +440,11 @@ def assistant_reply(
 
     # Candidate sentences per paragraph: the angle's supports with domain sentences mixed in; the
     # generic pool comes last and is only used to reach the lower bound.
-    domain = _shuffled(rng, _DOMAIN.get(sub_attr, ()))[:rng.randint(2, 4)]
+    domain = _shuffled(rng, _DOMAIN.get(sub_attr, ()))[: rng.randint(2, 4)]
     cands: list[list] = []
     for i, angle in enumerate(chosen):
         sup = _shuffled(rng, angle[2])
-        for d in domain[i::len(chosen)]:
+        for d in domain[i :: len(chosen)]:
             sup.insert(rng.randint(1, len(sup)), d)
         cands.append(sup)
     generic = _shuffled(rng, _GENERIC_SUPPORT)
@@ -513,7 +521,7 @@ _LAYOUTS_PLAIN = (
 
 
 def _pick_layout(rng: random.Random, layouts) -> tuple[str, ...]:
-    return rng.choices([l for l, _ in layouts], weights=[w for _, w in layouts], k=1)[0]
+    return rng.choices([lay for lay, _ in layouts], weights=[w for _, w in layouts], k=1)[0]
 
 
 def _compose_user(
@@ -573,7 +581,7 @@ def _compose_user(
 
     # Lengths skew short, as real user messages do; the range is still covered.
     target = int(round(rng.triangular(lo, hi, lo + 0.3 * (hi - lo))))
-    subq = _shuffled(rng, _USER_SUBQ[track])[:rng.randint(0, 2)]
+    subq = _shuffled(rng, _USER_SUBQ[track])[: rng.randint(0, 2)]
     while (contexts or subq) and total() < target and len(ctx_fill) < 3:
         src = subq if subq and (not contexts or rng.random() < 0.35) else contexts
         sent = _render(rng, src.pop(), slots)
@@ -588,7 +596,7 @@ def _compose_user(
     for kind in layout:
         if kind == "CTX":
             parts.extend(ctx_fill)
-        elif kind in items and items[kind]:
+        elif items.get(kind):
             parts.append(items[kind])
     text = prefix + " ".join(parts)
     return text
@@ -735,13 +743,20 @@ def mention_templates(kind: str) -> list[str]:
 
 
 def render_mention(
-    rng: random.Random, *, kind: str, thing: str, when: str | None = None, tail: str | None = None, require_when: bool = False
+    rng: random.Random,
+    *,
+    kind: str,
+    thing: str,
+    when: str | None = None,
+    tail: str | None = None,
+    require_when: bool = False,
 ) -> str:
     """Fill a mention template: ``thing`` (e.g. "the receipt from lunch"), optional ``when`` and
     ``tail`` (a clause appended after the image, e.g. "and I'm trying to keep my spending in check").
     Returns a sentence ending in punctuation."""
-    options = [t for t in mention_templates(kind) if (when or "{when}" not in t)
-               and (not require_when or "{when}" in t)]
+    options = [
+        t for t in mention_templates(kind) if (when or "{when}" not in t) and (not require_when or "{when}" in t)
+    ]
     text = rng.choice(options).format(thing=thing, when=when or "")
     return finish_sentence(text, tail)
 
@@ -779,14 +794,21 @@ def template_inventory() -> dict[str, int]:
         "angle_supports": tuple(t for a in _ANGLES.values() for x in a for t in x[2]),
         "domain": tuple(t for v in _DOMAIN.values() for t in v),
         "generic_support": _GENERIC_SUPPORT,
-        "user_leads": tuple({id(t): t for v in _USER_LEADS.values() for t in v}.values()) + _USER_QLEADS + _OPENING_LEADS,
+        "user_leads": tuple({id(t): t for v in _USER_LEADS.values() for t in v}.values())
+        + _USER_QLEADS
+        + _OPENING_LEADS,
         "user_context": tuple({id(t): t for v in _USER_CONTEXT.values() for t in v}.values()),
         "user_closers": _USER_CLOSE,
         "mentions": tuple(t for v in _MENTIONS.values() for t in v),
-        "filler_user": tuple(t for d in _FILLER.values() for t in d["open"]) + _FILLER_USER_FOLLOW
-        + _FILLER_USER_FOLLOW_EXPLAIN + _FILLER_SWITCH,
-        "filler_assistant": tuple(t for d in _FILLER.values() for t in d["body"]) + _FILLER_GENERIC
-        + _FILLER_OPENERS + _FILLER_FOLLOW_OPENERS + _FILLER_CLOSERS,
+        "filler_user": tuple(t for d in _FILLER.values() for t in d["open"])
+        + _FILLER_USER_FOLLOW
+        + _FILLER_USER_FOLLOW_EXPLAIN
+        + _FILLER_SWITCH,
+        "filler_assistant": tuple(t for d in _FILLER.values() for t in d["body"])
+        + _FILLER_GENERIC
+        + _FILLER_OPENERS
+        + _FILLER_FOLLOW_OPENERS
+        + _FILLER_CLOSERS,
     }
     out = {k: len(v) for k, v in banks.items()}
     out.update({k + "_variants": sum(_variants(t) for t in v) for k, v in banks.items()})

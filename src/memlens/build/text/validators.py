@@ -11,6 +11,7 @@
 6. ``end_marker``: user turns end with sentence punctuation; assistant turns end with a question.
 A turn failing any check is regenerated; counts of failures per check are reported.
 """
+
 from __future__ import annotations
 
 import re
@@ -54,8 +55,12 @@ def check_turn(t: TurnSpec) -> list[str]:
     if not (t.words[0] <= wc <= t.words[1]):
         failed.append("length")
     if t.n_images or IMAGE_PLACEHOLDER in body:
-        ok = body.count(IMAGE_PLACEHOLDER) == t.n_images and t.mention is not None and t.mention in body \
+        ok = (
+            body.count(IMAGE_PLACEHOLDER) == t.n_images
+            and t.mention is not None
+            and t.mention in body
             and t.mention.count(IMAGE_PLACEHOLDER) == t.n_images
+        )
         if not ok:
             failed.append("photo_directive")
     body_toks = tokens(body)
@@ -71,7 +76,7 @@ def check_turn(t: TurnSpec) -> list[str]:
     end = body.rstrip()
     if t.role == "assistant" and not end.endswith("?"):
         failed.append("end_marker")
-    if t.role == "user" and not end[-1:] in (".", "?", "!", ">", ")"):
+    if t.role == "user" and end[-1:] not in (".", "?", "!", ">", ")"):
         failed.append("end_marker")
     return failed
 
@@ -90,5 +95,8 @@ class RejectionLog:
             self.regenerated += 1
 
     def summary(self) -> dict:
-        return {"turns_checked": self.turns, "turns_regenerated": self.regenerated,
-                "failures_by_check": {c: int(self.counts.get(c, 0)) for c in CHECKS}}
+        return {
+            "turns_checked": self.turns,
+            "turns_regenerated": self.regenerated,
+            "failures_by_check": {c: int(self.counts.get(c, 0)) for c in CHECKS},
+        }

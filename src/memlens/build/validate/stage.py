@@ -12,6 +12,7 @@
 - **composition**: counts per type and subtype, tokens per instance, sessions and images per length.
 Writes ``reports/validity.json`` and ``reports/validity.md``.
 """
+
 from __future__ import annotations
 
 import logging
@@ -21,12 +22,12 @@ from collections import Counter
 import numpy as np
 
 from memlens.build.abilities.derive import derive
-from memlens.core.config import Paths, length_tokens
-from memlens.core.errors import GateError
 from memlens.build.text.leakage import PhraseIndex
 from memlens.build.text.validators import contains_token_bounded
-from memlens.core.schema import AR, IMAGE_PLACEHOLDER, ImageRecord, Instance, Question, Session
+from memlens.core.config import Paths, length_tokens
+from memlens.core.errors import GateError
 from memlens.core.io import iter_jsonl, read_records, write_json
+from memlens.core.schema import AR, IMAGE_PLACEHOLDER, ImageRecord, Instance, Question, Session
 
 log = logging.getLogger(__name__)
 
@@ -34,8 +35,11 @@ log = logging.getLogger(__name__)
 def text_leakage(questions, sessions, instances_by_len) -> dict:
     """Every forbidden string of every question, searched once per distinct session (token index),
     then checked against each instance's history."""
-    forb_of = {qid: {f for f in q.details.get("forbidden", []) if f and not CLOSED_FORM.match(f.strip())}
-               for qid, q in questions.items() if q.image_essential or q.question_type == AR}
+    forb_of = {
+        qid: {f for f in q.details.get("forbidden", []) if f and not CLOSED_FORM.match(f.strip())}
+        for qid, q in questions.items()
+        if q.image_essential or q.question_type == AR
+    }
     index = PhraseIndex(f for fs in forb_of.values() for f in fs)
     found = {sid: index.find(s.text.replace(IMAGE_PLACEHOLDER, " ")) for sid, s in sessions.items()} if index else {}
     leaks = []
@@ -91,19 +95,27 @@ def answerability(questions, sessions, images: dict[str, ImageRecord]) -> dict:
         if got is not None and got.strip().lower() == q.answer.strip().lower():
             ok_truth += 1
         else:
-            failures.append({"question_id": q.question_id, "reference": q.answer, "derived": got,
-                             **({"error": err} if err else {})})
+            failures.append(
+                {"question_id": q.question_id, "reference": q.answer, "derived": got, **({"error": err} if err else {})}
+            )
         # text-only solver: no image truth, full evidence text
-        ev_text = " ".join(sessions[s].text.replace(IMAGE_PLACEHOLDER, " ") for s in q.evidence_session_ids
-                           if s in sessions)
+        ev_text = " ".join(
+            sessions[s].text.replace(IMAGE_PLACEHOLDER, " ") for s in q.evidence_session_ids if s in sessions
+        )
         no_truth, _ = _derive(prog, [None] * len(ids), ctx)
         if (no_truth is not None and no_truth == q.answer) or any(
-                contains_token_bounded(ev_text, f) for f in _canonical_forms(q.answer)):
+            contains_token_bounded(ev_text, f) for f in _canonical_forms(q.answer)
+        ):
             text_only += 1
     n = len(answerable)
-    return {"answerable": n, "derivable_with_images": ok_truth, "rate_with_images": ok_truth / n if n else 1.0,
-            "derivable_text_only": text_only, "rate_text_only": text_only / n if n else 0.0,
-            "failures": failures[:20]}
+    return {
+        "answerable": n,
+        "derivable_with_images": ok_truth,
+        "rate_with_images": ok_truth / n if n else 1.0,
+        "derivable_text_only": text_only,
+        "rate_text_only": text_only / n if n else 0.0,
+        "failures": failures[:20],
+    }
 
 
 def indistinguishability(questions, sessions, instances_by_len, seed: int = 0) -> dict:
@@ -142,8 +154,14 @@ def indistinguishability(questions, sessions, instances_by_len, seed: int = 0) -
         clf = LogisticRegression(max_iter=2000, class_weight="balanced", random_state=seed)
         clf.fit(xtr, y[tr])
         probs[te] = clf.predict_proba(vec.transform([docs[i] for i in te]))[:, 1]
-    return {"n": int(len(y)), "n_evidence": int(y.sum()), "folds": n_splits, "length": length,
-            "accuracy": float(accuracy_score(y, probs >= 0.5)), "roc_auc": float(roc_auc_score(y, probs))}
+    return {
+        "n": int(len(y)),
+        "n_evidence": int(y.sum()),
+        "folds": n_splits,
+        "length": length,
+        "accuracy": float(accuracy_score(y, probs >= 0.5)),
+        "roc_auc": float(roc_auc_score(y, probs)),
+    }
 
 
 def composition(questions, instances_by_len) -> dict:
@@ -152,13 +170,21 @@ def composition(questions, instances_by_len) -> dict:
     lengths = {}
     for ln, insts in instances_by_len.items():
         toks = [i.total_tokens for i in insts]
-        lengths[ln] = {"instances": len(insts), "tokens_min": min(toks), "tokens_max": max(toks),
-                       "tokens_mean": round(float(np.mean(toks)), 1),
-                       "max_rel_error": round(max(abs(i.total_tokens - i.target_tokens) / i.target_tokens for i in insts), 5),
-                       "sessions_mean": round(float(np.mean([len(i.session_ids) for i in insts])), 2),
-                       "images_mean": round(float(np.mean([i.n_images for i in insts])), 2)}
-    return {"questions": len(questions), "by_type": dict(sorted(by_type.items())),
-            "by_subtype": dict(sorted(by_sub.items())), "lengths": lengths}
+        lengths[ln] = {
+            "instances": len(insts),
+            "tokens_min": min(toks),
+            "tokens_max": max(toks),
+            "tokens_mean": round(float(np.mean(toks)), 1),
+            "max_rel_error": round(max(abs(i.total_tokens - i.target_tokens) / i.target_tokens for i in insts), 5),
+            "sessions_mean": round(float(np.mean([len(i.session_ids) for i in insts])), 2),
+            "images_mean": round(float(np.mean([i.n_images for i in insts])), 2),
+        }
+    return {
+        "questions": len(questions),
+        "by_type": dict(sorted(by_type.items())),
+        "by_subtype": dict(sorted(by_sub.items())),
+        "lengths": lengths,
+    }
 
 
 def render_md(report: dict) -> str:
@@ -169,13 +195,22 @@ def render_md(report: dict) -> str:
     c = report["composition"]
     lines += ["", f"Questions: {c['questions']}", "", "| type/subtype | n |", "|---|---:|"]
     lines += [f"| {k} | {v} |" for k, v in c["by_subtype"].items()]
-    lines += ["", "| length | instances | mean tokens | max rel. error | sessions | images |", "|---|---:|---:|---:|---:|---:|"]
+    lines += [
+        "",
+        "| length | instances | mean tokens | max rel. error | sessions | images |",
+        "|---|---:|---:|---:|---:|---:|",
+    ]
     for ln, v in c["lengths"].items():
-        lines.append(f"| {ln} | {v['instances']} | {v['tokens_mean']} | {v['max_rel_error']} | {v['sessions_mean']} | {v['images_mean']} |")
+        lines.append(
+            f"| {ln} | {v['instances']} | {v['tokens_mean']} | {v['max_rel_error']} | {v['sessions_mean']} | {v['images_mean']} |"
+        )
     ind = report["indistinguishability"]
     if "roc_auc" in ind:
-        lines += ["", f"Evidence vs haystack classifier (TF-IDF LR, {ind['folds']}-fold grouped CV, n={ind['n']}): "
-                      f"accuracy {ind['accuracy']:.3f}, ROC-AUC {ind['roc_auc']:.3f}."]
+        lines += [
+            "",
+            f"Evidence vs haystack classifier (TF-IDF LR, {ind['folds']}-fold grouped CV, n={ind['n']}): "
+            f"accuracy {ind['accuracy']:.3f}, ROC-AUC {ind['roc_auc']:.3f}.",
+        ]
     return "\n".join(lines) + "\n"
 
 
@@ -198,16 +233,30 @@ def run(cfg, paths: Paths) -> None:
     worst = max(v["max_rel_error"] for v in comp["lengths"].values())
     gates = {
         "text_leakage": {"value": leak["leaks"], "threshold": 0, "pass": leak["leaks"] == 0},
-        "answerable_with_images": {"value": round(ans["rate_with_images"], 4), "threshold": 1.0,
-                                   "pass": ans["rate_with_images"] >= 1.0},
-        "answerable_text_only": {"value": round(ans["rate_text_only"], 4), "threshold": max_text,
-                                 "pass": ans["rate_text_only"] <= max_text},
-        "indistinguishability_auc": {"value": round(ind.get("roc_auc", 0.5), 4), "threshold": max_auc,
-                                     "pass": ind.get("roc_auc", 0.5) <= max_auc},
+        "answerable_with_images": {
+            "value": round(ans["rate_with_images"], 4),
+            "threshold": 1.0,
+            "pass": ans["rate_with_images"] >= 1.0,
+        },
+        "answerable_text_only": {
+            "value": round(ans["rate_text_only"], 4),
+            "threshold": max_text,
+            "pass": ans["rate_text_only"] <= max_text,
+        },
+        "indistinguishability_auc": {
+            "value": round(ind.get("roc_auc", 0.5), 4),
+            "threshold": max_auc,
+            "pass": ind.get("roc_auc", 0.5) <= max_auc,
+        },
         "length_within_tolerance": {"value": worst, "threshold": tol, "pass": worst <= tol},
     }
-    report = {"gates": gates, "text_leakage": leak, "answerability": ans, "indistinguishability": ind,
-              "composition": comp}
+    report = {
+        "gates": gates,
+        "text_leakage": leak,
+        "answerability": ans,
+        "indistinguishability": ind,
+        "composition": comp,
+    }
     paths.reports.mkdir(parents=True, exist_ok=True)
     write_json(paths.reports / "validity.json", report)
     (paths.reports / "validity.md").write_text(render_md(report))

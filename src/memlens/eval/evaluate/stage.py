@@ -6,6 +6,7 @@ whose request changed are asked again; failed items are retried. The stage then 
 ``data/predictions/<system>/<mode>/<length>.jsonl`` for the current benchmark. A progress bar
 shows done/total, throughput and failures.
 """
+
 from __future__ import annotations
 
 import logging
@@ -20,12 +21,12 @@ from tqdm import tqdm
 from memlens.core.config import Paths, resolved_lengths, section
 from memlens.core.errors import ConfigError, DataError
 from memlens.core.items import EvalItem
-from memlens.eval.systems.base import MODES, Model, ModelOutput
+from memlens.core.schema import Prediction
+from memlens.core.store import hash_tree, write_manifest
 from memlens.eval.benchmark import open_benchmark
 from memlens.eval.prompt import PROMPT_PROTOCOL
 from memlens.eval.results import ResultsStore, request_key, write_view
-from memlens.core.schema import Prediction
-from memlens.core.store import hash_tree, write_manifest
+from memlens.eval.systems.base import MODES, Model, ModelOutput
 
 log = logging.getLogger(__name__)
 
@@ -42,7 +43,7 @@ def postprocess(raw: str | None, mode: str) -> str | None:
         low = text.lower()
         i = low.find("[answer]")
         if i >= 0:
-            rest = text[i + len("[answer]"):]
+            rest = text[i + len("[answer]") :]
             j = rest.lower().find("[answer]")
             text = (rest[:j] if j >= 0 else rest).strip()
     return text
@@ -51,7 +52,7 @@ def postprocess(raw: str | None, mode: str) -> str | None:
 def build_model(cfg) -> Model:
     try:
         model = instantiate(cfg.model, _convert_="all")
-    except Exception as exc:  # noqa: BLE001
+    except Exception as exc:
         raise ConfigError(f"cannot build model {cfg.model.get('name')!r} from conf/model: {exc}") from None
     if not isinstance(model, Model):
         raise ConfigError(f"model._target_ {cfg.model.get('_target_')!r} is not a memlens Model")
@@ -60,13 +61,41 @@ def build_model(cfg) -> Model:
 
 #: model config keys that change how a system is reached, never what it answers: left out of its
 #: identity so that a new endpoint, more concurrency or a longer timeout reuses stored answers
-OPERATIONAL_KEYS = frozenset({
-    "name", "kind", "base_url", "api_key_env", "concurrency", "timeout_s", "max_retries", "backoff_base_s",
-    "backoff_max_s", "reorder_window", "image_cache_mb", "host", "port", "bind_host", "command",
-    "startup_timeout_s", "health_interval_s", "shutdown_timeout_s", "log_file", "env", "resources",
-    "tensor_parallel_size", "gpu_memory_utilization", "enable_prefix_caching", "served_model_name",
-    "device", "device_map", "context_window", "extra_args", "notes", "progress",
-})
+OPERATIONAL_KEYS = frozenset(
+    {
+        "name",
+        "kind",
+        "base_url",
+        "api_key_env",
+        "concurrency",
+        "timeout_s",
+        "max_retries",
+        "backoff_base_s",
+        "backoff_max_s",
+        "reorder_window",
+        "image_cache_mb",
+        "host",
+        "port",
+        "bind_host",
+        "command",
+        "startup_timeout_s",
+        "health_interval_s",
+        "shutdown_timeout_s",
+        "log_file",
+        "env",
+        "resources",
+        "tensor_parallel_size",
+        "gpu_memory_utilization",
+        "enable_prefix_caching",
+        "served_model_name",
+        "device",
+        "device_map",
+        "context_window",
+        "extra_args",
+        "notes",
+        "progress",
+    }
+)
 
 
 def system_identity(model_cfg: dict) -> dict:
@@ -82,16 +111,35 @@ def results_root(paths: Paths) -> Path:
 
 def _prediction(model_name: str, mode: str, length: str, item: EvalItem, rec: dict, key: str) -> Prediction:
     q = item.question
-    return Prediction(system=model_name, mode=mode, length=length, question_id=q.question_id,
-                      question_type=q.question_type, question_subtype=q.question_subtype, ok=bool(rec["ok"]),
-                      raw_prediction=rec.get("text"), prediction=postprocess(rec.get("text"), mode) if rec["ok"] else None,
-                      error=rec.get("error"), prompt_tokens=rec.get("prompt_tokens"),
-                      completion_tokens=rec.get("completion_tokens"), meta=dict(rec.get("meta") or {}),
-                      request_key=key)
+    return Prediction(
+        system=model_name,
+        mode=mode,
+        length=length,
+        question_id=q.question_id,
+        question_type=q.question_type,
+        question_subtype=q.question_subtype,
+        ok=bool(rec["ok"]),
+        raw_prediction=rec.get("text"),
+        prediction=postprocess(rec.get("text"), mode) if rec["ok"] else None,
+        error=rec.get("error"),
+        prompt_tokens=rec.get("prompt_tokens"),
+        completion_tokens=rec.get("completion_tokens"),
+        meta=dict(rec.get("meta") or {}),
+        request_key=key,
+    )
 
 
-def evaluate_length(model: Model, store: ResultsStore, source, length: str, mode: str, paths: Paths,
-                    max_items=None, *, wait_for_lock: bool = False) -> dict:
+def evaluate_length(
+    model: Model,
+    store: ResultsStore,
+    source,
+    length: str,
+    mode: str,
+    paths: Paths,
+    max_items=None,
+    *,
+    wait_for_lock: bool = False,
+) -> dict:
     """Answer every item of one length that the store has no answer for, then write the view."""
     items: list[EvalItem] = []
     for i, item in enumerate(source.items(length)):
@@ -112,16 +160,35 @@ def evaluate_length(model: Model, store: ResultsStore, source, length: str, mode
         with store.writer(wait=wait_for_lock):
             pending = [it for it in items if todo(it)]  # re-checked under the lock
             stats["reused"] = len(items) - len(pending)
-            bar = tqdm(total=len(items), initial=stats["reused"], desc=f"{model.name}/{mode}@{length}",
-                       unit="item", dynamic_ncols=True, mininterval=0.5, leave=False)
+            bar = tqdm(
+                total=len(items),
+                initial=stats["reused"],
+                desc=f"{model.name}/{mode}@{length}",
+                unit="item",
+                dynamic_ncols=True,
+                mininterval=0.5,
+                leave=False,
+            )
             t0 = time.perf_counter()
 
             def on_result(item: EvalItem, out: ModelOutput) -> None:
-                store.put(keys[item.question_id], {
-                    "question_id": item.question_id, "length": length, "mode": mode, "ok": out.ok, "text": out.text,
-                    "error": out.error, "prompt_tokens": out.prompt_tokens,
-                    "completion_tokens": out.completion_tokens, "meta": out.meta, "latency_s": out.latency_s,
-                    "attempts": out.attempts, "created": time.time()})
+                store.put(
+                    keys[item.question_id],
+                    {
+                        "question_id": item.question_id,
+                        "length": length,
+                        "mode": mode,
+                        "ok": out.ok,
+                        "text": out.text,
+                        "error": out.error,
+                        "prompt_tokens": out.prompt_tokens,
+                        "completion_tokens": out.completion_tokens,
+                        "meta": out.meta,
+                        "latency_s": out.latency_s,
+                        "attempts": out.attempts,
+                        "created": time.time(),
+                    },
+                )
                 stats["new"] += 1
                 stats["failed"] += int(not out.ok)
                 bar.update(1)
@@ -141,8 +208,16 @@ def evaluate_length(model: Model, store: ResultsStore, source, length: str, mode
             continue
         preds.append(_prediction(model.name, mode, length, item, rec, keys[item.question_id]))
     write_view(paths.predictions / model.name / mode / f"{length}.jsonl", preds)
-    log.info("evaluate %s/%s@%s: %d items, %d reused from the results store, %d new, %d failed",
-             model.name, mode, length, stats["items"], stats["reused"], stats["new"], stats["failed"])
+    log.info(
+        "evaluate %s/%s@%s: %d items, %d reused from the results store, %d new, %d failed",
+        model.name,
+        mode,
+        length,
+        stats["items"],
+        stats["reused"],
+        stats["new"],
+        stats["failed"],
+    )
     return stats
 
 
@@ -152,7 +227,8 @@ def run(cfg, paths: Paths) -> None:
         raise ConfigError(f"unknown eval.mode {mode!r} (known: {', '.join(MODES)})")
     source = open_benchmark(cfg, paths)
     lengths = [str(x) for x in (cfg.eval.get("lengths") or [])] or (
-        resolved_lengths(cfg) if str(cfg.data.get("source", "built")) == "built" else source.lengths())
+        resolved_lengths(cfg) if str(cfg.data.get("source", "built")) == "built" else source.lengths()
+    )
     built = source.lengths()
     missing = [n for n in lengths if n not in built]
     if missing:
@@ -164,13 +240,28 @@ def run(cfg, paths: Paths) -> None:
     summary = {}
     try:
         for length in lengths:
-            summary[length] = evaluate_length(model, store, source, length, mode, paths, cfg.eval.get("max_items"),
-                                              wait_for_lock=bool(cfg.eval.get("wait_for_lock", False)))
+            summary[length] = evaluate_length(
+                model,
+                store,
+                source,
+                length,
+                mode,
+                paths,
+                cfg.eval.get("max_items"),
+                wait_for_lock=bool(cfg.eval.get("wait_for_lock", False)),
+            )
     finally:
         model.close()
     arts = hash_tree(out)
-    extra = {"system": model.name, "mode": mode, "lengths": lengths, "system_key": store.key,
-             "prompt_protocol": PROMPT_PROTOCOL, "dataset_sha256": source.dataset_hash(),
-             "max_items": cfg.eval.get("max_items")}
-    write_manifest(out, "evaluate", {"model": identity, "eval": section(cfg, "eval")["eval"]}, arts,
-                   code=(__name__,), extra=extra)
+    extra = {
+        "system": model.name,
+        "mode": mode,
+        "lengths": lengths,
+        "system_key": store.key,
+        "prompt_protocol": PROMPT_PROTOCOL,
+        "dataset_sha256": source.dataset_hash(),
+        "max_items": cfg.eval.get("max_items"),
+    }
+    write_manifest(
+        out, "evaluate", {"model": identity, "eval": section(cfg, "eval")["eval"]}, arts, code=(__name__,), extra=extra
+    )

@@ -36,9 +36,10 @@ from __future__ import annotations
 
 import datetime as _dt
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
 from functools import lru_cache
-from typing import Callable, NamedTuple
+from typing import NamedTuple
 
 from memlens.core.constants import REFUSAL_REFERENCE
 from memlens.core.tasks import (
@@ -55,11 +56,7 @@ from memlens.core.tasks import (
     TR_ORDER,
     task_key,
 )
-from memlens.eval.judge.parsing import (
-    extract_final_answer,
-    last_refusal_span,
-    prepare_prediction,
-)
+from memlens.eval.judge.parsing import extract_final_answer, last_refusal_span, prepare_prediction
 
 __all__ = ["Grade", "score", "task_key", "TASK_KEYS", "ABSTENTION_ANSWER"]
 
@@ -165,13 +162,36 @@ def _committed(text: str, finder: Finder) -> tuple[str, list]:
 # --------------------------------------------------------------------------------------------
 
 _UNITS = {
-    w: i for i, w in enumerate(
-        "zero one two three four five six seven eight nine ten eleven twelve thirteen fourteen "
-        "fifteen sixteen seventeen eighteen nineteen".split()
+    w: i
+    for i, w in enumerate(
+        [
+            "zero",
+            "one",
+            "two",
+            "three",
+            "four",
+            "five",
+            "six",
+            "seven",
+            "eight",
+            "nine",
+            "ten",
+            "eleven",
+            "twelve",
+            "thirteen",
+            "fourteen",
+            "fifteen",
+            "sixteen",
+            "seventeen",
+            "eighteen",
+            "nineteen",
+        ]
     )
 }
-_TENS = {w: 10 * i for i, w in enumerate(
-    "twenty thirty forty fifty sixty seventy eighty ninety".split(), start=2)}
+_TENS = {
+    w: 10 * i
+    for i, w in enumerate(["twenty", "thirty", "forty", "fifty", "sixty", "seventy", "eighty", "ninety"], start=2)
+}
 _TENS["fourty"] = 40
 _NUM_WORDS = sorted([*_UNITS, *_TENS, "hundred", "thousand", "dozen"], key=len, reverse=True)
 _W = "(?:" + "|".join(_NUM_WORDS) + ")"
@@ -182,14 +202,19 @@ _LABEL = (
 _COUNT_TOKEN_RE = re.compile(
     r"(?P<label>" + _LABEL + r"(?:\d+|" + _W + r")\b(?:\s*(?:,|and|&|or)\s*(?:and\s+)?\d+\b)*)"
     r"|(?P<num>(?<![\w.])(?:\d{1,3}(?:,\d{3})+|\d+)(?:\.\d+)?)(?!\w|[/:]\d)"
-    r"|(?P<words>(?<![\w-])(?:an?\s+(?=(?:hundred|thousand|dozen)\b))?" + _W
-    + r"(?:(?:\s+|\s*-\s*)(?:and\s+)?" + _W + r")*(?![\w-]))"
+    r"|(?P<words>(?<![\w-])(?:an?\s+(?=(?:hundred|thousand|dozen)\b))?"
+    + _W
+    + r"(?:(?:\s+|\s*-\s*)(?:and\s+)?"
+    + _W
+    + r")*(?![\w-]))"
     r"|(?P<times>\b(?:twice|thrice)\b)",
     re.I,
 )
 _PRONOUN_ONE_RE = re.compile(
     r"\b(?:the|this|that|which|each|every|any|no|another|other|some|a|last|first|only|right|wrong|"
-    r"same|new|old|[a-z]+(?:er|est|ed))\s+$", re.I)
+    r"same|new|old|[a-z]+(?:er|est|ed))\s+$",
+    re.I,
+)
 _WHOLE_COUNT_WORDS = {"none": 0, "once": 1, "never": 0}
 _YEAR_RE = re.compile(r"^(?:19|20)\d\d$")
 
@@ -247,7 +272,7 @@ def _to_number(raw: str) -> float:
 
 
 def _is_pronoun_one(text: str, start: int) -> bool:
-    """"the red one", "this one", "no one": not the number 1."""
+    """ "the red one", "this one", "no one": not the number 1."""
     return _PRONOUN_ONE_RE.search(text, max(0, start - 12), start) is not None
 
 
@@ -275,7 +300,7 @@ def _find_counts(text: str) -> list[float]:
 _COLON_RE = re.compile(r":(?!\d)")
 
 
-def _single_count(clause: str) -> float | None | str:
+def _single_count(clause: str) -> float | str | None:
     """Resolve one committed clause to a single count, None (no number) or "ambiguous"."""
     vals = _find_counts(clause)
     if not vals:
@@ -284,11 +309,11 @@ def _single_count(clause: str) -> float | None | str:
         return vals[0]
     m = _COLON_RE.search(clause)
     if m:  # "There are 3 plants: one in session 1, ..." / "Total: 5"
-        head = _find_counts(clause[:m.start()])
+        head = _find_counts(clause[: m.start()])
         if len(set(head)) == 1:
             return head[0]
         if not head:
-            return _single_count(clause[m.end():])
+            return _single_count(clause[m.end() :])
     blanked = _DATE_RE.sub(" ", clause)
     vals = [v for v in _find_counts(blanked) if not _YEAR_RE.match(f"{v:g}")] or vals
     return vals[0] if len(set(vals)) == 1 else "ambiguous"
@@ -329,18 +354,60 @@ def _match_count(ref: str, text: str, ctx: _Ctx) -> _Outcome:
 # --------------------------------------------------------------------------------------------
 
 _SYMBOLS = {
-    "$": "USD", "us$": "USD", "€": "EUR", "£": "GBP", "¥": "JPY", "₹": "INR", "₩": "KRW",
-    "c$": "CAD", "ca$": "CAD", "a$": "AUD", "au$": "AUD", "%": "%",
+    "$": "USD",
+    "us$": "USD",
+    "€": "EUR",
+    "£": "GBP",
+    "¥": "JPY",
+    "₹": "INR",
+    "₩": "KRW",
+    "c$": "CAD",
+    "ca$": "CAD",
+    "a$": "AUD",
+    "au$": "AUD",
+    "%": "%",
 }
 _CODES = {
-    "usd": "USD", "dollar": "USD", "dollars": "USD", "bucks": "USD",
-    "eur": "EUR", "euro": "EUR", "euros": "EUR",
-    "gbp": "GBP", "pound": "GBP", "pounds": "GBP", "quid": "GBP",
-    "jpy": "JPY", "yen": "JPY", "inr": "INR", "rupee": "INR", "rupees": "INR", "rs": "INR",
-    "krw": "KRW", "won": "KRW", "dkk": "DKK", "sek": "SEK", "nok": "NOK", "isk": "ISK",
-    "kr": "KR", "krone": "KR", "kroner": "KR", "kronor": "KR", "kronur": "KR",
-    "chf": "CHF", "franc": "CHF", "francs": "CHF", "irr": "IRR", "rial": "IRR", "rials": "IRR",
-    "cad": "CAD", "aud": "AUD", "cny": "CNY", "rmb": "CNY", "yuan": "CNY", "mxn": "MXN",
+    "usd": "USD",
+    "dollar": "USD",
+    "dollars": "USD",
+    "bucks": "USD",
+    "eur": "EUR",
+    "euro": "EUR",
+    "euros": "EUR",
+    "gbp": "GBP",
+    "pound": "GBP",
+    "pounds": "GBP",
+    "quid": "GBP",
+    "jpy": "JPY",
+    "yen": "JPY",
+    "inr": "INR",
+    "rupee": "INR",
+    "rupees": "INR",
+    "rs": "INR",
+    "krw": "KRW",
+    "won": "KRW",
+    "dkk": "DKK",
+    "sek": "SEK",
+    "nok": "NOK",
+    "isk": "ISK",
+    "kr": "KR",
+    "krone": "KR",
+    "kroner": "KR",
+    "kronor": "KR",
+    "kronur": "KR",
+    "chf": "CHF",
+    "franc": "CHF",
+    "francs": "CHF",
+    "irr": "IRR",
+    "rial": "IRR",
+    "rials": "IRR",
+    "cad": "CAD",
+    "aud": "AUD",
+    "cny": "CNY",
+    "rmb": "CNY",
+    "yuan": "CNY",
+    "mxn": "MXN",
     "percent": "%",
 }
 _KRONA = {"DKK", "SEK", "NOK", "ISK", "KR"}
@@ -380,7 +447,7 @@ def _amount_key(a: _Amount) -> float:
     return round(a.value, 6)
 
 
-def _last_amount(text: str) -> _Amount | None | str:
+def _last_amount(text: str) -> _Amount | str | None:
     """The committed amount: last amount of the committed clause; "ambiguous" for ranges."""
     text = _drop_parens(text, _find_amounts)
     vals = _find_amounts(text)
@@ -395,7 +462,7 @@ def _last_amount(text: str) -> _Amount | None | str:
         return None
     if len({_amount_key(a) for a in vals}) > 1:
         a, b = vals[-2], vals[-1]
-        if _RANGE_GAP_RE.match(text[a.end:b.start]) or _RANGE_WORD_RE.search(text):
+        if _RANGE_GAP_RE.match(text[a.end : b.start]) or _RANGE_WORD_RE.search(text):
             return "ambiguous"
     return vals[-1]
 
@@ -454,8 +521,18 @@ def _match_amount(ref: str, text: str, ctx: _Ctx) -> _Outcome:
 # --------------------------------------------------------------------------------------------
 
 _MONTHS = {
-    "jan": 1, "feb": 2, "mar": 3, "apr": 4, "may": 5, "jun": 6, "jul": 7, "aug": 8, "sep": 9,
-    "oct": 10, "nov": 11, "dec": 12,
+    "jan": 1,
+    "feb": 2,
+    "mar": 3,
+    "apr": 4,
+    "may": 5,
+    "jun": 6,
+    "jul": 7,
+    "aug": 8,
+    "sep": 9,
+    "oct": 10,
+    "nov": 11,
+    "dec": 12,
 }
 _MONTH_RE = (
     r"(?:jan(?:uary)?|feb(?:ruary)?|mar(?:ch)?|apr(?:il)?|may|june?|july?|aug(?:ust)?|"
@@ -583,19 +660,18 @@ _LETTER_VERBS = (
 )
 _NOT_ARTICLE = r"(?!\s+(?!" + _LETTER_VERBS + r"\b)[a-z])"  # "A trip ..." is an article
 _LEADING_CHOICE_RE = re.compile(
-    r"^[\s*_\"'`]*(?:(?i:option|choice)\s*)?(?:\((?P<p>[ABab])\)|(?P<l>[AB])(?=$|[\s.,:;)\]*!]))"
-    + _NOT_ARTICLE
+    r"^[\s*_\"'`]*(?:(?i:option|choice)\s*)?(?:\((?P<p>[ABab])\)|(?P<l>[AB])(?=$|[\s.,:;)\]*!]))" + _NOT_ARTICLE
 )
 _ALTERNATIVE_RE = re.compile(r"\s*(?:,|/|\bor\b|\band\b|&)\s*(?:option\s+)?\(?([AB])\b", re.I)
 _CHOICE_RE = re.compile(
     r"(?i:\b(?:option|choice|answer)\s*[:\-]?\s*)\(?(?P<o>[ABab])\)?(?![\w])"
     r"|\((?P<p>[AB])\)"
-    r"|(?<![\w'])(?P<l>[AB])(?![\w'])" + _NOT_ARTICLE
+    r"|(?<![\w'])(?P<l>[AB])(?![\w'])"
+    + _NOT_ARTICLE
     + r"|(?i:\b(?P<first>the\s+first(?:\s+one|\s+option)?|the\s+former|first\s+option)\b)"
     r"|(?i:\b(?P<second>the\s+second(?:\s+one|\s+option)?|the\s+latter|second\s+option)\b)"
 )
-_QUESTION_OPTIONS_RE = re.compile(
-    r"(?:\(A\)|\bA[).:]|option\s+A\b).*?(?:\(B\)|\bB[).:]|option\s+B\b)", re.I | re.S)
+_QUESTION_OPTIONS_RE = re.compile(r"(?:\(A\)|\bA[).:]|option\s+A\b).*?(?:\(B\)|\bB[).:]|option\s+B\b)", re.I | re.S)
 
 
 def _choice_finder(allow_ordinals: bool) -> Finder:
@@ -616,6 +692,7 @@ def _choice_finder(allow_ordinals: bool) -> Finder:
             elif allow_ordinals:
                 out.append("A" if kind == "first" else "B")
         return out
+
     return find
 
 
@@ -648,14 +725,14 @@ def _match_choice(ref: str, text: str, ctx: _Ctx) -> _Outcome:
 # Yes / No
 # --------------------------------------------------------------------------------------------
 
-_LEADING_YN_RE = re.compile(
-    r"^[\W_]*(?:(?P<yes>yes|yep|yeah|correct|true)|(?P<no>no|nope|false))\b", re.I)
+_LEADING_YN_RE = re.compile(r"^[\W_]*(?:(?P<yes>yes|yep|yeah|correct|true)|(?P<no>no|nope|false))\b", re.I)
 _TRAILING_YN_RE = re.compile(r"\b(?:(?P<yes>yes)|(?P<no>no))[\W_]*$", re.I)
-_SAME_RE = re.compile(
-    r"\b(?:not\s+different|no\s+difference|isn't\s+different|aren't\s+different)\b", re.I)
+_SAME_RE = re.compile(r"\b(?:not\s+different|no\s+difference|isn't\s+different|aren't\s+different)\b", re.I)
 _NO_PHRASE_RE = re.compile(
     r"\b(?:not\s+(?:the\s+)?same|different|distinct|isn't\s+the\s+same|aren't\s+the\s+same|"
-    r"not\s+identical)\b", re.I)
+    r"not\s+identical)\b",
+    re.I,
+)
 _YES_PHRASE_RE = re.compile(r"\b(?:(?:the\s+)?same|identical|yes)\b", re.I)
 
 
@@ -695,9 +772,34 @@ _DROP_CAP_A_RE = re.compile(r"(?:^|(?<=[.!?:]\s))A\s+(?=[a-z])(?!" + _LETTER_VER
 _THOUSANDS_RE = re.compile(r"(?<=\d),(?=\d{3}\b)")
 _PUNCT_RE = re.compile(r"[^\w\s.:/]|_|(?<!\d)[.:/]|[.:/](?!\d)")
 _TRAILING_ZEROS_RE = re.compile(r"(\d)\.0+\b|(\.\d*?[1-9])0+\b")
-_WORD_DIGITS = {w: str(i) for i, w in enumerate(
-    "zero one two three four five six seven eight nine ten eleven twelve thirteen fourteen fifteen "
-    "sixteen seventeen eighteen nineteen twenty".split())}
+_WORD_DIGITS = {
+    w: str(i)
+    for i, w in enumerate(
+        [
+            "zero",
+            "one",
+            "two",
+            "three",
+            "four",
+            "five",
+            "six",
+            "seven",
+            "eight",
+            "nine",
+            "ten",
+            "eleven",
+            "twelve",
+            "thirteen",
+            "fourteen",
+            "fifteen",
+            "sixteen",
+            "seventeen",
+            "eighteen",
+            "nineteen",
+            "twenty",
+        ]
+    )
+}
 
 
 @lru_cache(maxsize=65536)
@@ -811,9 +913,12 @@ def _match_update(ref: str, text: str, ctx: _Ctx) -> _Outcome:
         return _Outcome(False, out.parsed, "outdated")
     for clause in _KU_CLAUSE_RE.split(text):
         c = normalize_text(clause)
-        if _contains(c, old) and not (_contains(want, old) and _contains(c, want)):
-            if not _PAST_MARKER_RE.search(clause):
-                return _Outcome(False, out.parsed, "outdated: old value not marked as previous")
+        if (
+            _contains(c, old)
+            and not (_contains(want, old) and _contains(c, want))
+            and not _PAST_MARKER_RE.search(clause)
+        ):
+            return _Outcome(False, out.parsed, "outdated: old value not marked as previous")
     return _Outcome(True, out.parsed, "text-match: old value marked as previous")
 
 
@@ -852,8 +957,7 @@ _GUESS_RE = re.compile(
     r"my\s+estimate|estimated?\s+(?:at|to\s+be)|(?:is|was|are|were)\s+(?:about|around|roughly))\b",
     re.I,
 )
-_GUESS_LEAD_RE = re.compile(
-    r"^[\W_]*(?:(?:but|however|though|although|that\s+said|still|yet|so)\b[\W_]*)*", re.I)
+_GUESS_LEAD_RE = re.compile(r"^[\W_]*(?:(?:but|however|though|although|that\s+said|still|yet|so)\b[\W_]*)*", re.I)
 
 
 def _split_refusal(final: str, finder: Finder | None) -> tuple[bool, str]:
@@ -868,10 +972,10 @@ def _split_refusal(final: str, finder: Finder | None) -> tuple[bool, str]:
     span = last_refusal_span(final)
     if span is None:
         return False, final
-    tail = final[span[1]:]
+    tail = final[span[1] :]
     if tail.strip(" .,;:!?-\n\t"):
         lead = _GUESS_LEAD_RE.match(tail).group(0)
-        guess = tail[len(lead):]
+        guess = tail[len(lead) :]
         if _GUESS_RE.search(guess):
             return False, guess
         if finder is not None and lead.strip() and finder(guess):
@@ -902,8 +1006,13 @@ def score(
     reference = "" if reference is None else str(reference)  # JSON may hold ints
     key = task_key(question_type, question_subtype, reference)
     prep = prepare_prediction(prediction, diagnostics=diagnostics)
-    common = dict(task_key=key, auto_zero=prep.auto_zero, truncated=prep.was_truncated,
-                  degenerate=prep.is_degenerate, parsed_words=prep.parsed_words)
+    common = dict(
+        task_key=key,
+        auto_zero=prep.auto_zero,
+        truncated=prep.was_truncated,
+        degenerate=prep.is_degenerate,
+        parsed_words=prep.parsed_words,
+    )
     if prep.auto_zero:
         return Grade(False, None, f"auto-zero: {prep.parsed_words} words", **common)
     if not prep.text:

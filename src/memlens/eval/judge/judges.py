@@ -5,6 +5,7 @@ A *pair* is a question and the system's prediction. ``DeterministicJudge`` appli
 prediction (the request failed after its retries) gets ``correct=None``: it is reported as a
 failure, never counted as a wrong answer.
 """
+
 from __future__ import annotations
 
 from collections.abc import Sequence
@@ -21,9 +22,17 @@ class Judge(Protocol):
 
 
 def failed_verdict(judge: str, q: Question, p: Prediction, reason: str) -> Verdict:
-    return Verdict(system=p.system, mode=p.mode, length=p.length, question_id=q.question_id,
-                   question_type=q.question_type, question_subtype=q.question_subtype, judge=judge,
-                   correct=None, reason=reason)
+    return Verdict(
+        system=p.system,
+        mode=p.mode,
+        length=p.length,
+        question_id=q.question_id,
+        question_type=q.question_type,
+        question_subtype=q.question_subtype,
+        judge=judge,
+        correct=None,
+        reason=reason,
+    )
 
 
 class DeterministicJudge:
@@ -46,11 +55,31 @@ class DeterministicJudge:
             if not p.ok:
                 out.append(failed_verdict(self.name, q, p, f"prediction failed: {p.error}"))
                 continue
-            v = score(q.question_type, q.question_subtype, q.answer, p.prediction or "",
-                      old_answer=q.old_answer, tolerance=self.tolerance, question=q.question)
-            out.append(Verdict(system=p.system, mode=p.mode, length=p.length, question_id=q.question_id,
-                               question_type=q.question_type, question_subtype=q.question_subtype,
-                               judge=self.name, correct=bool(v.correct), parsed=v.parsed, reason=v.reason,
-                               task_key=v.task_key, abstained=bool(v.abstained), auto_zero=bool(v.auto_zero),
-                               truncated=bool(v.truncated)))
+            v = score(
+                q.question_type,
+                q.question_subtype,
+                q.answer,
+                p.prediction or "",
+                old_answer=q.old_answer,
+                tolerance=self.tolerance,
+                question=q.question,
+            )
+            out.append(
+                Verdict(
+                    system=p.system,
+                    mode=p.mode,
+                    length=p.length,
+                    question_id=q.question_id,
+                    question_type=q.question_type,
+                    question_subtype=q.question_subtype,
+                    judge=self.name,
+                    correct=bool(v.correct),
+                    parsed=v.parsed,
+                    reason=v.reason,
+                    task_key=v.task_key,
+                    abstained=bool(v.abstained),
+                    auto_zero=bool(v.auto_zero),
+                    truncated=bool(v.truncated),
+                )
+            )
         return out

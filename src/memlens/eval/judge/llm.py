@@ -24,6 +24,7 @@ Policy (paper "LLM-as-Judge scoring"; official judge, facts §4):
 The API key is read by the client from the environment variable named by ``api_key_env``; it is
 never stored in the cache, the verdicts, the manifest or :meth:`LLMJudge.describe`.
 """
+
 from __future__ import annotations
 
 import concurrent.futures
@@ -40,13 +41,13 @@ from pathlib import Path
 from typing import Any
 
 from memlens.core.errors import ConfigError
+from memlens.core.schema import Prediction, Question, Verdict
+from memlens.core.settings import LLMJudgeSettings
 from memlens.eval.judge import deterministic as det
 from memlens.eval.judge.judges import failed_verdict
 from memlens.eval.judge.official import official_diagnostics
 from memlens.eval.judge.parsing import parse_model_output, prepare_prediction
 from memlens.eval.judge.prompts import PROMPT_VERSION, build_messages
-from memlens.core.schema import Prediction, Question, Verdict
-from memlens.core.settings import LLMJudgeSettings
 
 log = logging.getLogger(__name__)
 
@@ -76,11 +77,22 @@ def parse_verdict(text: str | None) -> int | None:
     return None
 
 
-def cache_key(*, prompt_version: str, model_id: str, task_key: str, question: str, reference: str,
-              old_answer: str | None, prediction: str) -> str:
+def cache_key(
+    *,
+    prompt_version: str,
+    model_id: str,
+    task_key: str,
+    question: str,
+    reference: str,
+    old_answer: str | None,
+    prediction: str,
+) -> str:
     """SHA-256 of everything that determines a judge call's prompt and model."""
-    payload = json.dumps([prompt_version, model_id, task_key, question, reference, old_answer or "", prediction],
-                         ensure_ascii=False, separators=(",", ":"))
+    payload = json.dumps(
+        [prompt_version, model_id, task_key, question, reference, old_answer or "", prediction],
+        ensure_ascii=False,
+        separators=(",", ":"),
+    )
     return hashlib.sha256(payload.encode("utf-8")).hexdigest()
 
 
@@ -109,22 +121,32 @@ class JudgeCache:
             self.conn.execute(self._SCHEMA)
             self.conn.commit()
         except sqlite3.DatabaseError as exc:
-            raise ConfigError(f"{self.path}: cannot open the judge cache ({exc}); "
-                              "delete it or set judge.cache_path") from None
+            raise ConfigError(
+                f"{self.path}: cannot open the judge cache ({exc}); delete it or set judge.cache_path"
+            ) from None
         self._pending: list[tuple] = []
 
     def get_many(self, keys: Sequence[str]) -> dict[str, tuple[int, str]]:
         out: dict[str, tuple[int, str]] = {}
         uniq = list(dict.fromkeys(keys))
         for i in range(0, len(uniq), 500):
-            chunk = uniq[i:i + 500]
+            chunk = uniq[i : i + 500]
             q = f"SELECT key, score, judge_text FROM judgments WHERE key IN ({','.join('?' * len(chunk))})"
             for k, s, t in self.conn.execute(q, chunk):
                 out[k] = (int(s), t)
         return out
 
-    def put(self, key: str, score: int, judge_text: str, *, model_id: str, prompt_version: str, task_key: str,
-            flush_every: int = 16) -> None:
+    def put(
+        self,
+        key: str,
+        score: int,
+        judge_text: str,
+        *,
+        model_id: str,
+        prompt_version: str,
+        task_key: str,
+        flush_every: int = 16,
+    ) -> None:
         self._pending.append((key, int(score), judge_text, model_id, prompt_version, task_key, time.time()))
         if len(self._pending) >= flush_every:
             self.flush()
@@ -183,17 +205,34 @@ class LLMJudge:
 
     Config = LLMJudgeSettings
 
-    def __init__(self, name: str = "llm", *, base_url: str = "http://127.0.0.1:8001/v1",
-                 model: str = "qwen3-235b-judge", model_id: str | None = None,
-                 api_key_env: str | None = "MEMLENS_JUDGE_API_KEY", concurrency: int = 8,
-                 max_new_tokens: int = 512, temperature: float = 0.0, timeout_s: float = 300.0,
-                 max_retries: int = 4, backoff_base_s: float = 1.0, backoff_max_s: float = 30.0,
-                 extra_body: dict | None = None, cache_path: str | None = ".memlens_cache/judge.sqlite",
-                 prompt_version: str | None = None, layout: str = "system", max_words: int = 500,
-                 progress: bool | None = None, root: str | Path | None = None):
+    def __init__(
+        self,
+        name: str = "llm",
+        *,
+        base_url: str = "http://127.0.0.1:8001/v1",
+        model: str = "qwen3-235b-judge",
+        model_id: str | None = None,
+        api_key_env: str | None = "MEMLENS_JUDGE_API_KEY",
+        concurrency: int = 8,
+        max_new_tokens: int = 512,
+        temperature: float = 0.0,
+        timeout_s: float = 300.0,
+        max_retries: int = 4,
+        backoff_base_s: float = 1.0,
+        backoff_max_s: float = 30.0,
+        extra_body: dict | None = None,
+        cache_path: str | None = ".memlens_cache/judge.sqlite",
+        prompt_version: str | None = None,
+        layout: str = "system",
+        max_words: int = 500,
+        progress: bool | None = None,
+        root: str | Path | None = None,
+    ):
         if prompt_version is not None and str(prompt_version) != PROMPT_VERSION:
-            raise ConfigError(f"judge.prompt_version is {prompt_version!r} but the prompts in memlens.eval.judge.prompts are "
-                              f"{PROMPT_VERSION!r}; update the config (the cache is keyed by the version)")
+            raise ConfigError(
+                f"judge.prompt_version is {prompt_version!r} but the prompts in memlens.eval.judge.prompts are "
+                f"{PROMPT_VERSION!r}; update the config (the cache is keyed by the version)"
+            )
         if layout not in ("system", "single"):
             raise ConfigError(f"judge.layout must be 'system' or 'single', not {layout!r}")
         self.name = str(name)
@@ -236,29 +275,74 @@ class LLMJudge:
 
     def describe(self) -> dict[str, Any]:
         """Settings, safe to log (the key's environment variable *name* only)."""
-        return {"name": self.name, "kind": "llm", "base_url": self.base_url, "model": self.model,
-                "model_id": self.model_id, "api_key_env": self.api_key_env, "concurrency": self.concurrency,
-                "max_new_tokens": self.max_new_tokens, "temperature": self.temperature,
-                "timeout_s": self.timeout_s, "max_retries": self.max_retries, "extra_body": self.extra_body,
-                "prompt_version": self.prompt_version, "layout": self.layout, "max_words": self.max_words,
-                "cache_path": None if self.cache_path is None else str(self.cache_path)}
+        return {
+            "name": self.name,
+            "kind": "llm",
+            "base_url": self.base_url,
+            "model": self.model,
+            "model_id": self.model_id,
+            "api_key_env": self.api_key_env,
+            "concurrency": self.concurrency,
+            "max_new_tokens": self.max_new_tokens,
+            "temperature": self.temperature,
+            "timeout_s": self.timeout_s,
+            "max_retries": self.max_retries,
+            "extra_body": self.extra_body,
+            "prompt_version": self.prompt_version,
+            "layout": self.layout,
+            "max_words": self.max_words,
+            "cache_path": None if self.cache_path is None else str(self.cache_path),
+        }
 
     def client_config(self):
         from memlens.core.http import OpenAICompatibleConfig
 
         return OpenAICompatibleConfig(
-            base_url=self.base_url, model=self.model, api_key_env=self.api_key_env, concurrency=self.concurrency,
-            max_new_tokens=self.max_new_tokens, temperature=self.temperature, timeout_s=self.timeout_s,
-            max_retries=self.max_retries, max_image_side=None, extra_body=self.extra_body,
-            backoff_base_s=self.backoff_base_s, backoff_max_s=self.backoff_max_s)
+            base_url=self.base_url,
+            model=self.model,
+            api_key_env=self.api_key_env,
+            concurrency=self.concurrency,
+            max_new_tokens=self.max_new_tokens,
+            temperature=self.temperature,
+            timeout_s=self.timeout_s,
+            max_retries=self.max_retries,
+            max_image_side=None,
+            extra_body=self.extra_body,
+            backoff_base_s=self.backoff_base_s,
+            backoff_max_s=self.backoff_max_s,
+        )
 
     # ------------------------------------------------------------------ judging
-    def _verdict(self, q: Question, p: Prediction, *, correct: bool | None, reason: str, key: str,
-                 abstained: bool, auto_zero: bool, truncated: bool, details: dict) -> Verdict:
-        return Verdict(system=p.system, mode=p.mode, length=p.length, question_id=q.question_id,
-                       question_type=q.question_type, question_subtype=q.question_subtype, judge=self.name,
-                       correct=correct, parsed=None, reason=reason, task_key=key, abstained=abstained,
-                       auto_zero=auto_zero, truncated=truncated, details=details)
+    def _verdict(
+        self,
+        q: Question,
+        p: Prediction,
+        *,
+        correct: bool | None,
+        reason: str,
+        key: str,
+        abstained: bool,
+        auto_zero: bool,
+        truncated: bool,
+        details: dict,
+    ) -> Verdict:
+        return Verdict(
+            system=p.system,
+            mode=p.mode,
+            length=p.length,
+            question_id=q.question_id,
+            question_type=q.question_type,
+            question_subtype=q.question_subtype,
+            judge=self.name,
+            correct=correct,
+            parsed=None,
+            reason=reason,
+            task_key=key,
+            abstained=abstained,
+            auto_zero=auto_zero,
+            truncated=truncated,
+            details=details,
+        )
 
     def judge_many(self, pairs: Sequence[tuple[Question, Prediction]]) -> list[Verdict]:
         t0 = time.perf_counter()
@@ -277,15 +361,23 @@ class LLMJudge:
             diag = official_diagnostics(p, max_words=self.max_words)
             prep = prepare_prediction(p.prediction, max_words=self.max_words, diagnostics=False)
             # abstention (for coverage / per-answer accuracy) uses the rule-based refusal detector
-            rules = det.score(q.question_type, q.question_subtype, q.answer, p.prediction or "",
-                              old_answer=q.old_answer, question=q.question)
-            common = dict(key=key, abstained=bool(rules.abstained), auto_zero=prep.auto_zero,
-                          truncated=prep.was_truncated)
+            rules = det.score(
+                q.question_type,
+                q.question_subtype,
+                q.answer,
+                p.prediction or "",
+                old_answer=q.old_answer,
+                question=q.question,
+            )
+            common = dict(
+                key=key, abstained=bool(rules.abstained), auto_zero=prep.auto_zero, truncated=prep.was_truncated
+            )
             base_details = {"judge_model": self.model_id, "prompt_version": self.prompt_version, **diag}
             if prep.auto_zero:
                 stats.auto_zero += 1
-                out[i] = self._verdict(q, p, correct=False, reason=f"auto-zero: {prep.parsed_words} words",
-                                       details=base_details, **common)
+                out[i] = self._verdict(
+                    q, p, correct=False, reason=f"auto-zero: {prep.parsed_words} words", details=base_details, **common
+                )
                 continue
             if not prep.text:
                 stats.empty += 1
@@ -293,11 +385,19 @@ class LLMJudge:
                 continue
             reference = det.ABSTENTION_ANSWER if key == det.AR_REFUSAL else str(q.answer)
             old = q.old_answer if key == det.KU_UPDATE and q.old_answer else None
-            ck = cache_key(prompt_version=self.prompt_version, model_id=self.model_id, task_key=key,
-                           question=q.question, reference=reference, old_answer=old, prediction=prep.text)
+            ck = cache_key(
+                prompt_version=self.prompt_version,
+                model_id=self.model_id,
+                task_key=key,
+                question=q.question,
+                reference=reference,
+                old_answer=old,
+                prediction=prep.text,
+            )
             meta[i] = {"common": common, "details": base_details, "key": ck}
-            pending.append(_Pending(i, ck, key, build_messages(key, q.question, reference, prep.text, old,
-                                                              layout=self.layout)))
+            pending.append(
+                _Pending(i, ck, key, build_messages(key, q.question, reference, prep.text, old, layout=self.layout))
+            )
 
         cpath = self.resolved_cache_path()
         cache = JudgeCache(cpath) if cpath is not None else None
@@ -327,16 +427,25 @@ class LLMJudge:
                 stats.failed += 1
                 if text:
                     details["judge_text"] = text
-                out[i] = self._verdict(q, p, correct=None, reason=f"judge failed: {error}", details=details,
-                                       **m["common"])
+                out[i] = self._verdict(
+                    q, p, correct=None, reason=f"judge failed: {error}", details=details, **m["common"]
+                )
             else:
                 details["judge_text"] = text
-                out[i] = self._verdict(q, p, correct=bool(score), reason=f"judge score {score}", details=details,
-                                       **m["common"])
+                out[i] = self._verdict(
+                    q, p, correct=bool(score), reason=f"judge score {score}", details=details, **m["common"]
+                )
         stats.elapsed_s = time.perf_counter() - t0
         self.last_stats = stats
-        log.info("judge %s: %d items, %d cached, %d requests, %d auto-zero, %d failed", self.name, stats.items,
-                 stats.cache_hits, stats.requests, stats.auto_zero, stats.failed)
+        log.info(
+            "judge %s: %d items, %d cached, %d requests, %d auto-zero, %d failed",
+            self.name,
+            stats.items,
+            stats.cache_hits,
+            stats.requests,
+            stats.auto_zero,
+            stats.failed,
+        )
         return [v for v in out if v is not None]
 
     def _call(self, todo: dict[str, _Pending], results: dict, cache: JudgeCache | None, stats: JudgeRunStats) -> None:
@@ -360,15 +469,22 @@ class LLMJudge:
                 return
             results[key] = (score, text, None)
             if cache is not None:
-                cache.put(key, score, text, model_id=self.model_id, prompt_version=self.prompt_version,
-                          task_key=todo[key].task_key)
+                cache.put(
+                    key,
+                    score,
+                    text,
+                    model_id=self.model_id,
+                    prompt_version=self.prompt_version,
+                    task_key=todo[key].task_key,
+                )
 
         items = [(k, x.messages) for k, x in todo.items()]
         progress = sys.stderr.isatty() if self.progress is None else bool(self.progress)
 
         def run() -> None:
-            client.run_many(items, on_result, progress=progress, total=len(items), desc=f"judge {self.name}",
-                            require_content=True)  # an empty verdict is retried like a broken answer
+            client.run_many(
+                items, on_result, progress=progress, total=len(items), desc=f"judge {self.name}", require_content=True
+            )  # an empty verdict is retried like a broken answer
 
         try:
             import asyncio

@@ -13,6 +13,7 @@ None: the prediction request or the judge call failed) are left out of both file
 written as 0 (the official judge persists a failed call as 0; the official evaluation drops failed
 predictions). :func:`write_official` returns how many rows were left out.
 """
+
 from __future__ import annotations
 
 import json
@@ -21,15 +22,29 @@ from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
-from memlens.eval.judge.parsing import prepare_prediction
-from memlens.core.schema import Prediction, Verdict
 from memlens.core.io import atomic_write_bytes
+from memlens.core.schema import Prediction, Verdict
+from memlens.eval.judge.parsing import prepare_prediction
 
-__all__ = ["DETAIL_KEYS", "DIAGNOSTIC_KEYS", "official_diagnostics", "detail_rows", "official_metrics",
-           "write_official"]
+__all__ = [
+    "DETAIL_KEYS",
+    "DIAGNOSTIC_KEYS",
+    "official_diagnostics",
+    "detail_rows",
+    "official_metrics",
+    "write_official",
+]
 
-DIAGNOSTIC_KEYS = ("original_len", "was_truncated", "is_degenerate", "hedging_count", "unique_5gram_ratio",
-                   "auto_zero", "parsed_words", "output_len")
+DIAGNOSTIC_KEYS = (
+    "original_len",
+    "was_truncated",
+    "is_degenerate",
+    "hedging_count",
+    "unique_5gram_ratio",
+    "auto_zero",
+    "parsed_words",
+    "output_len",
+)
 DETAIL_KEYS = ("question_id", "question_type", "question_subtype", "task_key", "judge_score", *DIAGNOSTIC_KEYS)
 
 
@@ -49,12 +64,21 @@ def official_diagnostics(p: Prediction | None, *, max_words: int = 500) -> dict[
     }
 
 
-_DEFAULTS = {"original_len": 0, "was_truncated": False, "is_degenerate": False, "hedging_count": 0,
-             "unique_5gram_ratio": 1.0, "auto_zero": False, "parsed_words": 0, "output_len": 0}
+_DEFAULTS = {
+    "original_len": 0,
+    "was_truncated": False,
+    "is_degenerate": False,
+    "hedging_count": 0,
+    "unique_5gram_ratio": 1.0,
+    "auto_zero": False,
+    "parsed_words": 0,
+    "output_len": 0,
+}
 
 
-def detail_rows(verdicts: Iterable[Verdict],
-                predictions: Mapping[str, Prediction] | None = None) -> tuple[list[dict], int]:
+def detail_rows(
+    verdicts: Iterable[Verdict], predictions: Mapping[str, Prediction] | None = None
+) -> tuple[list[dict], int]:
     """``(rows, n_excluded)``: official detail rows of the scored verdicts, in the given order.
 
     Diagnostics come from the verdict's ``details`` (written by the judge stage); for older
@@ -80,9 +104,13 @@ def detail_rows(verdicts: Iterable[Verdict],
             key = task_key(v.question_type, v.question_subtype, "", strict=False)
         else:
             key = v.task_key
-        row = {"question_id": v.question_id, "question_type": v.question_type,
-               "question_subtype": v.question_subtype or "", "task_key": key,
-               "judge_score": int(bool(v.correct))}
+        row = {
+            "question_id": v.question_id,
+            "question_type": v.question_type,
+            "question_subtype": v.question_subtype or "",
+            "task_key": key,
+            "judge_score": int(bool(v.correct)),
+        }
         row.update(diag)
         rows.append({k: row[k] for k in DETAIL_KEYS})
     return rows, excluded
@@ -123,21 +151,35 @@ def official_metrics(rows: list[dict]) -> dict[str, Any]:
     for qt in sorted(by_type):
         sc = by_type[qt]
         f = flags[qt]
-        types[qt] = {**_summary(sc), "degenerate_count": f["degenerate"], "truncated_count": f["truncated"],
-                     "auto_zero_count": f["auto_zero"], "degenerate_pct": _pct(f["degenerate"], len(sc))}
+        types[qt] = {
+            **_summary(sc),
+            "degenerate_count": f["degenerate"],
+            "truncated_count": f["truncated"],
+            "auto_zero_count": f["auto_zero"],
+            "degenerate_pct": _pct(f["degenerate"], len(sc)),
+        }
     return {
-        "overall": {"accuracy": yes / total if total else 0, "yes": yes, "no": total - yes, "total": total,
-                    "degenerate_count": n_deg, "degenerate_pct": _pct(n_deg, total),
-                    "truncated_count": n_tr, "truncated_pct": _pct(n_tr, total),
-                    "auto_zero_count": n_az, "auto_zero_pct": _pct(n_az, total)},
+        "overall": {
+            "accuracy": yes / total if total else 0,
+            "yes": yes,
+            "no": total - yes,
+            "total": total,
+            "degenerate_count": n_deg,
+            "degenerate_pct": _pct(n_deg, total),
+            "truncated_count": n_tr,
+            "truncated_pct": _pct(n_tr, total),
+            "auto_zero_count": n_az,
+            "auto_zero_pct": _pct(n_az, total),
+        },
         "by_question_type": types,
         "by_question_subtype": {k: _summary(by_sub[k]) for k in sorted(by_sub)},
         "by_task_key": {k: _summary(by_key[k]) for k in sorted(by_key)},
     }
 
 
-def write_official(out_dir: str | Path, verdicts: Iterable[Verdict],
-                   predictions: Mapping[str, Prediction] | None = None) -> dict[str, Any]:
+def write_official(
+    out_dir: str | Path, verdicts: Iterable[Verdict], predictions: Mapping[str, Prediction] | None = None
+) -> dict[str, Any]:
     """Write ``judge_details.json`` and ``judge_metrics.json`` into ``out_dir``.
 
     Returns ``{"rows", "excluded", "accuracy", "details", "metrics"}`` (paths as strings).
@@ -148,5 +190,10 @@ def write_official(out_dir: str | Path, verdicts: Iterable[Verdict],
     details_path, metrics_path = out / "judge_details.json", out / "judge_metrics.json"
     atomic_write_bytes(details_path, (json.dumps(rows, ensure_ascii=False) + "\n").encode("utf-8"))
     atomic_write_bytes(metrics_path, (json.dumps(metrics, indent=2, ensure_ascii=False) + "\n").encode("utf-8"))
-    return {"rows": len(rows), "excluded": excluded, "accuracy": metrics["overall"]["accuracy"],
-            "details": str(details_path), "metrics": str(metrics_path)}
+    return {
+        "rows": len(rows),
+        "excluded": excluded,
+        "accuracy": metrics["overall"]["accuracy"],
+        "details": str(details_path),
+        "metrics": str(metrics_path),
+    }

@@ -50,7 +50,7 @@ def parse_model_output(text: str | None) -> str:
         return ""
     idx = text.find(_THINK_CLOSE)
     if idx >= 0:
-        text = text[idx + len(_THINK_CLOSE):]
+        text = text[idx + len(_THINK_CLOSE) :]
     if "<|" in text:
         text = _SPECIAL_TOKEN_RE.sub("", text)
     if _CONTENT_FILTER in text:
@@ -63,10 +63,25 @@ def parse_model_output(text: str | None) -> str:
 # --------------------------------------------------------------------------------------------
 
 _HEDGE_MARKERS = (
-    "wait", "let me re-read", "let me re read", "let me double check", "let me double-check",
-    "let me reconsider", "let me look again", "let's reconsider", "let s reconsider",
-    "re-evaluating", "re evaluating", "actually looking", "actually let me", "hold on",
-    "let me look at", "let me check", "let's re-read", "let s re-read", "i need to reconsider",
+    "wait",
+    "let me re-read",
+    "let me re read",
+    "let me double check",
+    "let me double-check",
+    "let me reconsider",
+    "let me look again",
+    "let's reconsider",
+    "let s reconsider",
+    "re-evaluating",
+    "re evaluating",
+    "actually looking",
+    "actually let me",
+    "hold on",
+    "let me look at",
+    "let me check",
+    "let's re-read",
+    "let s re-read",
+    "i need to reconsider",
     "wait let me",
 )
 # The same 20 markers as a trie, word-bounded, longest alternative first, so a scan is
@@ -185,7 +200,7 @@ def prepare_prediction(
     diag = degeneracy(parsed) if diagnostics else _NO_DIAGNOSTICS
     n = len(parsed)
     if n > tail_char_limit and n > min_len_for_truncation:
-        tail = parsed[int((1.0 - tail_fraction) * n):]
+        tail = parsed[int((1.0 - tail_fraction) * n) :]
         words = len(tail.split())
         out = f"{TRUNCATION_MARKER}\n{tail}"
         truncated = True
@@ -219,7 +234,8 @@ _REFUSAL_PATTERNS = (
     _NEG_AUX + r"\s+(?:provide|give|contain|include|have)\s+"
     r"(?:enough|sufficient|any|that|this|the)?\s*" + _INFO,
     r"(?:conversations?|context|history|chat|sessions?|records?|memory|text|it)\s+"
-    + _NEG_AUX + r"\s+(?:mention|specify|state|say|include|contain|indicate|reveal)",
+    + _NEG_AUX
+    + r"\s+(?:mention|specify|state|say|include|contain|indicate|reveal)",
     r"(?:no|without)\s+(?:relevant\s+|specific\s+|such\s+|clear\s+)?" + _INFO,
     r"lack(?:s|ing)?\s+(?:of\s+)?" + _INFO,
     r"(?:not|\w+n't)[\s_]+(?:been\s+)?" + _ADV + r"mentioned",
@@ -246,10 +262,8 @@ def last_refusal_span(text: str) -> tuple[int, int] | None:
     t = text.translate(_CURLY)
     if _WHOLE_REFUSAL_RE.match(t):
         return (0, len(t))
-    last = None
-    for last in _REFUSAL_RE.finditer(t):
-        pass
-    return last.span() if last is not None else None
+    spans = [m.span() for m in _REFUSAL_RE.finditer(t)]
+    return spans[-1] if spans else None
 
 
 def is_refusal(text: str) -> bool:
@@ -308,10 +322,10 @@ def _tagged_answer(text: str) -> str | None:
         return None
     for i in range(len(tags) - 1, -1, -1):
         end = tags[i + 1].start() if i + 1 < len(tags) else len(text)
-        seg = text[tags[i].end():end]
+        seg = text[tags[i].end() : end]
         r = _REASONING_TAG_RE.search(seg)
         if r:
-            seg = seg[:r.start()]
+            seg = seg[: r.start()]
         if seg.strip(_CLEAN_CHARS):
             return seg.strip()
     return ""
@@ -328,7 +342,7 @@ def _after_marker(text: str) -> str:
     for m in reversed(matches):
         if _MARKER_QUESTION_RE.search(text, max(0, m.start() - 12), m.start()):
             continue
-        rest = text[m.end():]
+        rest = text[m.end() :]
         nl = rest.find("\n")
         if "inal" not in m.group(0) and nl >= 0 and len(rest[nl:].split()) > _MARKER_TAIL_WORDS:
             continue
@@ -384,7 +398,7 @@ def extract_final_answer(text: str) -> str:
     """
     t = text.strip()
     if t.startswith(TRUNCATION_MARKER):
-        t = t[len(TRUNCATION_MARKER):].lstrip()
+        t = t[len(TRUNCATION_MARKER) :].lstrip()
     if not t:
         return ""
     if "[" in t:

@@ -20,11 +20,11 @@ everything into one user message, as the official judge does.
 
 Bump :data:`PROMPT_VERSION` whenever any text here changes: it is part of the judge cache key.
 """
+
 from __future__ import annotations
 
-from functools import lru_cache
-
 from dataclasses import dataclass
+from functools import cache
 
 from memlens.eval.judge.deterministic import (
     AR_REFUSAL,
@@ -147,12 +147,22 @@ differ, and extra correct detail is fine.
 wrong.
 - Numbers and counts must be exactly right unless the standard answer is itself approximate.""",
         (
-            ("In which year was the bridge in the photo I sent you finished?", "1937", None,
-             "It was completed in 1937.",
-             "The student gives 1937, the same year as the standard answer.", 1),
-            ("In which year was the bridge in the photo I sent you finished?", "1937", None,
-             "Sometime in the 1930s, I believe.",
-             "A decade is too vague; the question asks for the year 1937.", 0),
+            (
+                "In which year was the bridge in the photo I sent you finished?",
+                "1937",
+                None,
+                "It was completed in 1937.",
+                "The student gives 1937, the same year as the standard answer.",
+                1,
+            ),
+            (
+                "In which year was the bridge in the photo I sent you finished?",
+                "1937",
+                None,
+                "Sometime in the 1930s, I believe.",
+                "A decade is too vague; the question asks for the year 1937.",
+                0,
+            ),
         ),
     ),
     IE_PREVIOUS: TaskPrompt(
@@ -165,12 +175,22 @@ location or count.
 - 0 points: a different item, a wrong attribute or relation, a vague or unsupported answer, or a \
 refusal.""",
         (
-            ("What colour was the mug to the left of the laptop in my desk photo?", "Red", None,
-             "The mug next to the laptop, on its left, was red.",
-             "Same item, same colour.", 1),
-            ("What colour was the mug to the left of the laptop in my desk photo?", "Red", None,
-             "It was the blue mug on the right side of the desk.",
-             "The student describes a different mug with a different colour.", 0),
+            (
+                "What colour was the mug to the left of the laptop in my desk photo?",
+                "Red",
+                None,
+                "The mug next to the laptop, on its left, was red.",
+                "Same item, same colour.",
+                1,
+            ),
+            (
+                "What colour was the mug to the left of the laptop in my desk photo?",
+                "Red",
+                None,
+                "It was the blue mug on the right side of the desk.",
+                "The student describes a different mug with a different colour.",
+                0,
+            ),
         ),
     ),
     KU_UPDATE: TaskPrompt(
@@ -182,12 +202,22 @@ recent) value; the outdated answer, when shown, is an earlier value that is no l
 - 0 points: the outdated value, any other value, both values without committing to the current \
 one, a refusal, or an unclear answer.""",
         (
-            ("Which fruit am I growing in my balcony planter now?", "Strawberries", "Tomatoes",
-             "You replaced the tomatoes with strawberries, so it is strawberries now.",
-             "The student commits to the current value, strawberries.", 1),
-            ("Which fruit am I growing in my balcony planter now?", "Strawberries", "Tomatoes",
-             "Tomatoes, from the photo you shared of the planter.",
-             "Tomatoes is the outdated value, not the current one.", 0),
+            (
+                "Which fruit am I growing in my balcony planter now?",
+                "Strawberries",
+                "Tomatoes",
+                "You replaced the tomatoes with strawberries, so it is strawberries now.",
+                "The student commits to the current value, strawberries.",
+                1,
+            ),
+            (
+                "Which fruit am I growing in my balcony planter now?",
+                "Strawberries",
+                "Tomatoes",
+                "Tomatoes, from the photo you shared of the planter.",
+                "Tomatoes is the outdated value, not the current one.",
+                0,
+            ),
         ),
     ),
     TR_DURATION: TaskPrompt(
@@ -197,12 +227,22 @@ The question offers two options, A and B, and the standard answer is one of them
 - 1 point: the student clearly chooses the same option, by its letter or by restating it.
 - 0 points: the other option, both options or neither, or a refusal.""",
         (
-            ("Which lasted longer: (A) my trip to Lisbon or (B) my stay in Oslo?", "A", None,
-             "Option A. The Lisbon trip ran for nine days, the Oslo stay for five.",
-             "The student picks option A, the same as the standard answer.", 1),
-            ("Which lasted longer: (A) my trip to Lisbon or (B) my stay in Oslo?", "A", None,
-             "The Oslo stay was longer, so B.",
-             "The student picks B; the standard answer is A.", 0),
+            (
+                "Which lasted longer: (A) my trip to Lisbon or (B) my stay in Oslo?",
+                "A",
+                None,
+                "Option A. The Lisbon trip ran for nine days, the Oslo stay for five.",
+                "The student picks option A, the same as the standard answer.",
+                1,
+            ),
+            (
+                "Which lasted longer: (A) my trip to Lisbon or (B) my stay in Oslo?",
+                "A",
+                None,
+                "The Oslo stay was longer, so B.",
+                "The student picks B; the standard answer is A.",
+                0,
+            ),
         ),
     ),
     TR_ORDER: TaskPrompt(
@@ -213,12 +253,22 @@ The standard answer is a sequence of item numbers in a required order, for examp
 matter.
 - 0 points: any item missing, added, repeated or out of place, or an unclear order.""",
         (
-            ("Put these events in the order they happened.", "(2)(4)(1)(3)", None,
-             "(2), (4), (1), (3)",
-             "Same four items in the same order.", 1),
-            ("Put these events in the order they happened.", "(2)(4)(1)(3)", None,
-             "(2)(1)(4)(3)",
-             "Items (1) and (4) are swapped.", 0),
+            (
+                "Put these events in the order they happened.",
+                "(2)(4)(1)(3)",
+                None,
+                "(2), (4), (1), (3)",
+                "Same four items in the same order.",
+                1,
+            ),
+            (
+                "Put these events in the order they happened.",
+                "(2)(4)(1)(3)",
+                None,
+                "(2)(1)(4)(3)",
+                "Items (1) and (4) are swapped.",
+                0,
+            ),
         ),
     ),
     TR_DATE: TaskPrompt(
@@ -229,12 +279,22 @@ The standard answer is a calendar date.
 - 0 points: a different date; a date missing its year, month or day; an ambiguous or approximate \
 date; or no date.""",
         (
-            ("On which date did I pick up the framed print from the photo?", "2024/03/05", None,
-             "You picked it up on March 5, 2024.",
-             "March 5, 2024 is the same date as 2024/03/05.", 1),
-            ("On which date did I pick up the framed print from the photo?", "2024/03/05", None,
-             "In early March 2024.",
-             "An approximate period, not the date.", 0),
+            (
+                "On which date did I pick up the framed print from the photo?",
+                "2024/03/05",
+                None,
+                "You picked it up on March 5, 2024.",
+                "March 5, 2024 is the same date as 2024/03/05.",
+                1,
+            ),
+            (
+                "On which date did I pick up the framed print from the photo?",
+                "2024/03/05",
+                None,
+                "In early March 2024.",
+                "An approximate period, not the date.",
+                0,
+            ),
         ),
     ),
     MSR_YESNO: TaskPrompt(
@@ -245,12 +305,22 @@ standard answer is Yes or No.
 - 1 point: the final answer means the same yes or no as the standard answer.
 - 0 points: the opposite answer, a refusal, or an unclear answer.""",
         (
-            ("Is the cafe in my first photo the same one I visited last week?", "Yes", None,
-             "Yes, both photos show the same cafe.",
-             "The student answers yes, matching the standard answer.", 1),
-            ("Is the cafe in my first photo the same one I visited last week?", "Yes", None,
-             "They look alike, but I cannot tell whether they are the same place.",
-             "No committed yes; the student declines to decide.", 0),
+            (
+                "Is the cafe in my first photo the same one I visited last week?",
+                "Yes",
+                None,
+                "Yes, both photos show the same cafe.",
+                "The student answers yes, matching the standard answer.",
+                1,
+            ),
+            (
+                "Is the cafe in my first photo the same one I visited last week?",
+                "Yes",
+                None,
+                "They look alike, but I cannot tell whether they are the same place.",
+                "No committed yes; the student declines to decide.",
+                0,
+            ),
         ),
     ),
     MSR_COUNTING: TaskPrompt(
@@ -261,12 +331,22 @@ The standard answer is a count gathered over several sessions.
 - 0 points: a different number, a range, an approximation ("about 4"), a refusal, or an unclear \
 answer.""",
         (
-            ("How many different parks did I show you photos of?", "4", None,
-             "Four distinct parks.",
-             "Four equals the standard answer 4.", 1),
-            ("How many different parks did I show you photos of?", "4", None,
-             "Probably 3 or 4.",
-             "A range is not the exact count.", 0),
+            (
+                "How many different parks did I show you photos of?",
+                "4",
+                None,
+                "Four distinct parks.",
+                "Four equals the standard answer 4.",
+                1,
+            ),
+            (
+                "How many different parks did I show you photos of?",
+                "4",
+                None,
+                "Probably 3 or 4.",
+                "A range is not the exact count.",
+                0,
+            ),
         ),
     ),
     MSR_ARITHMETIC: TaskPrompt(
@@ -279,12 +359,22 @@ fractions, decimals and percentages).
 - 0 points: a different value, an approximation the standard answer does not support, an amount \
 in a different currency, a refusal, or an unclear answer.""",
         (
-            ("How much did I spend in total on the three receipts I shared?", "$260.00", None,
-             "Adding them up: 120 + 95 + 45 = $260.",
-             "$260 equals $260.00.", 1),
-            ("How much did I spend in total on the three receipts I shared?", "$260.00", None,
-             "Roughly $250 altogether.",
-             "An approximate, different amount.", 0),
+            (
+                "How much did I spend in total on the three receipts I shared?",
+                "$260.00",
+                None,
+                "Adding them up: 120 + 95 + 45 = $260.",
+                "$260 equals $260.00.",
+                1,
+            ),
+            (
+                "How much did I spend in total on the three receipts I shared?",
+                "$260.00",
+                None,
+                "Roughly $250 altogether.",
+                "An approximate, different amount.",
+                0,
+            ),
         ),
     ),
     AR_REFUSAL: TaskPrompt(
@@ -298,12 +388,22 @@ mentioned, or says the question cannot be answered from the conversation.
 - 0 points: any substantive answer, even a hedged or qualified one, including a guess given after \
 a refusal.""",
         (
-            ("Which brand was the bike in the photo I sent?", "Insufficient information", None,
-             "The conversation never shows or names the bike's brand, so I cannot tell.",
-             "The student clearly declines, which is the expected behaviour.", 1),
-            ("Which brand was the bike in the photo I sent?", "Insufficient information", None,
-             "I am not certain, but it was probably a Trek.",
-             "The student commits to a guess instead of declining.", 0),
+            (
+                "Which brand was the bike in the photo I sent?",
+                "Insufficient information",
+                None,
+                "The conversation never shows or names the bike's brand, so I cannot tell.",
+                "The student clearly declines, which is the expected behaviour.",
+                1,
+            ),
+            (
+                "Which brand was the bike in the photo I sent?",
+                "Insufficient information",
+                None,
+                "I am not certain, but it was probably a Trek.",
+                "The student commits to a guess instead of declining.",
+                0,
+            ),
         ),
     ),
 }
@@ -340,19 +440,29 @@ def system_prompt(task_key: str) -> str:
     return _system_prompt(task_key)
 
 
-@lru_cache(maxsize=None)
+@cache
 def _system_prompt(task_key: str) -> str:
     return "\n\n".join([BASE_RULES, UNIVERSAL_EXAMPLES, _task_section(task_key), OUTPUT_FORMAT])
 
 
 def case_prompt(question: str, standard_answer: str, student_answer: str, old_answer: str | None = None) -> str:
     """The current case: labelled lines ending with the rationale cue."""
-    return ("Grade the current case.\n\n" + _case(question, standard_answer, old_answer, student_answer)
-            + "\n\n[Scoring Rationale]:")
+    return (
+        "Grade the current case.\n\n"
+        + _case(question, standard_answer, old_answer, student_answer)
+        + "\n\n[Scoring Rationale]:"
+    )
 
 
-def build_messages(task_key: str, question: str, standard_answer: str, student_answer: str,
-                   old_answer: str | None = None, *, layout: str = "system") -> list[dict]:
+def build_messages(
+    task_key: str,
+    question: str,
+    standard_answer: str,
+    student_answer: str,
+    old_answer: str | None = None,
+    *,
+    layout: str = "system",
+) -> list[dict]:
     """Chat messages for one judge call (``layout`` ``"system"`` or ``"single"``)."""
     sys_text = system_prompt(task_key)
     case = case_prompt(question, standard_answer, student_answer, old_answer)

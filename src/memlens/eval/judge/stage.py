@@ -11,6 +11,7 @@ Every verdict's ``details`` carries the official per-item diagnostics of its pre
 ``auto_zero``, ``parsed_words``, ``output_len``; facts §4.8), which the report stage writes in the
 official ``judge_details.json`` layout.
 """
+
 from __future__ import annotations
 
 import logging
@@ -20,9 +21,9 @@ from hydra.utils import instantiate
 
 from memlens.core.config import Paths, section
 from memlens.core.errors import DataError
-from memlens.eval.results import PredictionStore
 from memlens.core.io import write_jsonl
 from memlens.core.store import hash_tree, write_manifest
+from memlens.eval.results import PredictionStore
 
 log = logging.getLogger(__name__)
 
@@ -71,14 +72,38 @@ def run(cfg, paths: Paths) -> None:
         attach_diagnostics(verdicts, pairs)
         write_jsonl(verdict_path(paths, system, mode, length, judge.name), verdicts)
         ok = [v for v in verdicts if v.correct is not None]
-        totals[length] = {"n": len(verdicts), "correct": sum(bool(v.correct) for v in ok),
-                          "failed": len(verdicts) - len(ok)}
+        totals[length] = {
+            "n": len(verdicts),
+            "correct": sum(bool(v.correct) for v in ok),
+            "failed": len(verdicts) - len(ok),
+        }
         run_stats = getattr(judge, "last_stats", None)
         if run_stats is not None:
-            log.info("judge %s %s/%s@%s: %d cached, %d requests sent", judge.name, system, mode, length,
-                     run_stats.cache_hits, run_stats.requests)
-        log.info("judge %s %s/%s@%s: %d/%d correct, %d failed", judge.name, system, mode, length,
-                 totals[length]["correct"], len(verdicts), totals[length]["failed"])
+            log.info(
+                "judge %s %s/%s@%s: %d cached, %d requests sent",
+                judge.name,
+                system,
+                mode,
+                length,
+                run_stats.cache_hits,
+                run_stats.requests,
+            )
+        log.info(
+            "judge %s %s/%s@%s: %d/%d correct, %d failed",
+            judge.name,
+            system,
+            mode,
+            length,
+            totals[length]["correct"],
+            len(verdicts),
+            totals[length]["failed"],
+        )
     out = paths.verdicts / system
-    write_manifest(out, "judge", section(cfg, "judge"), hash_tree(out), code=(__name__,),
-                   extra={"system": system, "mode": mode, "totals": totals})
+    write_manifest(
+        out,
+        "judge",
+        section(cfg, "judge"),
+        hash_tree(out),
+        code=(__name__,),
+        extra={"system": system, "mode": mode, "totals": totals},
+    )

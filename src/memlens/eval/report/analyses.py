@@ -25,6 +25,7 @@ report layer writes as CSV / Markdown / HTML tables and figures. Nothing here to
 Failed verdicts (``correct`` is None) count as not correct in accuracy-style analyses, as in the
 leaderboard (they are reported separately as ``n_failed``), and as missing in judge agreement.
 """
+
 from __future__ import annotations
 
 import math
@@ -35,23 +36,43 @@ from typing import Any
 
 import numpy as np
 
-from memlens.core.io import enumerate_jsonl
-from memlens.eval.report.metrics import metric_name, subtype_labels
-from memlens.core.constants import TYPE_ORDER
 from memlens.core.config import length_tokens
+from memlens.core.constants import TYPE_ORDER
 from memlens.core.errors import DataError
-from memlens.eval.report import stats
+from memlens.core.io import enumerate_jsonl
 from memlens.core.schema import TYPE_ABBREV
+from memlens.eval.report import stats
+from memlens.eval.report.metrics import metric_name, subtype_labels
 
 __all__ = [
-    "CLOSED_FORM_TASK_KEYS", "TYPE_ORDER", "VerdictFile", "OutcomeCube", "scan_verdicts", "load_cube",
-    "accuracy_records", "accuracy_rows", "coverage_records", "degradation_records", "jaccard_records",
-    "spearman_by_length", "hard_questions", "agreement_records", "ablation_records", "judges_present",
+    "CLOSED_FORM_TASK_KEYS",
+    "TYPE_ORDER",
+    "VerdictFile",
+    "OutcomeCube",
+    "scan_verdicts",
+    "load_cube",
+    "accuracy_records",
+    "accuracy_rows",
+    "coverage_records",
+    "degradation_records",
+    "jaccard_records",
+    "spearman_by_length",
+    "hard_questions",
+    "agreement_records",
+    "ablation_records",
+    "judges_present",
 ]
 
 #: Task keys with a deterministic answer format (the paper's typed-accuracy audit: 7 subtypes).
-CLOSED_FORM_TASK_KEYS = ("MSR_Counting", "MSR_Arithmetic", "MSR_YesNo", "TR_OrderRanking",
-                         "TR_DurationComparison", "TR_DateExtraction", "AR_AnswerRefusal")
+CLOSED_FORM_TASK_KEYS = (
+    "MSR_Counting",
+    "MSR_Arithmetic",
+    "MSR_YesNo",
+    "TR_OrderRanking",
+    "TR_DurationComparison",
+    "TR_DateExtraction",
+    "AR_AnswerRefusal",
+)
 
 
 # --------------------------------------------------------------------------------------- loading
@@ -68,7 +89,7 @@ def _is_length(name: str) -> bool:
     try:
         length_tokens(name)
         return True
-    except Exception:  # noqa: BLE001
+    except Exception:
         return False
 
 
@@ -145,9 +166,16 @@ class OutcomeCube:
         return {ln: self.correct[s, j] for j, ln in enumerate(self.lengths) if self.observed[s, j].any()}
 
 
-def load_cube(verdicts_dir: str | Path, judge: str, mode: str = "standard", *,
-              systems: Sequence[str] | None = None, lengths: Sequence[str] | None = None,
-              files: Sequence[VerdictFile] | None = None, failed_as: str = "zero") -> OutcomeCube:
+def load_cube(
+    verdicts_dir: str | Path,
+    judge: str,
+    mode: str = "standard",
+    *,
+    systems: Sequence[str] | None = None,
+    lengths: Sequence[str] | None = None,
+    files: Sequence[VerdictFile] | None = None,
+    failed_as: str = "zero",
+) -> OutcomeCube:
     """Outcome matrices for ``judge`` and ``mode`` from every matching verdict file.
 
     ``failed_as="zero"`` counts a failed verdict as not correct (leaderboard convention);
@@ -156,8 +184,14 @@ def load_cube(verdicts_dir: str | Path, judge: str, mode: str = "standard", *,
     if failed_as not in ("zero", "missing"):
         raise ValueError("failed_as must be 'zero' or 'missing'")
     files = scan_verdicts(verdicts_dir) if files is None else list(files)
-    sel = [f for f in files if f.judge == judge and f.mode == mode
-           and (systems is None or f.system in systems) and (lengths is None or f.length in lengths)]
+    sel = [
+        f
+        for f in files
+        if f.judge == judge
+        and f.mode == mode
+        and (systems is None or f.system in systems)
+        and (lengths is None or f.length in lengths)
+    ]
     if not sel:
         raise DataError(f"{verdicts_dir}: no verdict files of judge {judge!r} in mode {mode!r}")
     found = {f.system for f in sel}
@@ -192,9 +226,19 @@ def load_cube(verdicts_dir: str | Path, judge: str, mode: str = "standard", *,
             abstained[s, j, q] = 1.0 if r.get("abstained") else 0.0
     types = [meta[q][0] for q in qids]
     raw_sub = [meta[q][1] for q in qids]
-    return OutcomeCube(judge=judge, mode=mode, systems=sys_names, lengths=len_names, question_ids=qids,
-                       types=types, subtypes=subtype_labels(types, raw_sub), task_keys=[meta[q][2] for q in qids],
-                       correct=correct, abstained=abstained, failed=failed)
+    return OutcomeCube(
+        judge=judge,
+        mode=mode,
+        systems=sys_names,
+        lengths=len_names,
+        question_ids=qids,
+        types=types,
+        subtypes=subtype_labels(types, raw_sub),
+        task_keys=[meta[q][2] for q in qids],
+        correct=correct,
+        abstained=abstained,
+        failed=failed,
+    )
 
 
 def _type_order(types: Iterable[str]) -> list[str]:
@@ -211,15 +255,21 @@ def _f(x: Any) -> float | None:
 
 
 # --------------------------------------------------------------------------------------- accuracy
-def accuracy_records(cube: OutcomeCube, *, n_resamples: int = 1000, seed: int = 0,
-                     confidence: float = 0.95) -> list[dict]:
+def accuracy_records(
+    cube: OutcomeCube, *, n_resamples: int = 1000, seed: int = 0, confidence: float = 0.95
+) -> list[dict]:
     """One record per (system, length, column): ``acc``, ``ci_low``, ``ci_high``, ``n``, ``n_failed``.
 
     Columns: ``overall``, each type (``IE`` ...), each subtype (``MSR/counting`` ...). Cells a system
     was not judged at are left out.
     """
-    res = stats.bootstrap_ci_matrix(cube.correct, {"type": cube.types, "subtype": cube.subtypes},
-                                    n_resamples=n_resamples, seed=seed, confidence=confidence)
+    res = stats.bootstrap_ci_matrix(
+        cube.correct,
+        {"type": cube.types, "subtype": cube.subtypes},
+        n_resamples=n_resamples,
+        seed=seed,
+        confidence=confidence,
+    )
     cols = [c if c == "overall" else c.split(":", 1)[1] for c in res.columns]
     order = ["overall", *_type_order(cube.types), *sorted(c for c in cols if "/" in c)]
     idx = {c: cols.index(c) for c in order}
@@ -241,9 +291,18 @@ def accuracy_records(cube: OutcomeCube, *, n_resamples: int = 1000, seed: int = 
                 n = int(res.n[s, j, k])
                 if n == 0:
                     continue
-                out.append({"system": system, "length": length, "column": c, "acc": _f(res.mean[s, j, k]),
-                            "ci_low": _f(res.low[s, j, k]), "ci_high": _f(res.high[s, j, k]), "n": n,
-                            "n_failed": int((cube.failed[s, j] & members[c]).sum())})
+                out.append(
+                    {
+                        "system": system,
+                        "length": length,
+                        "column": c,
+                        "acc": _f(res.mean[s, j, k]),
+                        "ci_low": _f(res.low[s, j, k]),
+                        "ci_high": _f(res.high[s, j, k]),
+                        "n": n,
+                        "n_failed": int((cube.failed[s, j] & members[c]).sum()),
+                    }
+                )
     return out
 
 
@@ -276,18 +335,25 @@ def coverage_records(cube: OutcomeCube) -> list[dict]:
             c = cube.correct[s, j, obs].astype(bool)
             a = cube.abstained[s, j, obs].astype(bool)
             cov = stats.coverage_accuracy(c, a, answerable[obs])
-            out.append({"system": system, "length": length, "n": int(obs.sum()),
-                        "accuracy": _f(c.mean()), "n_answerable": int(cov["n_answerable"]),
-                        "refusal_rate": _f(cov["refusal_rate"]), "coverage": _f(cov["coverage"]),
-                        "per_answer_accuracy": _f(cov["per_answer_accuracy"]),
-                        "accuracy_answerable": _f(cov["accuracy_answerable"]),
-                        "abstention_rate_unanswerable": _f(cov["abstention_rate_unanswerable"])})
+            out.append(
+                {
+                    "system": system,
+                    "length": length,
+                    "n": int(obs.sum()),
+                    "accuracy": _f(c.mean()),
+                    "n_answerable": int(cov["n_answerable"]),
+                    "refusal_rate": _f(cov["refusal_rate"]),
+                    "coverage": _f(cov["coverage"]),
+                    "per_answer_accuracy": _f(cov["per_answer_accuracy"]),
+                    "accuracy_answerable": _f(cov["accuracy_answerable"]),
+                    "abstention_rate_unanswerable": _f(cov["abstention_rate_unanswerable"]),
+                }
+            )
     return out
 
 
 # --------------------------------------------------------------------------------------- lengths
-def degradation_records(cube: OutcomeCube, *, alpha: float = 0.05,
-                        test_direction: str = "any") -> list[dict]:
+def degradation_records(cube: OutcomeCube, *, alpha: float = 0.05, test_direction: str = "any") -> list[dict]:
     """McNemar exact tests on every adjacent length transition, per system and type (+ overall).
 
     The Bonferroni family is every tested transition in the returned table (all systems, groups
@@ -307,8 +373,14 @@ def degradation_records(cube: OutcomeCube, *, alpha: float = 0.05,
     def run(n_tests: int | None) -> list[dict]:
         out = []
         for system, by_len in per_system.items():
-            recs = stats.length_degradation(by_len, labels=cube.types, include_overall=True, alpha=alpha,
-                                            test_direction=test_direction, n_tests=n_tests)
+            recs = stats.length_degradation(
+                by_len,
+                labels=cube.types,
+                include_overall=True,
+                alpha=alpha,
+                test_direction=test_direction,
+                n_tests=n_tests,
+            )
             for r in recs:
                 flips = r["b01"] + r["b10"]
                 out.append({"system": system, **r, "churn": flips / r["n"] if r["n"] else None})
@@ -362,13 +434,13 @@ def spearman_by_length(cube: OutcomeCube, *, min_systems: int = 3) -> dict[str, 
         if len(names) < max(3, min_systems) or len(types) < 2:
             continue
         rho, p = stats.spearman_matrix(acc, types)
-        out[length] = {"types": types, "systems": names, "rho": rho.tolist(), "p": p.tolist(),
-                       "n_systems": len(names)}
+        out[length] = {"types": types, "systems": names, "rho": rho.tolist(), "p": p.tolist(), "n_systems": len(names)}
     return out
 
 
-def hard_questions(cube: OutcomeCube, *, threshold: float = 0.2, reference_length: str | None = None,
-                   min_systems: int = 3) -> dict[str, Any]:
+def hard_questions(
+    cube: OutcomeCube, *, threshold: float = 0.2, reference_length: str | None = None, min_systems: int = 3
+) -> dict[str, Any]:
     """Questions solved by fewer than ``threshold`` of the systems at ``reference_length``
     (default: the shortest length) and every system's accuracy on them at each length.
 
@@ -379,8 +451,11 @@ def hard_questions(cube: OutcomeCube, *, threshold: float = 0.2, reference_lengt
     if not cube.lengths:
         return {}
     ref = str(reference_length or cube.lengths[0])
-    seen = cube.observed[:, cube.lengths.index(ref)].any(axis=1) if ref in cube.lengths \
+    seen = (
+        cube.observed[:, cube.lengths.index(ref)].any(axis=1)
+        if ref in cube.lengths
         else np.zeros(len(cube.systems), dtype=bool)
+    )
     j0 = cube.lengths.index(ref) if ref in cube.lengths else 0
     base = {"reference_length": ref, "threshold": threshold, "n_systems": int(seen.sum())}
     if seen.sum() < min_systems:
@@ -400,14 +475,26 @@ def hard_questions(cube: OutcomeCube, *, threshold: float = 0.2, reference_lengt
             rows.append({"system": system, "length": length, "n": int(sel.sum()), "acc": acc})
         if accs:
             means[length] = float(np.mean(accs))
-    return {**base, "n_hard": int(mask.sum()), "by_type": by_type,
-            "question_ids": [q for q, m in zip(cube.question_ids, mask) if m], "rows": rows, "mean_by_length": means}
+    return {
+        **base,
+        "n_hard": int(mask.sum()),
+        "by_type": by_type,
+        "question_ids": [q for q, m in zip(cube.question_ids, mask) if m],
+        "rows": rows,
+        "mean_by_length": means,
+    }
 
 
 # --------------------------------------------------------------------------------------- judges
-def agreement_records(verdicts_dir: str | Path, judge: str, reference: str, mode: str = "standard", *,
-                      task_keys: Sequence[str] | None = None,
-                      files: Sequence[VerdictFile] | None = None) -> dict[str, Any]:
+def agreement_records(
+    verdicts_dir: str | Path,
+    judge: str,
+    reference: str,
+    mode: str = "standard",
+    *,
+    task_keys: Sequence[str] | None = None,
+    files: Sequence[VerdictFile] | None = None,
+) -> dict[str, Any]:
     """Agreement of ``judge`` with ``reference`` on the items both judged (failures dropped).
 
     ``task_keys`` restricts the items (e.g. :data:`CLOSED_FORM_TASK_KEYS` for the LLM-vs-rules
@@ -423,9 +510,15 @@ def agreement_records(verdicts_dir: str | Path, judge: str, reference: str, mode
     systems = [s for s in a.systems if s in b.systems]
     lengths = [ln for ln in a.lengths if ln in b.lengths]
     qids = sorted(set(a.question_ids) & set(b.question_ids))
-    empty = {"judge": judge, "reference": reference, "mode": mode,
-             "task_keys": list(task_keys) if task_keys else None, "rows": [], "by_length": [],
-             "leaderboard_spearman": []}
+    empty = {
+        "judge": judge,
+        "reference": reference,
+        "mode": mode,
+        "task_keys": list(task_keys) if task_keys else None,
+        "rows": [],
+        "by_length": [],
+        "leaderboard_spearman": [],
+    }
     if not systems or not lengths or not qids:
         return empty
     ia = np.array([a.question_ids.index(q) for q in qids])
@@ -472,15 +565,19 @@ def agreement_records(verdicts_dir: str | Path, judge: str, reference: str, mode
                 acc_b.append(B[s, j][ms].mean())
         rho, p = stats.leaderboard_spearman(acc_a, acc_b) if len(acc_a) >= 3 else (math.nan, math.nan)
         spear.append({"length": length, "n_systems": len(acc_a), "rho": _f(rho), "p": _f(p)})
-    return {**empty, "rows": rows, "by_length": by_length, "leaderboard_spearman": spear,
-            "systems": systems}
+    return {**empty, "rows": rows, "by_length": by_length, "leaderboard_spearman": spear, "systems": systems}
 
 
 # --------------------------------------------------------------------------------------- ablations
-def ablation_records(verdicts_dir: str | Path, judge: str, *, base: str = "standard",
-                     variants: Sequence[str] = ("text_only", "oracle_evidence"),
-                     subsets: Mapping[str, set[str]] | None = None,
-                     files: Sequence[VerdictFile] | None = None) -> list[dict]:
+def ablation_records(
+    verdicts_dir: str | Path,
+    judge: str,
+    *,
+    base: str = "standard",
+    variants: Sequence[str] = ("text_only", "oracle_evidence"),
+    subsets: Mapping[str, set[str]] | None = None,
+    files: Sequence[VerdictFile] | None = None,
+) -> list[dict]:
     """Paired comparison of each system's ``base`` run with its ``variants`` at the same length.
 
     One record per (system, variant, length, subset, group) where both runs exist, with
@@ -516,6 +613,14 @@ def ablation_records(verdicts_dir: str | Path, judge: str, *, base: str = "stand
                     r = stats.paired_comparison(xb[m], xv[m])
                     if r["n"] == 0:
                         continue
-                    out.append({"system": system, "variant": variant, "length": length, "subset": sub_name,
-                                "group": g, **{k: (_f(v) if isinstance(v, float) else v) for k, v in r.items()}})
+                    out.append(
+                        {
+                            "system": system,
+                            "variant": variant,
+                            "length": length,
+                            "subset": sub_name,
+                            "group": g,
+                            **{k: (_f(v) if isinstance(v, float) else v) for k, v in r.items()},
+                        }
+                    )
     return out

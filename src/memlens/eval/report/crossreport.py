@@ -23,6 +23,7 @@ These files depend on every system's verdicts (not only the DVC stage's own depe
 they are not DVC outputs. :func:`write_index` gathers them, the DVC-tracked per-system outputs, the
 MLflow leaderboard and the official-layout judge files into ``reports/index.html``.
 """
+
 from __future__ import annotations
 
 import json
@@ -33,11 +34,11 @@ from typing import Any
 
 from memlens.core.config import length_tokens
 from memlens.core.errors import DataError
+from memlens.core.io import atomic_write_bytes
 from memlens.eval.report import analyses as an
 from memlens.eval.report.html import Block, Section, render_page
 from memlens.eval.report.plots import plot_correlation_heatmap, plot_coverage_pa, plot_length_curves
 from memlens.eval.report.tables import render_html, write_table
-from memlens.core.io import atomic_write_bytes
 
 log = logging.getLogger(__name__)
 
@@ -58,9 +59,8 @@ class AnalysisBundle:
         """Cross-system metrics of one (system, length) to log to its MLflow run."""
         out: dict[str, float] = {}
         for r in self.summary.get("coverage", []):
-            if r["system"] == system and r["length"] == length:
-                if r.get("coverage") is not None:
-                    out["coverage"] = float(r["coverage"])
+            if r["system"] == system and r["length"] == length and r.get("coverage") is not None:
+                out["coverage"] = float(r["coverage"])
         for r in self.summary.get("hard_questions", {}).get("rows", []):
             if r["system"] == system and r["length"] == length:
                 out["hard_acc"] = float(r["acc"])
@@ -103,10 +103,20 @@ def _finite(obj):
     return obj
 
 
-def build_analyses(verdicts_dir: Path, reports: Path, *, judge: str, mode: str = "standard",
-                   questions: dict | None = None, n_resamples: int = 1000, seed: int = 0, alpha: float = 0.05,
-                   hard_threshold: float = 0.2, reference_length: str | None = None,
-                   test_direction: str = "any") -> AnalysisBundle:
+def build_analyses(
+    verdicts_dir: Path,
+    reports: Path,
+    *,
+    judge: str,
+    mode: str = "standard",
+    questions: dict | None = None,
+    n_resamples: int = 1000,
+    seed: int = 0,
+    alpha: float = 0.05,
+    hard_threshold: float = 0.2,
+    reference_length: str | None = None,
+    test_direction: str = "any",
+) -> AnalysisBundle:
     """Compute and write every cross-system analysis (see the module docstring)."""
     out_dir = reports / ANALYSIS_DIR
     out_dir.mkdir(parents=True, exist_ok=True)
@@ -118,8 +128,15 @@ def build_analyses(verdicts_dir: Path, reports: Path, *, judge: str, mode: str =
         log.warning("report: no %s verdicts of judge %s; cross-system analyses skipped", mode, judge)
         return bundle
     S = len(cube.systems)
-    summary: dict[str, Any] = {"judge": judge, "mode": mode, "systems": cube.systems, "lengths": cube.lengths,
-                               "n_questions": len(cube.question_ids), "n_resamples": n_resamples, "seed": seed}
+    summary: dict[str, Any] = {
+        "judge": judge,
+        "mode": mode,
+        "systems": cube.systems,
+        "lengths": cube.lengths,
+        "n_questions": len(cube.question_ids),
+        "n_resamples": n_resamples,
+        "seed": seed,
+    }
 
     def table(name: str, records: list[dict], spec, title: str, note: str = "") -> list[str]:
         csv_p, md_p = write_table(out_dir / name, records, spec, title=title, note=note)
@@ -131,69 +148,133 @@ def build_analyses(verdicts_dir: Path, reports: Path, *, judge: str, mode: str =
     # --- accuracy ---------------------------------------------------------------------------
     acc = an.accuracy_records(cube, n_resamples=n_resamples, seed=seed)
     summary["accuracy"] = acc
-    spec = [("system", "system", "str"), ("length", "length", "str"), ("column", "group", "str"),
-            ("acc", "accuracy (%) [95% CI]", "pct_ci"), ("n", "n", "int"), ("n_failed", "failed", "int")]
+    spec = [
+        ("system", "system", "str"),
+        ("length", "length", "str"),
+        ("column", "group", "str"),
+        ("acc", "accuracy (%) [95% CI]", "pct_ci"),
+        ("n", "n", "int"),
+        ("n_failed", "failed", "int"),
+    ]
     acc_files = table("accuracy", acc, spec, "Accuracy with 95% bootstrap intervals", scope)
     fig_acc = plot_length_curves(an.accuracy_rows(acc, mode), out_dir / "accuracy_by_length.png", mode=mode)
     bundle.files.append(fig_acc)
     types = [t for t in an.TYPE_ORDER if any(r["column"] == t for r in acc)]
     subs = sorted({r["column"] for r in acc if "/" in r["column"]})
-    wspec = [("system", "system", "str"), ("length", "length", "str"), ("n", "n", "int"),
-             ("n_failed", "failed", "int"), ("overall", "overall", "pct_ci"), *[(t, t, "pct_ci") for t in types]]
-    blocks = [Block(note=f"Accuracy in % with 95% percentile-bootstrap intervals ({n_resamples} question "
-                         f"resamples, paired across systems and lengths); {scope}. Failed verdicts count as wrong "
-                         f"and are listed under 'failed'.",
-                    figures=[(_rel(reports, fig_acc), "Accuracy vs context length: one panel per type, one line per "
-                                                      "system, 95% intervals as bands")],
-                    table_html=render_html(_wide(acc, ["overall", *types]), wspec), files=acc_files, scroll=True)]
+    wspec = [
+        ("system", "system", "str"),
+        ("length", "length", "str"),
+        ("n", "n", "int"),
+        ("n_failed", "failed", "int"),
+        ("overall", "overall", "pct_ci"),
+        *[(t, t, "pct_ci") for t in types],
+    ]
+    blocks = [
+        Block(
+            note=f"Accuracy in % with 95% percentile-bootstrap intervals ({n_resamples} question "
+            f"resamples, paired across systems and lengths); {scope}. Failed verdicts count as wrong "
+            f"and are listed under 'failed'.",
+            figures=[
+                (
+                    _rel(reports, fig_acc),
+                    "Accuracy vs context length: one panel per type, one line per system, 95% intervals as bands",
+                )
+            ],
+            table_html=render_html(_wide(acc, ["overall", *types]), wspec),
+            files=acc_files,
+            scroll=True,
+        )
+    ]
     if subs:
-        sspec = [("system", "system", "str"), ("length", "length", "str"),
-                 *[(s, s, "pct_ci") for s in subs]]
+        sspec = [("system", "system", "str"), ("length", "length", "str"), *[(s, s, "pct_ci") for s in subs]]
         blocks.append(Block(title="Per subtype", table_html=render_html(_wide(acc, subs), sspec), scroll=True))
     bundle.sections.append(Section("accuracy", "Accuracy by system, length, type and subtype", blocks=blocks))
 
     # --- coverage vs per-answer accuracy ---------------------------------------------------
     cov = an.coverage_records(cube)
     summary["coverage"] = cov
-    spec = [("system", "system", "str"), ("length", "length", "str"), ("n", "n", "int"),
-            ("accuracy", "accuracy", "pct"), ("refusal_rate", "refusal rate (answerable)", "pct"),
-            ("coverage", "coverage", "pct"), ("per_answer_accuracy", "per-answer accuracy", "pct"),
-            ("accuracy_answerable", "accuracy (answerable)", "pct"),
-            ("abstention_rate_unanswerable", "abstention on AR", "pct")]
+    spec = [
+        ("system", "system", "str"),
+        ("length", "length", "str"),
+        ("n", "n", "int"),
+        ("accuracy", "accuracy", "pct"),
+        ("refusal_rate", "refusal rate (answerable)", "pct"),
+        ("coverage", "coverage", "pct"),
+        ("per_answer_accuracy", "per-answer accuracy", "pct"),
+        ("accuracy_answerable", "accuracy (answerable)", "pct"),
+        ("abstention_rate_unanswerable", "abstention on AR", "pct"),
+    ]
     cov_sorted = sorted(cov, key=lambda r: (length_tokens(r["length"]), r["system"]))
     cov_files = table("coverage", cov_sorted, spec, "Coverage vs per-answer accuracy", scope)
     fig_cov = plot_coverage_pa(cov, out_dir / "coverage_vs_pa.png")
     bundle.files.append(fig_cov)
-    bundle.sections.append(Section("coverage", "Coverage vs per-answer accuracy", intro=(
-        "Coverage is the share of answerable questions a system attempts (does not refuse); per-answer accuracy "
-        "is its accuracy on the attempted ones. A low overall score with a high per-answer accuracy is a "
-        "calibration (over-refusal) deficit, not a memory one."), blocks=[Block(
-            figures=[(_rel(reports, fig_cov), "Coverage vs per-answer accuracy, one point per system")],
-            table_html=render_html(cov_sorted, spec), files=cov_files, scroll=True)]))
+    bundle.sections.append(
+        Section(
+            "coverage",
+            "Coverage vs per-answer accuracy",
+            intro=(
+                "Coverage is the share of answerable questions a system attempts (does not refuse); per-answer accuracy "
+                "is its accuracy on the attempted ones. A low overall score with a high per-answer accuracy is a "
+                "calibration (over-refusal) deficit, not a memory one."
+            ),
+            blocks=[
+                Block(
+                    figures=[(_rel(reports, fig_cov), "Coverage vs per-answer accuracy, one point per system")],
+                    table_html=render_html(cov_sorted, spec),
+                    files=cov_files,
+                    scroll=True,
+                )
+            ],
+        )
+    )
 
     # --- length degradation -----------------------------------------------------------------
     deg = an.degradation_records(cube, alpha=alpha, test_direction=test_direction)
     summary["degradation"] = deg
-    spec = [("system", "system", "str"), ("group", "group", "str"), ("from", "from", "str"), ("to", "to", "str"),
-            ("n", "n", "int"), ("acc_before", "acc before", "pct"), ("acc_after", "acc after", "pct"),
-            ("delta", "delta (pp)", "pct"), ("b01", "wrong->right", "int"), ("b10", "right->wrong", "int"),
-            ("churn", "churn", "pct"), ("reverts", "reverts", "int"), ("p", "p (exact)", "p"),
-            ("p_bonferroni", "p (Bonferroni)", "p"), ("significant", "significant", "bool")]
+    spec = [
+        ("system", "system", "str"),
+        ("group", "group", "str"),
+        ("from", "from", "str"),
+        ("to", "to", "str"),
+        ("n", "n", "int"),
+        ("acc_before", "acc before", "pct"),
+        ("acc_after", "acc after", "pct"),
+        ("delta", "delta (pp)", "pct"),
+        ("b01", "wrong->right", "int"),
+        ("b10", "right->wrong", "int"),
+        ("churn", "churn", "pct"),
+        ("reverts", "reverts", "int"),
+        ("p", "p (exact)", "p"),
+        ("p_bonferroni", "p (Bonferroni)", "p"),
+        ("significant", "significant", "bool"),
+    ]
     if deg:
         fam = deg[0]["n_tests"]
         which = "" if test_direction == "any" else f" with a nominal accuracy {test_direction}"
-        note = (f"Exact McNemar test on paired per-question outcomes of adjacent lengths; Bonferroni correction over "
-                f"the {fam} transitions{which} in the table (systems x groups x transitions), alpha={alpha}. "
-                f"Churn = share "
-                f"of questions that flip; reverts = flips undone at the next transition.")
+        note = (
+            f"Exact McNemar test on paired per-question outcomes of adjacent lengths; Bonferroni correction over "
+            f"the {fam} transitions{which} in the table (systems x groups x transitions), alpha={alpha}. "
+            f"Churn = share "
+            f"of questions that flip; reverts = flips undone at the next transition."
+        )
         deg_files = table("degradation", deg, spec, "Length degradation (McNemar exact, Bonferroni)", note)
         overall = [r for r in deg if r["group"] == "overall"]
         sig = [r for r in deg if r["group"] != "overall" and r.get("significant")]
-        blocks = [Block(title="Overall", note=note, table_html=render_html(overall, spec, highlight="significant"),
-                        files=deg_files, scroll=True),
-                  Block(title="Per type: significant transitions",
-                        note="Type-level transitions significant after correction (all rows are in the CSV).",
-                        table_html=render_html(sig, spec) if sig else "<p>None.</p>", scroll=True)]
+        blocks = [
+            Block(
+                title="Overall",
+                note=note,
+                table_html=render_html(overall, spec, highlight="significant"),
+                files=deg_files,
+                scroll=True,
+            ),
+            Block(
+                title="Per type: significant transitions",
+                note="Type-level transitions significant after correction (all rows are in the CSV).",
+                table_html=render_html(sig, spec) if sig else "<p>None.</p>",
+                scroll=True,
+            ),
+        ]
     else:
         blocks = [Block(note="Needs verdicts at two or more lengths for a system.")]
     bundle.sections.append(Section("degradation", "Length degradation", blocks=blocks))
@@ -201,16 +282,31 @@ def build_analyses(verdicts_dir: Path, reports: Path, *, judge: str, mode: str =
     # --- Jaccard stability ------------------------------------------------------------------
     jac = an.jaccard_records(cube, method="exact")
     summary["jaccard"] = jac
-    spec = [("system", "system", "str"), ("from", "from", "str"), ("to", "to", "str"), ("n", "n", "int"),
-            ("k_from", "correct before", "int"), ("k_to", "correct after", "int"),
-            ("intersection", "both", "int"), ("jaccard", "Jaccard", "f3"),
-            ("expected_jaccard", "random baseline", "f3"), ("ratio", "ratio", "f2")]
+    spec = [
+        ("system", "system", "str"),
+        ("from", "from", "str"),
+        ("to", "to", "str"),
+        ("n", "n", "int"),
+        ("k_from", "correct before", "int"),
+        ("k_to", "correct after", "int"),
+        ("intersection", "both", "int"),
+        ("jaccard", "Jaccard", "f3"),
+        ("expected_jaccard", "random baseline", "f3"),
+        ("ratio", "ratio", "f2"),
+    ]
     if jac:
         jac_files = table("jaccard", jac, spec, "Length stability (Jaccard of correct sets)")
-        blocks = [Block(note="Jaccard overlap of the correctly answered question sets at adjacent lengths, against its "
-                             "expectation for two independent random sets of the same sizes (exact hypergeometric). "
-                             "A ratio well above 1 means the same questions stay solved: genuine stability rather than "
-                             "a floor effect.", table_html=render_html(jac, spec), files=jac_files, scroll=True)]
+        blocks = [
+            Block(
+                note="Jaccard overlap of the correctly answered question sets at adjacent lengths, against its "
+                "expectation for two independent random sets of the same sizes (exact hypergeometric). "
+                "A ratio well above 1 means the same questions stay solved: genuine stability rather than "
+                "a floor effect.",
+                table_html=render_html(jac, spec),
+                files=jac_files,
+                scroll=True,
+            )
+        ]
     else:
         blocks = [Block(note="Needs verdicts at two or more lengths for a system.")]
     bundle.sections.append(Section("stability", "Length stability (Jaccard)", blocks=blocks))
@@ -224,16 +320,35 @@ def build_analyses(verdicts_dir: Path, reports: Path, *, judge: str, mode: str =
             d = sp[ln]
             for i, a in enumerate(d["types"]):
                 for j, b in enumerate(d["types"]):
-                    recs.append({"length": ln, "type_a": a, "type_b": b, "rho": d["rho"][i][j], "p": d["p"][i][j],
-                                 "n_systems": d["n_systems"]})
-        spec = [("length", "length", "str"), ("type_a", "type", "str"), ("type_b", "type", "str"),
-                ("rho", "rho", "f2"), ("p", "p", "p"), ("n_systems", "systems", "int")]
+                    recs.append(
+                        {
+                            "length": ln,
+                            "type_a": a,
+                            "type_b": b,
+                            "rho": d["rho"][i][j],
+                            "p": d["p"][i][j],
+                            "n_systems": d["n_systems"],
+                        }
+                    )
+        spec = [
+            ("length", "length", "str"),
+            ("type_a", "type", "str"),
+            ("type_b", "type", "str"),
+            ("rho", "rho", "f2"),
+            ("p", "p", "p"),
+            ("n_systems", "systems", "int"),
+        ]
         sp_files = table("spearman", recs, spec, "Cross-type Spearman correlation across systems")
         fig_sp = plot_correlation_heatmap(sp, out_dir / "correlation_heatmap.png")
         bundle.files.append(fig_sp)
-        blocks = [Block(note="Spearman rank correlation of per-type accuracy across systems (model level), per length; "
-                             "only systems judged on every type count.",
-                        figures=[(_rel(reports, fig_sp), "Cross-type Spearman correlation heatmap")], files=sp_files)]
+        blocks = [
+            Block(
+                note="Spearman rank correlation of per-type accuracy across systems (model level), per length; "
+                "only systems judged on every type count.",
+                figures=[(_rel(reports, fig_sp), "Cross-type Spearman correlation heatmap")],
+                files=sp_files,
+            )
+        ]
     else:
         blocks = [Block(note=f"Needs at least 3 systems judged on every type at some length ({S} system(s) found).")]
     bundle.sections.append(Section("correlation", "Cross-type correlation", blocks=blocks))
@@ -248,23 +363,35 @@ def build_analyses(verdicts_dir: Path, reports: Path, *, judge: str, mode: str =
         wide = sorted(rows.values(), key=lambda x: x["system"])
         mean_row = {"system": "mean over systems", **hq["mean_by_length"]}
         spec = [("system", "system", "str"), *[(ln, ln, "pct") for ln in cube.lengths]]
-        note = (f"{hq['n_hard']} questions solved by fewer than {100 * hard_threshold:.0f}% of the "
-                f"{hq['n_systems']} systems judged at {hq['reference_length']} (by type: "
-                + ", ".join(f"{t} {n}" for t, n in hq["by_type"].items()) + "). Accuracy (%) of each system on them.")
+        note = (
+            f"{hq['n_hard']} questions solved by fewer than {100 * hard_threshold:.0f}% of the "
+            f"{hq['n_systems']} systems judged at {hq['reference_length']} (by type: "
+            + ", ".join(f"{t} {n}" for t, n in hq["by_type"].items())
+            + "). Accuracy (%) of each system on them."
+        )
         hq_files = table("hard_questions", [*wide, mean_row], spec, "Hard questions", note)
         blocks = [Block(note=note, table_html=render_html([*wide, mean_row], spec), files=hq_files, scroll=True)]
     else:
-        blocks = [Block(note=f"Needs at least 3 systems at {hq.get('reference_length')} "
-                             f"({hq.get('n_systems', 0)} found).")]
+        blocks = [
+            Block(note=f"Needs at least 3 systems at {hq.get('reference_length')} ({hq.get('n_systems', 0)} found).")
+        ]
     bundle.sections.append(Section("hard", "Hard questions", blocks=blocks))
 
     # --- judge agreement ----------------------------------------------------------------------
     judges = an.judges_present(files, mode)
     agree_rows, spear_rows, blocks = [], [], []
-    spec = [("group", "group", "str"), ("n", "n", "int"), ("agreement", "agreement", "pct"),
-            ("kappa", "kappa", "f3"), ("n_fp", "judge FP", "int"), ("n_fn", "judge FN", "int"),
-            ("fp_share", "FP share", "pct"), ("fn_share", "FN share", "pct"),
-            ("fp_rate", "FP rate", "pct"), ("fn_rate", "FN rate", "pct")]
+    spec = [
+        ("group", "group", "str"),
+        ("n", "n", "int"),
+        ("agreement", "agreement", "pct"),
+        ("kappa", "kappa", "f3"),
+        ("n_fp", "judge FP", "int"),
+        ("n_fn", "judge FN", "int"),
+        ("fp_share", "FP share", "pct"),
+        ("fn_share", "FN share", "pct"),
+        ("fp_rate", "FP rate", "pct"),
+        ("fn_rate", "FN rate", "pct"),
+    ]
     for other in [j for j in judges if j != judge]:
         if "deterministic" in (judge, other):  # LLM vs rules: rules are the reference, closed-form keys only
             j1, ref = (other, judge) if judge == "deterministic" else (judge, other)
@@ -278,19 +405,32 @@ def build_analyses(verdicts_dir: Path, reports: Path, *, judge: str, mode: str =
             agree_rows.append({"judge": j1, "reference": ref, "scope": scope_name, **r})
         for r in res["leaderboard_spearman"]:
             spear_rows.append({"judge": j1, "reference": ref, "scope": scope_name, **r})
-        sp_note = "; ".join(f"{r['length']}: rho={r['rho']:.2f} ({r['n_systems']} systems)" if r["rho"] is not None
-                            else f"{r['length']}: n/a ({r['n_systems']} systems)" for r in res["leaderboard_spearman"])
-        blocks.append(Block(
-            title=f"{j1} vs {ref} ({scope_name})",
-            note=(f"'{ref}' is the reference: FP = {j1} credits an answer {ref} rejects; FN = the reverse. Shares are "
-                  f"of all compared items (agreement + FP share + FN share = 100%), rates are conditional on the "
-                  f"reference class. Model-level Spearman of the two leaderboards on these items: {sp_note}."),
-            table_html=render_html(res["rows"] + res["by_length"], spec)))
+        sp_note = "; ".join(
+            f"{r['length']}: rho={r['rho']:.2f} ({r['n_systems']} systems)"
+            if r["rho"] is not None
+            else f"{r['length']}: n/a ({r['n_systems']} systems)"
+            for r in res["leaderboard_spearman"]
+        )
+        blocks.append(
+            Block(
+                title=f"{j1} vs {ref} ({scope_name})",
+                note=(
+                    f"'{ref}' is the reference: FP = {j1} credits an answer {ref} rejects; FN = the reverse. Shares are "
+                    f"of all compared items (agreement + FP share + FN share = 100%), rates are conditional on the "
+                    f"reference class. Model-level Spearman of the two leaderboards on these items: {sp_note}."
+                ),
+                table_html=render_html(res["rows"] + res["by_length"], spec),
+            )
+        )
     summary["judge_agreement"] = agree_rows
     summary["judge_leaderboard_spearman"] = spear_rows
     if agree_rows:
-        files_a = table("judge_agreement", agree_rows, [("judge", "judge", "str"), ("reference", "reference", "str"),
-                                                        ("scope", "scope", "str"), *spec], "Judge agreement")
+        files_a = table(
+            "judge_agreement",
+            agree_rows,
+            [("judge", "judge", "str"), ("reference", "reference", "str"), ("scope", "scope", "str"), *spec],
+            "Judge agreement",
+        )
         csv_p = out_dir / "judge_leaderboard_spearman.csv"
         from memlens.eval.report.tables import render_csv
 
@@ -298,8 +438,12 @@ def build_analyses(verdicts_dir: Path, reports: Path, *, judge: str, mode: str =
         bundle.files.append(csv_p)
         blocks[-1].files = [*files_a, _rel(reports, csv_p)]
     else:
-        blocks = [Block(note=f"Needs verdicts of a second judge for the same items (judges found: "
-                             f"{', '.join(judges) or 'none'}; run e.g. `memlens judge judge=llm`).")]
+        blocks = [
+            Block(
+                note=f"Needs verdicts of a second judge for the same items (judges found: "
+                f"{', '.join(judges) or 'none'}; run e.g. `memlens judge judge=llm`)."
+            )
+        ]
     bundle.sections.append(Section("judges", "Judge agreement", blocks=blocks))
 
     # --- ablations ----------------------------------------------------------------------------
@@ -313,24 +457,50 @@ def build_analyses(verdicts_dir: Path, reports: Path, *, judge: str, mode: str =
             subsets["image_essential"] = essential
     abl = an.ablation_records(verdicts_dir, judge, base=mode, subsets=subsets, files=files)
     summary["ablation"] = abl
-    spec = [("system", "system", "str"), ("variant", "variant", "str"), ("length", "length", "str"),
-            ("subset", "subset", "str"), ("group", "group", "str"), ("n", "n", "int"),
-            ("acc_base", f"{mode} acc", "pct"), ("acc_variant", "variant acc", "pct"), ("delta", "delta (pp)", "pct"),
-            ("b01", "wrong->right", "int"), ("b10", "right->wrong", "int"), ("p_value", "p (McNemar)", "p")]
+    spec = [
+        ("system", "system", "str"),
+        ("variant", "variant", "str"),
+        ("length", "length", "str"),
+        ("subset", "subset", "str"),
+        ("group", "group", "str"),
+        ("n", "n", "int"),
+        ("acc_base", f"{mode} acc", "pct"),
+        ("acc_variant", "variant acc", "pct"),
+        ("delta", "delta (pp)", "pct"),
+        ("b01", "wrong->right", "int"),
+        ("b10", "right->wrong", "int"),
+        ("p_value", "p (McNemar)", "p"),
+    ]
     if abl:
         abl_files = table("ablation", abl, spec, "Image ablation and oracle evidence")
-        blocks = [Block(note=f"Each system's {mode} run against its text_only (evidence images removed) and "
-                             f"oracle_evidence (evidence sessions only) runs on the same questions.",
-                        table_html=render_html([r for r in abl if r["group"] == "overall"], spec), files=abl_files,
-                        scroll=True)]
+        blocks = [
+            Block(
+                note=f"Each system's {mode} run against its text_only (evidence images removed) and "
+                f"oracle_evidence (evidence sessions only) runs on the same questions.",
+                table_html=render_html([r for r in abl if r["group"] == "overall"], spec),
+                files=abl_files,
+                scroll=True,
+            )
+        ]
     else:
-        blocks = [Block(note="No text_only or oracle_evidence verdicts next to a standard run (run e.g. "
-                             "`memlens evaluate eval.mode=text_only` then judge it).")]
+        blocks = [
+            Block(
+                note="No text_only or oracle_evidence verdicts next to a standard run (run e.g. "
+                "`memlens evaluate eval.mode=text_only` then judge it)."
+            )
+        ]
     bundle.sections.append(Section("ablation", "Image ablation and oracle evidence", blocks=blocks))
 
     sp_path = out_dir / "summary.json"
-    atomic_write_bytes(sp_path, (json.dumps(_finite(summary), indent=1, sort_keys=True, ensure_ascii=False,
-                                            allow_nan=False, default=_json_default) + "\n").encode("utf-8"))
+    atomic_write_bytes(
+        sp_path,
+        (
+            json.dumps(
+                _finite(summary), indent=1, sort_keys=True, ensure_ascii=False, allow_nan=False, default=_json_default
+            )
+            + "\n"
+        ).encode("utf-8"),
+    )
     bundle.files.append(sp_path)
     bundle.summary = summary
     return bundle
@@ -350,17 +520,36 @@ def write_index(reports: Path, bundle: AnalysisBundle, *, system: str, mode: str
     this = []
     fig = reports / "plots" / "accuracy_by_length.png"
     files = [p for p in ("metrics.json", "plots/accuracy_by_length.csv") if (reports / p).is_file()]
-    this.append(Block(note=f"Pipeline run of system '{system}', mode '{mode}', judge '{judge}' (DVC-tracked outputs).",
-                      figures=[("plots/accuracy_by_length.png", f"{system}: accuracy vs context length")]
-                      if fig.is_file() else [], files=files))
+    this.append(
+        Block(
+            note=f"Pipeline run of system '{system}', mode '{mode}', judge '{judge}' (DVC-tracked outputs).",
+            figures=[("plots/accuracy_by_length.png", f"{system}: accuracy vs context length")]
+            if fig.is_file()
+            else [],
+            files=files,
+        )
+    )
     sections.append(Section("system", f"This run: {system}", blocks=this))
     lb = [p for p in ("leaderboard.md", "leaderboard.csv") if (reports / p).is_file()]
     if lb:
-        figs = [("leaderboard_by_length.png", "Every tracked system: accuracy vs context length")] \
-            if (reports / "leaderboard_by_length.png").is_file() else []
-        sections.append(Section("leaderboard", "Leaderboard (MLflow)", blocks=[Block(
-            note="Latest MLflow run per system, mode and length of this benchmark's experiment.", figures=figs,
-            files=lb)]))
+        figs = (
+            [("leaderboard_by_length.png", "Every tracked system: accuracy vs context length")]
+            if (reports / "leaderboard_by_length.png").is_file()
+            else []
+        )
+        sections.append(
+            Section(
+                "leaderboard",
+                "Leaderboard (MLflow)",
+                blocks=[
+                    Block(
+                        note="Latest MLflow run per system, mode and length of this benchmark's experiment.",
+                        figures=figs,
+                        files=lb,
+                    )
+                ],
+            )
+        )
     sections += bundle.sections
     off_root = reports / "judge"
     off = sorted(off_root.glob("*/*/*/judge_metrics.json")) if off_root.is_dir() else []
@@ -372,20 +561,46 @@ def write_index(reports: Path, bundle: AnalysisBundle, *, system: str, mode: str
                 o = json.loads(p.read_text())["overall"]
             except (OSError, ValueError, KeyError):
                 continue
-            recs.append({"system": s, "mode": m, "length": ln, "accuracy": o.get("accuracy"), "total": o.get("total"),
-                         "auto_zero": o.get("auto_zero_count"), "truncated": o.get("truncated_count"),
-                         "degenerate": o.get("degenerate_count"),
-                         "files": f"judge/{s}/{m}/{ln}/"})
+            recs.append(
+                {
+                    "system": s,
+                    "mode": m,
+                    "length": ln,
+                    "accuracy": o.get("accuracy"),
+                    "total": o.get("total"),
+                    "auto_zero": o.get("auto_zero_count"),
+                    "truncated": o.get("truncated_count"),
+                    "degenerate": o.get("degenerate_count"),
+                    "files": f"judge/{s}/{m}/{ln}/",
+                }
+            )
         recs.sort(key=lambda r: (r["system"], r["mode"], length_tokens(r["length"])))
-        spec = [("system", "system", "str"), ("mode", "mode", "str"), ("length", "length", "str"),
-                ("accuracy", "accuracy", "pct"), ("total", "rows", "int"), ("auto_zero", "auto-zero", "int"),
-                ("truncated", "truncated", "int"), ("degenerate", "degenerate", "int")]
-        links = [f"judge/{r['system']}/{r['mode']}/{r['length']}/{f}" for r in recs
-                 for f in ("judge_metrics.json", "judge_details.json")]
-        sections.append(Section("official", "Official-layout judge outputs", intro=(
-            "judge_details.json and judge_metrics.json in the layout of the official MEMLENS judge, for comparison with "
-            "published numbers (failed verdicts are left out rather than scored 0)."),
-            blocks=[Block(table_html=render_html(recs, spec), files=links, scroll=True)]))
+        spec = [
+            ("system", "system", "str"),
+            ("mode", "mode", "str"),
+            ("length", "length", "str"),
+            ("accuracy", "accuracy", "pct"),
+            ("total", "rows", "int"),
+            ("auto_zero", "auto-zero", "int"),
+            ("truncated", "truncated", "int"),
+            ("degenerate", "degenerate", "int"),
+        ]
+        links = [
+            f"judge/{r['system']}/{r['mode']}/{r['length']}/{f}"
+            for r in recs
+            for f in ("judge_metrics.json", "judge_details.json")
+        ]
+        sections.append(
+            Section(
+                "official",
+                "Official-layout judge outputs",
+                intro=(
+                    "judge_details.json and judge_metrics.json in the layout of the official MEMLENS judge, for comparison with "
+                    "published numbers (failed verdicts are left out rather than scored 0)."
+                ),
+                blocks=[Block(table_html=render_html(recs, spec), files=links, scroll=True)],
+            )
+        )
     intro = note or "MemLens report."
     page = render_page("MemLens report", intro, sections)
     out = reports / "index.html"

@@ -2,6 +2,7 @@
 
 No JavaScript and no external resources; every ``src``/``href`` is relative to ``reports/``.
 """
+
 from __future__ import annotations
 
 import html
@@ -52,8 +53,10 @@ def _block(b: Block) -> str:
     if b.note:
         out.append(f'<p class="note">{html.escape(b.note)}</p>')
     for src, caption in b.figures:
-        out.append(f'<figure><a href="{html.escape(src)}"><img src="{html.escape(src)}" alt="{html.escape(caption)}">'
-                   f'</a><figcaption>{html.escape(caption)}</figcaption></figure>')
+        out.append(
+            f'<figure><a href="{html.escape(src)}"><img src="{html.escape(src)}" alt="{html.escape(caption)}">'
+            f"</a><figcaption>{html.escape(caption)}</figcaption></figure>"
+        )
     if b.table_html:
         out.append(f'<div class="scroll">{b.table_html}</div>' if b.scroll else b.table_html)
     if b.files:
@@ -72,8 +75,9 @@ def render_page(title: str, intro: str, sections: list[Section]) -> str:
         body += [_block(b) for b in s.blocks]
         body.append("</section>")
     return (
-        "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n"
+        '<!DOCTYPE html>\n<html lang="en">\n<head>\n<meta charset="utf-8">\n'
         f"<title>{html.escape(title)}</title>\n<style>{CSS}</style>\n</head>\n<body>\n"
         f"<h1>{html.escape(title)}</h1>\n<p>{html.escape(intro)}</p>\n<nav><ul>\n{toc}\n</ul></nav>\n"
-        + "\n".join(body) + "\n</body>\n</html>\n"
+        + "\n".join(body)
+        + "\n</body>\n</html>\n"
     )

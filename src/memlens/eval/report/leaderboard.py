@@ -4,6 +4,7 @@ Rows come from the MLflow store (the latest run per system, mode and length of t
 benchmark's experiment), so the table covers every system tracked so far, not only the one the
 current pipeline run evaluated. ``memlens leaderboard`` rebuilds it from MLflow at any time.
 """
+
 from __future__ import annotations
 
 import csv
@@ -29,9 +30,10 @@ def sort_rows(rows: list[dict]) -> list[dict]:
     def key(r):
         try:
             lt = length_tokens(r["length"])
-        except Exception:  # noqa: BLE001
+        except Exception:
             lt = 0
         return (r["mode"] != "standard", lt, -r["metrics"].get("acc", 0.0), r["system"], r["mode"])
+
     return sorted(rows, key=key)
 
 
@@ -47,9 +49,16 @@ def render_markdown(rows: list[dict], title: str = "MemLens leaderboard", note: 
     lines.append("|" + "|".join(["---"] * 3 + ["---:"] * (len(head) - 3)) + "|")
     for r in rows:
         m = r["metrics"]
-        cells = [r["system"], r["mode"], r["length"], str(int(m.get("n", 0))), _fmt(m, "acc"),
-                 *[_fmt(m, f"acc__{t}") for t in types],
-                 f"{100 * m['refusal_rate']:.1f}" if "refusal_rate" in m else "-", str(int(m.get("n_failed", 0)))]
+        cells = [
+            r["system"],
+            r["mode"],
+            r["length"],
+            str(int(m.get("n", 0))),
+            _fmt(m, "acc"),
+            *[_fmt(m, f"acc__{t}") for t in types],
+            f"{100 * m['refusal_rate']:.1f}" if "refusal_rate" in m else "-",
+            str(int(m.get("n_failed", 0))),
+        ]
         lines.append("| " + " | ".join(cells) + " |")
     return "\n".join(lines) + "\n"
 

@@ -5,13 +5,14 @@ Metric names are flat and never path-prefixes of each other: ``acc``, ``acc_ci_l
 ``n_failed`` (requests or judge calls that failed: scored as not correct, counted separately),
 ``refusal_rate`` and ``per_answer_acc`` (coverage vs per-answer accuracy).
 """
+
 from __future__ import annotations
 
 import numpy as np
 
 from memlens.core.constants import TYPE_ORDER
-from memlens.eval.report import stats
 from memlens.core.schema import AR, TYPE_ABBREV, Question, Verdict
+from memlens.eval.report import stats
 
 
 def subtype_labels(types: list[str], raw_subtypes: list[str]) -> list[str]:
@@ -29,8 +30,9 @@ def metric_name(column: str) -> str:
     return "acc__" + column.replace("/", "__")
 
 
-def system_metrics(questions: dict[str, Question], verdicts: list[Verdict], *, n_resamples: int = 1000,
-                   seed: int = 0) -> dict[str, float]:
+def system_metrics(
+    questions: dict[str, Question], verdicts: list[Verdict], *, n_resamples: int = 1000, seed: int = 0
+) -> dict[str, float]:
     """Metrics for one (system, mode, length) over the questions that have a verdict."""
     vs = sorted(verdicts, key=lambda v: v.question_id)
     qs = [questions[v.question_id] for v in vs]
@@ -39,8 +41,9 @@ def system_metrics(questions: dict[str, Question], verdicts: list[Verdict], *, n
     outcome = np.array([1.0 if v.correct else 0.0 for v in vs])
     types = [TYPE_ABBREV.get(q.question_type, q.question_type) for q in qs]
     subs = subtype_labels(types, [q.question_subtype or "" for q in qs])
-    res = stats.bootstrap_ci_matrix(outcome[None, :], {"type": types, "subtype": subs},
-                                    n_resamples=n_resamples, seed=seed)
+    res = stats.bootstrap_ci_matrix(
+        outcome[None, :], {"type": types, "subtype": subs}, n_resamples=n_resamples, seed=seed
+    )
     out: dict[str, float] = {"n": float(len(vs)), "n_failed": float(sum(v.correct is None for v in vs))}
     for j, col in enumerate(res.columns):
         k = metric_name(col if col == "overall" else col.split(":", 1)[1])

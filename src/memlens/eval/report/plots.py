@@ -1,4 +1,5 @@
 """Figures. Matplotlib with the Agg backend; fixed metadata so PNG bytes are reproducible."""
+
 from __future__ import annotations
 
 from pathlib import Path
@@ -6,9 +7,9 @@ from pathlib import Path
 import matplotlib
 
 matplotlib.use("Agg")
-import matplotlib.pyplot as plt  # noqa: E402
+import matplotlib.pyplot as plt
 
-from memlens.core.config import length_tokens  # noqa: E402
+from memlens.core.config import length_tokens
 
 TYPES = ["overall", "IE", "MSR", "TR", "KU", "AR"]
 PNG_META = {"Software": None}
@@ -39,17 +40,25 @@ def plot_length_curves(rows: list[dict], out: Path, mode: str = "standard") -> P
             hi = [_pct(pts[ln].get(f"{key}_ci_high")) if ln in pts else float("nan") for ln in lengths]
             if many:  # 10 colours x 4 marker/line styles keep up to 40 systems apart
                 k = (i // 10) % 4
-                line, = ax.plot(x, ys, color=plt.cm.tab10(i % 10), marker="os^D"[k], ls=("-", "--", ":", "-.")[k],
-                                lw=1.1, ms=4, label=s)
+                (line,) = ax.plot(
+                    x,
+                    ys,
+                    color=plt.cm.tab10(i % 10),
+                    marker="os^D"[k],
+                    ls=("-", "--", ":", "-.")[k],
+                    lw=1.1,
+                    ms=4,
+                    label=s,
+                )
             else:
-                line, = ax.plot(x, ys, marker="o", label=s)
+                (line,) = ax.plot(x, ys, marker="o", label=s)
             ax.fill_between(x, lo, hi, alpha=0.05 if many else 0.15, color=line.get_color(), lw=0)
         ax.set_title(t)
         ax.set_xticks(x, [ln.upper() for ln in lengths])
         ax.set_ylim(-2, 102)
         ax.set_ylabel("accuracy (%)")
         ax.grid(alpha=0.3)
-    for ax in list(axes.flat)[len(panels):]:
+    for ax in list(axes.flat)[len(panels) :]:
         ax.axis("off")
     title = "Accuracy vs context length (95% bootstrap intervals)"
     if len(systems) <= 6:
@@ -69,8 +78,16 @@ def plot_length_curves(rows: list[dict], out: Path, mode: str = "standard") -> P
         fig.set_figwidth(width + extra)
         scale = width / (width + extra)
         fig.subplots_adjust(left=left * scale, right=right * scale)
-        fig.legend(handles, labels, loc="center left", bbox_to_anchor=(right * scale + 0.005, 0.5), fontsize=7,
-                   ncol=ncol, frameon=False, handlelength=2.6)
+        fig.legend(
+            handles,
+            labels,
+            loc="center left",
+            bbox_to_anchor=(right * scale + 0.005, 0.5),
+            fontsize=7,
+            ncol=ncol,
+            frameon=False,
+            handlelength=2.6,
+        )
     return _save(fig, out)
 
 
@@ -122,7 +139,7 @@ def plot_correlation_heatmap(spearman: dict[str, dict], out: Path) -> Path:
                 color = "white" if (not np.isnan(v) and abs(v) > 0.6) else "black"
                 ax.text(j, i, txt, ha="center", va="center", fontsize=9, color=color)
         ax.set_title(f"{ln.upper()} ({d['n_systems']} systems)", fontsize=10)
-    for ax in list(axes.flat)[len(lengths):]:
+    for ax in list(axes.flat)[len(lengths) :]:
         ax.axis("off")
     fig.suptitle("Cross-type Spearman correlation of per-type accuracy across systems", fontsize=11)
     fig.tight_layout(rect=(0, 0, 0.84, 1))
@@ -167,8 +184,9 @@ def plot_coverage_pa(records: list[dict], out: Path) -> Path:
             if r.get("per_answer_accuracy") is None:  # refused every answerable question: no PA
                 ax.scatter([x], [y0], s=40, zorder=3, marker="x", color=st["color"], clip_on=False)
                 if label_points:
-                    ax.annotate(f"{r['system']} (no answers)", (x, y0), xytext=(4, 4), textcoords="offset points",
-                                fontsize=7)
+                    ax.annotate(
+                        f"{r['system']} (no answers)", (x, y0), xytext=(4, 4), textcoords="offset points", fontsize=7
+                    )
                 continue
             y = 100 * r["per_answer_accuracy"]
             ax.scatter([x], [y], s=30, zorder=3, edgecolors="white", linewidths=0.5, **st)
@@ -180,10 +198,12 @@ def plot_coverage_pa(records: list[dict], out: Path) -> Path:
         ax.set_ylabel("per-answer accuracy (%)", fontsize=9)
         ax.set_title(ln.upper())
         ax.grid(alpha=0.3)
-    for ax in list(axes.flat)[len(lengths):]:
+    for ax in list(axes.flat)[len(lengths) :]:
         ax.axis("off")
-    fig.suptitle("Coverage vs per-answer accuracy (dotted: equal accuracy on answerable questions; "
-                 "x: no answer attempted)", fontsize=10)
+    fig.suptitle(
+        "Coverage vs per-answer accuracy (dotted: equal accuracy on answerable questions; x: no answer attempted)",
+        fontsize=10,
+    )
     fig.tight_layout()
     if not label_points:
         handles = [plt.Line2D([], [], ls="", ms=6, label=s, **styles[s]) for s in systems]
@@ -194,6 +214,12 @@ def plot_coverage_pa(records: list[dict], out: Path) -> Path:
         fig.set_figwidth(width + extra)
         scale = width / (width + extra)
         fig.subplots_adjust(left=left * scale, right=right * scale)
-        fig.legend(handles=handles, loc="center left", bbox_to_anchor=(right * scale + 0.005, 0.5), fontsize=7,
-                   ncol=ncol, frameon=False)
+        fig.legend(
+            handles=handles,
+            loc="center left",
+            bbox_to_anchor=(right * scale + 0.005, 0.5),
+            fontsize=7,
+            ncol=ncol,
+            frameon=False,
+        )
     return _save(fig, out)

@@ -19,25 +19,30 @@ Across every system (not DVC outputs: they depend on other systems' verdicts or 
 MLflow: one run per (system, mode, length) with every metric and its interval bounds; the figures,
 tables, official judge files and the page are logged as artifacts of this system's runs.
 """
+
 from __future__ import annotations
 
-import hashlib
 import logging
 import os
 from pathlib import Path
 
 from memlens.core.config import Paths, length_tokens, section
 from memlens.core.errors import DataError
+from memlens.core.io import read_records, write_json
+from memlens.core.schema import Verdict
 from memlens.eval.benchmark import dataset_hash, open_benchmark
 from memlens.eval.report.leaderboard import write_leaderboard
 from memlens.eval.report.metrics import system_metrics, type_columns
 from memlens.eval.report.plots import plot_length_curves
-from memlens.core.schema import Verdict
-from memlens.core.io import read_records, write_json
 
 #: Report outputs that depend on other systems' verdicts or on MLflow state (not DVC outputs).
-CROSS_SYSTEM_OUTPUTS = ("reports/analysis/", "reports/index.html", "reports/leaderboard.md",
-                        "reports/leaderboard.csv", "reports/leaderboard_by_length.png")
+CROSS_SYSTEM_OUTPUTS = (
+    "reports/analysis/",
+    "reports/index.html",
+    "reports/leaderboard.md",
+    "reports/leaderboard.csv",
+    "reports/leaderboard_by_length.png",
+)
 
 log = logging.getLogger(__name__)
 
@@ -81,17 +86,24 @@ def system_transitions(by_length: dict[str, list[Verdict]]) -> dict[str, dict]:
     for r in deg:
         j = jac[(r["from"], r["to"])]
         flips = r["b01"] + r["b10"]
-        rec = {"n": r["n"], "delta": r["delta"], "b01": r["b01"], "b10": r["b10"], "p_mcnemar": r["p"],
-               "churn": flips / r["n"] if r["n"] else 0.0, "jaccard": j["jaccard"], "jaccard_ratio": j["ratio"]}
-        out[f"{r['from']}_to_{r['to']}"] = {k: round(float(v), 6) for k, v in rec.items()
-                                            if v is not None and v == v}
+        rec = {
+            "n": r["n"],
+            "delta": r["delta"],
+            "b01": r["b01"],
+            "b10": r["b10"],
+            "p_mcnemar": r["p"],
+            "churn": flips / r["n"] if r["n"] else 0.0,
+            "jaccard": j["jaccard"],
+            "jaccard_ratio": j["ratio"],
+        }
+        out[f"{r['from']}_to_{r['to']}"] = {k: round(float(v), 6) for k, v in rec.items() if v is not None and v == v}
     return out
 
 
 def write_official_files(paths: Paths, system: str, mode: str, by_length: dict[str, list[Verdict]]) -> dict[str, dict]:
     """The configured judge's verdicts in the official layout, per length (facts §4.8)."""
-    from memlens.eval.results import PredictionStore
     from memlens.eval.judge.official import write_official
+    from memlens.eval.results import PredictionStore
 
     out = {}
     for ln, vs in by_length.items():
@@ -117,9 +129,16 @@ def run(cfg, paths: Paths) -> None:
     # DVC metrics: the current system, per length
     dvc_metrics = {"system": system, "mode": mode, "judge": judge}
     for ln, m in per_length.items():
-        keep = ["acc", "acc_ci_low", "acc_ci_high",
-                *[f"{c}{suffix}" for c in type_columns(m) for suffix in ("", "_ci_low", "_ci_high")],
-                "n", "n_failed", "refusal_rate", "per_answer_acc"]
+        keep = [
+            "acc",
+            "acc_ci_low",
+            "acc_ci_high",
+            *[f"{c}{suffix}" for c in type_columns(m) for suffix in ("", "_ci_low", "_ci_high")],
+            "n",
+            "n_failed",
+            "refusal_rate",
+            "per_answer_acc",
+        ]
         dvc_metrics[ln] = {k: m[k] for k in keep if k in m}
         if "refusal_rate" in m:
             dvc_metrics[ln]["coverage"] = round(1.0 - m["refusal_rate"], 6)
@@ -134,20 +153,29 @@ def run(cfg, paths: Paths) -> None:
             lines.append(f"{ln},{t},{m[key]:.6f},{m[key + '_ci_low']:.6f},{m[key + '_ci_high']:.6f}")
     (reports / "plots" / "accuracy_by_length.csv").write_text("\n".join(lines) + "\n")
     # DVC-tracked figure: this system only (reproducible)
-    sys_fig = plot_length_curves([{"system": system, "mode": mode, "length": ln, "metrics": m}
-                                  for ln, m in per_length.items()],
-                                 reports / "plots" / "accuracy_by_length.png", mode=mode)
+    sys_fig = plot_length_curves(
+        [{"system": system, "mode": mode, "length": ln, "metrics": m} for ln, m in per_length.items()],
+        reports / "plots" / "accuracy_by_length.png",
+        mode=mode,
+    )
     official = write_official_files(paths, system, mode, by_length)
 
     # cross-system analyses from every verdict file present (not DVC outputs)
     from memlens.eval.report.crossreport import build_analyses, write_index
 
-    bundle = build_analyses(paths.verdicts, reports, judge=judge, mode="standard",
-                            questions=questions, n_resamples=n_res, seed=seed,
-                            alpha=float(_report_option(cfg, "alpha", 0.05)),
-                            hard_threshold=float(_report_option(cfg, "hard_threshold", 0.2)),
-                            reference_length=_report_option(cfg, "hard_reference_length", None),
-                            test_direction=str(_report_option(cfg, "degradation_test_direction", "any")))
+    bundle = build_analyses(
+        paths.verdicts,
+        reports,
+        judge=judge,
+        mode="standard",
+        questions=questions,
+        n_resamples=n_res,
+        seed=seed,
+        alpha=float(_report_option(cfg, "alpha", 0.05)),
+        hard_threshold=float(_report_option(cfg, "hard_threshold", 0.2)),
+        reference_length=_report_option(cfg, "hard_reference_length", None),
+        test_direction=str(_report_option(cfg, "degradation_test_direction", "any")),
+    )
 
     ds_hash = dataset_hash(cfg, paths)
     rows = [{"system": system, "mode": mode, "length": ln, "metrics": m} for ln, m in per_length.items()]
@@ -157,37 +185,68 @@ def run(cfg, paths: Paths) -> None:
         from memlens.eval.tracking import Tracker, git_commit
 
         tracker = Tracker(paths.root, tcfg, ds_hash)
-        tags = {"dataset_hash": ds_hash, "git_commit": git_commit(paths.root),
-                "dvc_exp_name": os.environ.get("DVC_EXP_NAME", ""), "judge": judge,
-                "dvc_baseline_rev": os.environ.get("DVC_EXP_BASELINE_REV", "")}
-        params = {"model": section(cfg, "model")["model"], "eval": section(cfg, "eval")["eval"],
-                  "judge": section(cfg, "judge")["judge"], "dataset_hash": ds_hash,
-                  "lengths": ",".join(per_length), "seed": int(cfg.data.seed), "scale": str(cfg.data.scale),
-                  "data_source": str(cfg.data.get("source", "built")), **tags}
+        tags = {
+            "dataset_hash": ds_hash,
+            "git_commit": git_commit(paths.root),
+            "dvc_exp_name": os.environ.get("DVC_EXP_NAME", ""),
+            "judge": judge,
+            "dvc_baseline_rev": os.environ.get("DVC_EXP_BASELINE_REV", ""),
+        }
+        params = {
+            "model": section(cfg, "model")["model"],
+            "eval": section(cfg, "eval")["eval"],
+            "judge": section(cfg, "judge")["judge"],
+            "dataset_hash": ds_hash,
+            "lengths": ",".join(per_length),
+            "seed": int(cfg.data.seed),
+            "scale": str(cfg.data.scale),
+            "data_source": str(cfg.data.get("source", "built")),
+            **tags,
+        }
         for ln, m in per_length.items():
-            arts = [paths.predictions / system / mode / f"{ln}.jsonl",
-                    paths.verdicts / system / mode / f"{ln}.{judge}.jsonl"]
+            arts = [
+                paths.predictions / system / mode / f"{ln}.jsonl",
+                paths.verdicts / system / mode / f"{ln}.{judge}.jsonl",
+            ]
             metrics = dict(m)
             if mode == bundle.mode:
                 metrics.update(bundle.per_run_metrics(system, ln))
-            run_ids[ln] = tracker.log_run(system=system, mode=mode, length=ln, params=params, metrics=metrics,
-                                          tags=tags, artifacts=arts)
+            run_ids[ln] = tracker.log_run(
+                system=system, mode=mode, length=ln, params=params, metrics=metrics, tags=tags, artifacts=arts
+            )
         rows = tracker.latest_runs()
         note += f" MLflow experiment `{tracker.experiment_name}` ({len({r['system'] for r in rows})} systems)."
     # leaderboard files: every tracked system
     write_leaderboard(rows, reports, note=note)
     plot_length_curves(rows, reports / "leaderboard_by_length.png")
-    index = write_index(reports, bundle, system=system, mode=mode, judge=judge,
-                        note=f"{note} Analyses use the verdicts of judge `{judge}` found under data/verdicts/.")
+    index = write_index(
+        reports,
+        bundle,
+        system=system,
+        mode=mode,
+        judge=judge,
+        note=f"{note} Analyses use the verdicts of judge `{judge}` found under data/verdicts/.",
+    )
     if tracker is not None:
-        shared = [(p, "analysis") for p in bundle.files] + [(index, ""), (sys_fig, "plots"),
-                                                            (reports / "metrics.json", "")]
+        shared = [(p, "analysis") for p in bundle.files] + [
+            (index, ""),
+            (sys_fig, "plots"),
+            (reports / "metrics.json", ""),
+        ]
         for ln, run_id in run_ids.items():
             own = [(Path(official[ln]["details"]), "judge"), (Path(official[ln]["metrics"]), "judge")]
             for p, sub in [*shared, *own]:
                 if p.is_file():
                     tracker.client.log_artifact(run_id, str(p), sub or None)
     for ln, m in per_length.items():
-        log.info("report %s/%s@%s: acc %.1f%% [%.1f, %.1f] (n=%d)", system, mode, ln, 100 * m["acc"],
-                 100 * m["acc_ci_low"], 100 * m["acc_ci_high"], m["n"])
+        log.info(
+            "report %s/%s@%s: acc %.1f%% [%.1f, %.1f] (n=%d)",
+            system,
+            mode,
+            ln,
+            100 * m["acc"],
+            100 * m["acc_ci_low"],
+            100 * m["acc_ci_high"],
+            m["n"],
+        )
     log.info("report: %s", index)

@@ -85,9 +85,7 @@ def _as_float(x: ArrayLike, name: str = "x") -> NDArray[np.float64]:
     """Convert to a float64 array (bool / int / float / None-as-NaN)."""
     arr = np.asarray(x)
     if arr.dtype == object:
-        arr = np.array([np.nan if v is None else v for v in arr.ravel()], dtype=float).reshape(
-            arr.shape
-        )
+        arr = np.array([np.nan if v is None else v for v in arr.ravel()], dtype=float).reshape(arr.shape)
     try:
         return arr.astype(np.float64, copy=False)
     except (TypeError, ValueError) as exc:  # pragma: no cover - defensive
@@ -350,9 +348,7 @@ def bootstrap_ci_matrix(
         if den_shared is not None:
             den = np.broadcast_to(den_shared[:, None, :], num.shape)
         else:
-            vdesign = (valid[start:stop].T[:, :, None] * member[:, None, :]).reshape(
-                n_items, r * n_groups
-            )
+            vdesign = (valid[start:stop].T[:, :, None] * member[:, None, :]).reshape(n_items, r * n_groups)
             den = (counts @ vdesign.astype(np.float64)).reshape(n_resamples, r, n_groups)
         with np.errstate(divide="ignore", invalid="ignore"):
             reps = np.where(den > 0, num / np.where(den > 0, den, 1.0), np.nan)
@@ -392,11 +388,7 @@ def bootstrap_ci_matrix(
 
 
 def bootstrap_ci(
-    outcomes: ArrayLike,
-    *,
-    n_resamples: int = 1000,
-    confidence: float = 0.95,
-    seed: int = 0,
+    outcomes: ArrayLike, *, n_resamples: int = 1000, confidence: float = 0.95, seed: int = 0
 ) -> tuple[float, float, float]:
     """Percentile bootstrap CI of the mean of one outcome vector.
 
@@ -410,18 +402,14 @@ def bootstrap_ci(
     x = _as_float(outcomes, "outcomes").ravel()
     if x.size == 0 or np.isnan(x).all():
         return (math.nan, math.nan, math.nan)
-    res = bootstrap_ci_matrix(
-        x[None, :], None, n_resamples=n_resamples, confidence=confidence, seed=seed
-    )
+    res = bootstrap_ci_matrix(x[None, :], None, n_resamples=n_resamples, confidence=confidence, seed=seed)
     return (float(res.mean[0, 0]), float(res.low[0, 0]), float(res.high[0, 0]))
 
 
 # --------------------------------------------------------------------------- #
 # 2. coverage vs. per-answer accuracy (Table 17, Appendix G.3)
 # --------------------------------------------------------------------------- #
-def coverage_accuracy(
-    correct: ArrayLike, abstained: ArrayLike, answerable_mask: ArrayLike
-) -> dict[str, Any]:
+def coverage_accuracy(correct: ArrayLike, abstained: ArrayLike, answerable_mask: ArrayLike) -> dict[str, Any]:
     """Refusal rate / coverage on answerable questions and per-answer accuracy.
 
     Parameters
@@ -992,9 +980,7 @@ def agreement(j1: ArrayLike, j2: ArrayLike) -> dict[str, Any]:
     }
 
 
-def agreement_by_group(
-    j1: ArrayLike, j2: ArrayLike, groups: ArrayLike
-) -> dict[Hashable, dict[str, Any]]:
+def agreement_by_group(j1: ArrayLike, j2: ArrayLike, groups: ArrayLike) -> dict[Hashable, dict[str, Any]]:
     """:func:`agreement` within each group (e.g. subtype, model family,
     context length).  Keys in order of first appearance; items whose label is
     None/NaN/"" are skipped."""

@@ -5,6 +5,7 @@ A column spec is ``(key, header, fmt)``; ``fmt`` is one of ``str``, ``int``, ``p
 ``f2``/``f3`` (fixed decimals), ``p`` (p-value, 3 significant digits), ``bool`` (yes/no/-).
 CSV files hold raw values (floats rounded to 6 decimals), so they are deterministic and easy to load.
 """
+
 from __future__ import annotations
 
 import csv
@@ -94,19 +95,30 @@ def render_markdown(records: list[dict], spec: Spec) -> str:
 
 def render_html(records: list[dict], spec: Spec, *, highlight: str | None = None) -> str:
     """A ``<table>``; rows whose ``highlight`` key is truthy get ``class="hl"``."""
-    out = ["<table>", "<thead><tr>" + "".join(f"<th>{html.escape(h)}</th>" for _, h, _ in spec) + "</tr></thead>",
-           "<tbody>"]
+    out = [
+        "<table>",
+        "<thead><tr>" + "".join(f"<th>{html.escape(h)}</th>" for _, h, _ in spec) + "</tr></thead>",
+        "<tbody>",
+    ]
     for r in records:
         cls = ' class="hl"' if highlight and r.get(highlight) else ""
         cells = "".join(
-            f'<td class="{"txt" if f == "str" else "num"}">{html.escape(fmt_value(r, k, f))}</td>' for k, _, f in spec)
+            f'<td class="{"txt" if f == "str" else "num"}">{html.escape(fmt_value(r, k, f))}</td>' for k, _, f in spec
+        )
         out.append(f"<tr{cls}>{cells}</tr>")
     out += ["</tbody>", "</table>"]
     return "\n".join(out)
 
 
-def write_table(base: Path, records: list[dict], spec: Spec, *, title: str = "", note: str = "",
-                csv_columns: Sequence[str] | None = None) -> tuple[Path, Path]:
+def write_table(
+    base: Path,
+    records: list[dict],
+    spec: Spec,
+    *,
+    title: str = "",
+    note: str = "",
+    csv_columns: Sequence[str] | None = None,
+) -> tuple[Path, Path]:
     """Write ``base.csv`` (raw values, all keys) and ``base.md`` (formatted ``spec`` columns)."""
     csv_path, md_path = base.with_suffix(".csv"), base.with_suffix(".md")
     atomic_write_bytes(csv_path, render_csv(records, csv_columns).encode("utf-8"))

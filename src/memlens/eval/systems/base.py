@@ -7,6 +7,7 @@ Constructors are strict (no ``**kwargs`` catch-all): every key a class accepts i
 and its ``Config`` class attribute is the pydantic schema the configuration is validated against
 before anything runs (:mod:`memlens.core.settings`; a new class declares its own ``Config``).
 """
+
 from __future__ import annotations
 
 import time
@@ -60,7 +61,7 @@ class Model(ABC):
             t0 = time.perf_counter()
             try:
                 out = self.generate(item, mode)
-            except Exception as exc:  # noqa: BLE001 - a failing item is recorded, never an answer
+            except Exception as exc:
                 out = ModelOutput(text=None, ok=False, error=f"{type(exc).__name__}: {exc}")
             if out.latency_s is None:
                 out.latency_s = time.perf_counter() - t0
@@ -68,8 +69,11 @@ class Model(ABC):
 
     def describe(self) -> dict:
         """Parameters logged to MLflow (never secrets)."""
-        return {"name": self.name, "kind": self.kind, **{k: v for k, v in self.options.items()
-                                                          if "key" not in k.lower() or k.endswith("_env")}}
+        return {
+            "name": self.name,
+            "kind": self.kind,
+            **{k: v for k, v in self.options.items() if "key" not in k.lower() or k.endswith("_env")},
+        }
 
-    def close(self) -> None:
+    def close(self) -> None:  # noqa: B027 - optional hook: most systems hold nothing to release
         """Release resources (servers, pools)."""

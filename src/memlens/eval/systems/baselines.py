@@ -5,13 +5,14 @@
   of the listed indices, a small count), seeded per question; open-form questions get a random pick
   from the format's answer space defined by the question type (see :mod:`memlens.build.abilities`).
 """
+
 from __future__ import annotations
 
 from memlens.core.items import EvalItem
-from memlens.core.settings import ChanceSettings, RefuseSettings
-from memlens.eval.systems.base import Model, ModelOutput
 from memlens.core.schema import REFUSAL_REFERENCE
+from memlens.core.settings import ChanceSettings, RefuseSettings
 from memlens.core.store import derive_rng
+from memlens.eval.systems.base import Model, ModelOutput
 
 
 class RefuseBaseline(Model):

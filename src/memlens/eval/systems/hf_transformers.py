@@ -19,6 +19,7 @@ This backend is for small models and smoke tests: a 128K-token history on one GP
 memory and time; use ``vllm_server`` for real runs. Recorded per item: prompt tokens (input ids
 after image expansion), completion tokens, latency.
 """
+
 from __future__ import annotations
 
 import logging
@@ -31,8 +32,8 @@ from typing import Any
 from memlens.core.errors import ConfigError
 from memlens.core.items import EvalItem
 from memlens.core.settings import TransformersSettings
-from memlens.eval.systems.base import Model, ModelOutput
 from memlens.eval.prompt import LAYOUTS, build_messages
+from memlens.eval.systems.base import Model, ModelOutput
 
 log = logging.getLogger(__name__)
 
@@ -83,20 +84,53 @@ class TransformersModel(Model):
     kind = "lvlm"
     Config = TransformersSettings
 
-    def __init__(self, name: str, model_path: str | None = None, hf_id: str | None = None, *,
-                 revision: str | None = None, dtype: str = "auto", device: str = "auto",
-                 device_map: str | Mapping | None = None, max_new_tokens: int = 2048,
-                 max_image_side: int | None = 800, layout: str = "messages", label_images: bool = False,
-                 system_prefix: str | None = None, chat_template_kwargs: Mapping[str, Any] | None = None,
-                 model_class: str = "AutoModelForImageTextToText", image_key: str = "image",
-                 trust_remote_code: bool = False, attn_implementation: str | None = None,
-                 image_cache_size: int = 256, kind: str | None = None, context_window: int | None = None,
-                 thinking: bool = False, resources: Mapping[str, Any] | None = None, notes: str | None = None):
-        super().__init__(name, kind, options=dict(
-            model_path=model_path, hf_id=hf_id, revision=revision, dtype=dtype, device=device,
-            max_new_tokens=max_new_tokens, max_image_side=max_image_side, layout=layout, label_images=label_images,
-            model_class=model_class, context_window=context_window, thinking=thinking,
-            resources=dict(resources) if resources is not None else None, notes=notes))
+    def __init__(
+        self,
+        name: str,
+        model_path: str | None = None,
+        hf_id: str | None = None,
+        *,
+        revision: str | None = None,
+        dtype: str = "auto",
+        device: str = "auto",
+        device_map: str | Mapping | None = None,
+        max_new_tokens: int = 2048,
+        max_image_side: int | None = 800,
+        layout: str = "messages",
+        label_images: bool = False,
+        system_prefix: str | None = None,
+        chat_template_kwargs: Mapping[str, Any] | None = None,
+        model_class: str = "AutoModelForImageTextToText",
+        image_key: str = "image",
+        trust_remote_code: bool = False,
+        attn_implementation: str | None = None,
+        image_cache_size: int = 256,
+        kind: str | None = None,
+        context_window: int | None = None,
+        thinking: bool = False,
+        resources: Mapping[str, Any] | None = None,
+        notes: str | None = None,
+    ):
+        super().__init__(
+            name,
+            kind,
+            options=dict(
+                model_path=model_path,
+                hf_id=hf_id,
+                revision=revision,
+                dtype=dtype,
+                device=device,
+                max_new_tokens=max_new_tokens,
+                max_image_side=max_image_side,
+                layout=layout,
+                label_images=label_images,
+                model_class=model_class,
+                context_window=context_window,
+                thinking=thinking,
+                resources=dict(resources) if resources is not None else None,
+                notes=notes,
+            ),
+        )
         if not (model_path or hf_id):
             raise ConfigError(f"model {name!r}: transformers needs model_path or hf_id")
         if layout not in LAYOUTS:
@@ -133,8 +167,10 @@ class TransformersModel(Model):
             import torch
             import transformers
         except ImportError as exc:
-            raise ConfigError("the transformers backend needs torch and transformers: "
-                              "pip install -r requirements-ml.lock -c requirements.lock") from exc
+            raise ConfigError(
+                "the transformers backend needs torch and transformers: "
+                "pip install -r requirements-ml.lock -c requirements.lock"
+            ) from exc
         cls = getattr(transformers, self.model_class, None)
         if cls is None:
             raise ConfigError(f"model {self.name!r}: transformers has no class {self.model_class!r}")
@@ -154,8 +190,14 @@ class TransformersModel(Model):
                 device = "cuda" if torch.cuda.is_available() else "cpu"
             model = model.to(device)
         self.model = model.eval()
-        log.info("%s: loaded %s (%s) in %.1f s on %s", self.name, self.source, type(model).__name__,
-                 time.perf_counter() - t0, getattr(model, "device", "?"))
+        log.info(
+            "%s: loaded %s (%s) in %.1f s on %s",
+            self.name,
+            self.source,
+            type(model).__name__,
+            time.perf_counter() - t0,
+            getattr(model, "device", "?"),
+        )
 
     def _load_image(self, ref: str):
         with self._lock:
@@ -182,11 +224,18 @@ class TransformersModel(Model):
     def inputs(self, item: EvalItem, mode: str):
         """Tokenised model inputs (``input_ids``, ``pixel_values`` ...) for ``item`` in ``mode``."""
         self.load()
-        messages = build_messages(item, mode, layout=self.layout, label_images=self.label_images,
-                                  system_prefix=self.system_prefix)
+        messages = build_messages(
+            item, mode, layout=self.layout, label_images=self.label_images, system_prefix=self.system_prefix
+        )
         chat = to_hf_messages(messages, self._load_image, self.image_key)
-        return self.processor.apply_chat_template(chat, add_generation_prompt=True, tokenize=True, return_dict=True,
-                                                  return_tensors="pt", **self.chat_template_kwargs)
+        return self.processor.apply_chat_template(
+            chat,
+            add_generation_prompt=True,
+            tokenize=True,
+            return_dict=True,
+            return_tensors="pt",
+            **self.chat_template_kwargs,
+        )
 
     def generate(self, item: EvalItem, mode: str = "standard") -> ModelOutput:
         import torch
@@ -196,17 +245,22 @@ class TransformersModel(Model):
         enc = enc.to(self.model.device)
         n_in = int(enc["input_ids"].shape[1])
         with torch.inference_mode():
-            out = self.model.generate(**enc, max_new_tokens=self.max_new_tokens, do_sample=False,
-                                      temperature=None, top_p=None, top_k=None)
+            out = self.model.generate(
+                **enc, max_new_tokens=self.max_new_tokens, do_sample=False, temperature=None, top_p=None, top_k=None
+            )
         new = out[0, n_in:]
         tok = getattr(self.processor, "tokenizer", self.processor)
         eos = {t for t in (tok.eos_token_id, tok.pad_token_id) if t is not None}
         n_out = int(new.shape[0])
         hit_eos = n_out > 0 and int(new[-1]) in eos
         text = tok.decode(new, skip_special_tokens=True)
-        return ModelOutput(text=text, prompt_tokens=n_in, completion_tokens=n_out,
-                           latency_s=time.perf_counter() - t0,
-                           meta={"finish_reason": "stop" if hit_eos or n_out < self.max_new_tokens else "length"})
+        return ModelOutput(
+            text=text,
+            prompt_tokens=n_in,
+            completion_tokens=n_out,
+            latency_s=time.perf_counter() - t0,
+            meta={"finish_reason": "stop" if hit_eos or n_out < self.max_new_tokens else "length"},
+        )
 
     def close(self) -> None:
         self.model = None

@@ -32,6 +32,7 @@ prediction is ``<think>\\n{reasoning}\\n</think>\\n{content}`` (what the officia
 wrapper stores), so ``prediction`` (text after ``</think>``) is the answer; with no content at all
 it is the bare reasoning, as officially.
 """
+
 from __future__ import annotations
 
 import logging
@@ -41,8 +42,8 @@ from typing import Any
 from memlens.core.errors import MemLensError
 from memlens.core.items import EvalItem
 from memlens.core.settings import OpenAICompatibleSettings
-from memlens.eval.systems.base import Model, ModelOutput, ResultCallback
 from memlens.eval.prompt import LAYOUTS, build_messages, history_key
+from memlens.eval.systems.base import Model, ModelOutput, ResultCallback
 
 log = logging.getLogger(__name__)
 
@@ -71,17 +72,28 @@ def prefix_ordered(items: Iterable[EvalItem], mode: str, window: int) -> Iterato
 def completion_to_output(result) -> ModelOutput:
     """:class:`CompletionResult` -> :class:`ModelOutput` (deterministic ``meta`` only)."""
     if not result.ok:
-        return ModelOutput(text=None, ok=False, error=result.error or "request failed",
-                           attempts=result.attempts, latency_s=result.latency_s)
+        return ModelOutput(
+            text=None,
+            ok=False,
+            error=result.error or "request failed",
+            attempts=result.attempts,
+            latency_s=result.latency_s,
+        )
     text = result.text or ""
     if result.reasoning:
         text = f"<think>\n{result.reasoning}\n</think>\n{text}" if text else result.reasoning
     meta: dict[str, Any] = {}
     if result.finish_reason is not None:
         meta["finish_reason"] = result.finish_reason
-    return ModelOutput(text=text, ok=True, prompt_tokens=result.prompt_tokens,
-                       completion_tokens=result.completion_tokens, latency_s=result.latency_s,
-                       attempts=result.attempts, meta=meta)
+    return ModelOutput(
+        text=text,
+        ok=True,
+        prompt_tokens=result.prompt_tokens,
+        completion_tokens=result.completion_tokens,
+        latency_s=result.latency_s,
+        attempts=result.attempts,
+        meta=meta,
+    )
 
 
 class OpenAICompatibleModel(Model):
@@ -106,26 +118,71 @@ class OpenAICompatibleModel(Model):
     kind = "lvlm"
     Config = OpenAICompatibleSettings
 
-    def __init__(self, name: str, base_url: str, model: str, api_key_env: str | None = None,
-                 concurrency: int = 8, max_new_tokens: int = 2048, temperature: float | None = 0.0,
-                 timeout_s: float = 600, max_retries: int = 5, image_transport: str = "base64",
-                 max_image_side: int | None = 800, *, extra_body: dict | None = None, top_p: float | None = None,
-                 seed: int | None = None, backoff_base_s: float = 1.0, backoff_max_s: float = 30.0,
-                 token_param: str = "max_tokens", layout: str = "messages", label_images: bool = False,
-                 system_prefix: str | None = None, reorder_window: int = 16, image_cache_mb: int = 384,
-                 progress: bool = False, kind: str | None = None, hf_id: str | None = None,
-                 context_window: int | None = None, thinking: bool = False, resources: dict | None = None,
-                 notes: str | None = None):
-        client_settings = dict(base_url=base_url, model=model, api_key_env=api_key_env, concurrency=concurrency,
-                               max_new_tokens=max_new_tokens, temperature=temperature, timeout_s=timeout_s,
-                               max_retries=max_retries, image_transport=image_transport,
-                               max_image_side=max_image_side, extra_body=extra_body, top_p=top_p, seed=seed,
-                               backoff_base_s=backoff_base_s, backoff_max_s=backoff_max_s)
+    def __init__(
+        self,
+        name: str,
+        base_url: str,
+        model: str,
+        api_key_env: str | None = None,
+        concurrency: int = 8,
+        max_new_tokens: int = 2048,
+        temperature: float | None = 0.0,
+        timeout_s: float = 600,
+        max_retries: int = 5,
+        image_transport: str = "base64",
+        max_image_side: int | None = 800,
+        *,
+        extra_body: dict | None = None,
+        top_p: float | None = None,
+        seed: int | None = None,
+        backoff_base_s: float = 1.0,
+        backoff_max_s: float = 30.0,
+        token_param: str = "max_tokens",
+        layout: str = "messages",
+        label_images: bool = False,
+        system_prefix: str | None = None,
+        reorder_window: int = 16,
+        image_cache_mb: int = 384,
+        progress: bool = False,
+        kind: str | None = None,
+        hf_id: str | None = None,
+        context_window: int | None = None,
+        thinking: bool = False,
+        resources: dict | None = None,
+        notes: str | None = None,
+    ):
+        client_settings = dict(
+            base_url=base_url,
+            model=model,
+            api_key_env=api_key_env,
+            concurrency=concurrency,
+            max_new_tokens=max_new_tokens,
+            temperature=temperature,
+            timeout_s=timeout_s,
+            max_retries=max_retries,
+            image_transport=image_transport,
+            max_image_side=max_image_side,
+            extra_body=extra_body,
+            top_p=top_p,
+            seed=seed,
+            backoff_base_s=backoff_base_s,
+            backoff_max_s=backoff_max_s,
+        )
         info = dict(hf_id=hf_id, context_window=context_window, thinking=thinking, resources=resources, notes=notes)
-        super().__init__(name, kind, options=dict(**client_settings, token_param=token_param, layout=layout,
-                                                  label_images=label_images, system_prefix=system_prefix,
-                                                  reorder_window=reorder_window, image_cache_mb=image_cache_mb,
-                                                  **info))
+        super().__init__(
+            name,
+            kind,
+            options=dict(
+                **client_settings,
+                token_param=token_param,
+                layout=layout,
+                label_images=label_images,
+                system_prefix=system_prefix,
+                reorder_window=reorder_window,
+                image_cache_mb=image_cache_mb,
+                **info,
+            ),
+        )
         if layout not in LAYOUTS:
             raise ValueError(f"layout must be one of {LAYOUTS}, not {layout!r}")
         if token_param not in TOKEN_PARAMS:
@@ -154,9 +211,11 @@ class OpenAICompatibleModel(Model):
             from memlens.core.images import ImageEncoder
 
             if self._encoder is None:
-                self._encoder = ImageEncoder(max_side=self.config.max_image_side,
-                                             transport="url" if self.config.image_transport == "url" else "base64",
-                                             cache_max_bytes=self.image_cache_mb << 20)
+                self._encoder = ImageEncoder(
+                    max_side=self.config.max_image_side,
+                    transport="url" if self.config.image_transport == "url" else "base64",
+                    cache_max_bytes=self.image_cache_mb << 20,
+                )
             self._client = OpenAICompatibleClient(self.config, image_encoder=self._encoder)
         return self._client
 
@@ -168,8 +227,9 @@ class OpenAICompatibleModel(Model):
 
     def messages(self, item: EvalItem, mode: str) -> list[dict]:
         """The request messages of ``item`` (image blocks hold local paths; the client encodes them)."""
-        return build_messages(item, mode, layout=self.layout, label_images=self.label_images,
-                              system_prefix=self.system_prefix)
+        return build_messages(
+            item, mode, layout=self.layout, label_images=self.label_images, system_prefix=self.system_prefix
+        )
 
     # ------------------------------------------------------------------ Model API
     def generate(self, item: EvalItem, mode: str = "standard") -> ModelOutput:
@@ -186,8 +246,9 @@ class OpenAICompatibleModel(Model):
                 try:
                     msgs = self.messages(item, mode)
                 except (MemLensError, OSError, ValueError) as exc:
-                    on_result(item, ModelOutput(text=None, ok=False, attempts=0,
-                                                error=f"prompt: {type(exc).__name__}: {exc}"))
+                    on_result(
+                        item, ModelOutput(text=None, ok=False, attempts=0, error=f"prompt: {type(exc).__name__}: {exc}")
+                    )
                     continue
                 in_flight[key] = item
                 yield key, msgs
@@ -196,13 +257,19 @@ class OpenAICompatibleModel(Model):
             on_result(in_flight.pop(key), completion_to_output(result))
 
         client = self.client
-        summary = client.run_many(requests(), done, progress=self.progress, desc=self.name,
-                                  **self.request_overrides())
+        summary = client.run_many(requests(), done, progress=self.progress, desc=self.name, **self.request_overrides())
         cache = self._encoder.cache_info() if self._encoder is not None else None
-        log.info("%s: %d requests (%d failed, %d attempts) in %.1f s; build %.2f s, http %.1f s%s", self.name,
-                 summary.total, summary.failed, summary.attempts, summary.elapsed_s, client.stats.build_s,
-                 client.stats.http_s,
-                 f"; image cache {cache.hits} hits / {cache.misses} misses, {cache.size_bytes >> 20} MB" if cache else "")
+        log.info(
+            "%s: %d requests (%d failed, %d attempts) in %.1f s; build %.2f s, http %.1f s%s",
+            self.name,
+            summary.total,
+            summary.failed,
+            summary.attempts,
+            summary.elapsed_s,
+            client.stats.build_s,
+            client.stats.http_s,
+            f"; image cache {cache.hits} hits / {cache.misses} misses, {cache.size_bytes >> 20} MB" if cache else "",
+        )
 
     def close(self) -> None:
         self._client = None
@@ -222,4 +289,3 @@ def run_items(model: OpenAICompatibleModel, items: Iterable[EvalItem], mode: str
     out: list[tuple[EvalItem, ModelOutput]] = []
     model.run(items, mode, lambda it, o: out.append((it, o)))
     return out
-

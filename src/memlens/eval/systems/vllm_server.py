@@ -29,6 +29,7 @@ appended are::
 ``gpus`` must be at least the tensor-parallel size (checked at instantiation, so ``dvc exp run -S
 model=...`` fails before any GPU is touched).
 """
+
 from __future__ import annotations
 
 import atexit
@@ -50,10 +51,10 @@ from pathlib import Path
 from typing import Any
 
 from memlens.core.errors import ConfigError, MemLensError
-from memlens.core.settings import VLLMServerSettings
-from memlens.eval.systems.openai_model import OpenAICompatibleModel
 from memlens.core.items import EvalItem
+from memlens.core.settings import VLLMServerSettings
 from memlens.eval.systems.base import ResultCallback
+from memlens.eval.systems.openai_model import OpenAICompatibleModel
 
 log = logging.getLogger(__name__)
 
@@ -87,27 +88,50 @@ def check_resources(resources: Mapping[str, Any] | None, tensor_parallel_size: i
     if not isinstance(tp, int) or tp < 1:
         raise ConfigError(f"tensor_parallel_size must be a positive integer, got {tp!r}")
     if tp_res is not None and tensor_parallel_size is not None and int(tp_res) != int(tensor_parallel_size):
-        raise ConfigError(f"tensor_parallel_size {tensor_parallel_size} disagrees with resources.tensor_parallel_size {tp_res}")
+        raise ConfigError(
+            f"tensor_parallel_size {tensor_parallel_size} disagrees with resources.tensor_parallel_size {tp_res}"
+        )
     gpus = res.get("gpus")
     if gpus is not None and (not isinstance(gpus, int) or gpus < tp):
         raise ConfigError(f"resources.gpus ({gpus!r}) must be an integer >= tensor_parallel_size ({tp})")
     return int(tp)
 
 
-def build_serve_command(*, command: str | Sequence[str] | None, model: str, served_model_name: str,
-                        bind_host: str, port: int, tensor_parallel_size: int = 1, max_model_len: int | None = None,
-                        limit_mm_per_prompt: Mapping[str, int] | None = None,
-                        gpu_memory_utilization: float | None = None, trust_remote_code: bool = False,
-                        enable_prefix_caching: bool = False, extra_args: Sequence[str] = ()) -> list[str]:
+def build_serve_command(
+    *,
+    command: str | Sequence[str] | None,
+    model: str,
+    served_model_name: str,
+    bind_host: str,
+    port: int,
+    tensor_parallel_size: int = 1,
+    max_model_len: int | None = None,
+    limit_mm_per_prompt: Mapping[str, int] | None = None,
+    gpu_memory_utilization: float | None = None,
+    trust_remote_code: bool = False,
+    enable_prefix_caching: bool = False,
+    extra_args: Sequence[str] = (),
+) -> list[str]:
     """The full ``vllm serve`` argv (see the module docstring)."""
     argv = _as_argv(command)
-    argv += [str(model), "--served-model-name", served_model_name, "--host", bind_host, "--port", str(port),
-             "--tensor-parallel-size", str(tensor_parallel_size)]
+    argv += [
+        str(model),
+        "--served-model-name",
+        served_model_name,
+        "--host",
+        bind_host,
+        "--port",
+        str(port),
+        "--tensor-parallel-size",
+        str(tensor_parallel_size),
+    ]
     if max_model_len:
         argv += ["--max-model-len", str(int(max_model_len))]
     if limit_mm_per_prompt:
-        argv += ["--limit-mm-per-prompt", json.dumps({str(k): int(v) for k, v in limit_mm_per_prompt.items()},
-                                                     separators=(",", ":"))]
+        argv += [
+            "--limit-mm-per-prompt",
+            json.dumps({str(k): int(v) for k, v in limit_mm_per_prompt.items()}, separators=(",", ":")),
+        ]
     if gpu_memory_utilization is not None:
         argv += ["--gpu-memory-utilization", f"{float(gpu_memory_utilization):g}"]
     if trust_remote_code:
@@ -130,7 +154,7 @@ def _pdeathsig() -> None:  # runs in the child between fork and exec
 
         libc = ctypes.CDLL("libc.so.6", use_errno=True)
         libc.prctl(1, signal.SIGTERM)  # PR_SET_PDEATHSIG
-    except Exception:  # noqa: BLE001 - best effort (non-Linux)
+    except Exception:
         pass
 
 
@@ -146,9 +170,20 @@ def _stop_all() -> None:  # pragma: no cover - exercised at interpreter exit
 class VLLMServer:
     """One ``vllm serve`` subprocess: :meth:`start` (waits for health), :meth:`stop`, context manager."""
 
-    def __init__(self, argv: list[str], *, host: str, port: int, env: Mapping[str, str] | None = None,
-                 startup_timeout_s: float = 1800, health_interval_s: float = 2.0, shutdown_timeout_s: float = 60,
-                 health_path: str = "/health", log_file: str | os.PathLike | None = None, served_model_name: str | None = None):
+    def __init__(
+        self,
+        argv: list[str],
+        *,
+        host: str,
+        port: int,
+        env: Mapping[str, str] | None = None,
+        startup_timeout_s: float = 1800,
+        health_interval_s: float = 2.0,
+        shutdown_timeout_s: float = 60,
+        health_path: str = "/health",
+        log_file: str | os.PathLike | None = None,
+        served_model_name: str | None = None,
+    ):
         self.argv = argv
         self.host = host
         self.port = port
@@ -180,7 +215,7 @@ class VLLMServer:
     def _healthy(self) -> bool:
         url = f"http://{self.host}:{self.port}{self.health_path}"
         try:
-            with urllib.request.urlopen(url, timeout=max(1.0, self.health_interval_s * 2)) as r:  # noqa: S310 - local URL
+            with urllib.request.urlopen(url, timeout=max(1.0, self.health_interval_s * 2)) as r:
                 return r.status == 200
         except (urllib.error.URLError, OSError, ValueError):
             return False
@@ -189,45 +224,59 @@ class VLLMServer:
         if self.running:
             return self
         self.log_path.parent.mkdir(parents=True, exist_ok=True)
-        self._log_fh = open(self.log_path, "ab")
+        self._log_fh = open(self.log_path, "ab")  # noqa: SIM115 - the server writes to it until stop()
         env = {**os.environ, **self.env}
         log.info("starting model server: %s (log: %s)", shlex.join(self.argv), self.log_path)
         try:
-            self.proc = subprocess.Popen(self.argv, stdin=subprocess.DEVNULL, stdout=self._log_fh,
-                                         stderr=subprocess.STDOUT, env=env, start_new_session=True,
-                                         preexec_fn=_pdeathsig if sys.platform.startswith("linux") else None)
+            self.proc = subprocess.Popen(
+                self.argv,
+                stdin=subprocess.DEVNULL,
+                stdout=self._log_fh,
+                stderr=subprocess.STDOUT,
+                env=env,
+                start_new_session=True,
+                preexec_fn=_pdeathsig if sys.platform.startswith("linux") else None,
+            )
         except OSError as exc:
             self._close_log()
-            raise ServerError(f"cannot start the model server {self.argv[0]!r}: {exc} "
-                              f"(set model.command or ${ENV_COMMAND} to the vLLM executable or container)") from None
+            raise ServerError(
+                f"cannot start the model server {self.argv[0]!r}: {exc} "
+                f"(set model.command or ${ENV_COMMAND} to the vLLM executable or container)"
+            ) from None
         _LIVE.add(self)
         t0 = time.monotonic()
         try:
             while True:
                 code = self.proc.poll()
                 if code is not None:
-                    raise ServerError(f"model server exited with status {code} before becoming healthy; "
-                                      f"log {self.log_path}:\n{self.log_tail()}")
+                    raise ServerError(
+                        f"model server exited with status {code} before becoming healthy; "
+                        f"log {self.log_path}:\n{self.log_tail()}"
+                    )
                 if self._healthy():
                     break
                 if time.monotonic() - t0 > self.startup_timeout_s:
-                    raise ServerError(f"model server not healthy after {self.startup_timeout_s:g} s "
-                                      f"(GET {self.health_path} on port {self.port}); log {self.log_path}:\n{self.log_tail()}")
+                    raise ServerError(
+                        f"model server not healthy after {self.startup_timeout_s:g} s "
+                        f"(GET {self.health_path} on port {self.port}); log {self.log_path}:\n{self.log_tail()}"
+                    )
                 time.sleep(self.health_interval_s)
         except BaseException:
             self.stop()
             raise
         self._check_models()
-        log.info("model server healthy on %s after %.1f s (pid %d)", self.base_url, time.monotonic() - t0, self.proc.pid)
+        log.info(
+            "model server healthy on %s after %.1f s (pid %d)", self.base_url, time.monotonic() - t0, self.proc.pid
+        )
         return self
 
     def _check_models(self) -> None:
         if not self.served_model_name:
             return
         try:
-            with urllib.request.urlopen(f"{self.base_url}/models", timeout=10) as r:  # noqa: S310 - local URL
+            with urllib.request.urlopen(f"{self.base_url}/models", timeout=10) as r:
                 ids = [m.get("id") for m in json.loads(r.read()).get("data", [])]
-        except Exception:  # noqa: BLE001 - informative only
+        except Exception:
             return
         if ids and self.served_model_name not in ids:
             log.warning("server serves %s, not %r: requests may fail", ids, self.served_model_name)
@@ -244,7 +293,9 @@ class VLLMServer:
             try:
                 code = proc.wait(timeout=self.shutdown_timeout_s)
             except subprocess.TimeoutExpired:
-                log.warning("model server (pid %d) ignored SIGTERM for %.0f s: killing it", proc.pid, self.shutdown_timeout_s)
+                log.warning(
+                    "model server (pid %d) ignored SIGTERM for %.0f s: killing it", proc.pid, self.shutdown_timeout_s
+                )
                 self._signal(proc, signal.SIGKILL)
                 code = proc.wait()
         # leftovers in the group (workers of a server that exited by itself)
@@ -300,38 +351,81 @@ class VLLMServerModel(OpenAICompatibleModel):
     kind = "lvlm"
     Config = VLLMServerSettings
 
-    def __init__(self, name: str, hf_id: str | None = None, *, model_path: str | None = None,
-                 served_model_name: str | None = None, command: str | Sequence[str] | None = None,
-                 host: str = "127.0.0.1", bind_host: str | None = None, port: int = 0,
-                 tensor_parallel_size: int | None = None, max_model_len: int | None = None,
-                 limit_mm_per_prompt: Mapping[str, int] | None = None, gpu_memory_utilization: float | None = 0.9,
-                 trust_remote_code: bool = False, enable_prefix_caching: bool = True,
-                 extra_args: Sequence[str] = (), env: Mapping[str, Any] | None = None,
-                 startup_timeout_s: float = 1800, health_interval_s: float = 2.0, shutdown_timeout_s: float = 60,
-                 log_file: str | None = None, resources: Mapping[str, Any] | None = None,
-                 base_url: str | None = None, model: str | None = None, **client: Any):
+    def __init__(
+        self,
+        name: str,
+        hf_id: str | None = None,
+        *,
+        model_path: str | None = None,
+        served_model_name: str | None = None,
+        command: str | Sequence[str] | None = None,
+        host: str = "127.0.0.1",
+        bind_host: str | None = None,
+        port: int = 0,
+        tensor_parallel_size: int | None = None,
+        max_model_len: int | None = None,
+        limit_mm_per_prompt: Mapping[str, int] | None = None,
+        gpu_memory_utilization: float | None = 0.9,
+        trust_remote_code: bool = False,
+        enable_prefix_caching: bool = True,
+        extra_args: Sequence[str] = (),
+        env: Mapping[str, Any] | None = None,
+        startup_timeout_s: float = 1800,
+        health_interval_s: float = 2.0,
+        shutdown_timeout_s: float = 60,
+        log_file: str | None = None,
+        resources: Mapping[str, Any] | None = None,
+        base_url: str | None = None,
+        model: str | None = None,
+        **client: Any,
+    ):
         target = model_path or hf_id
         if not target:
             raise ConfigError(f"model {name!r}: vllm_server needs hf_id or model_path")
         if base_url is not None or model is not None:
-            raise ConfigError(f"model {name!r}: vllm_server derives base_url/model from host, port and "
-                              "served_model_name; use the openai_compatible backend for an external server")
+            raise ConfigError(
+                f"model {name!r}: vllm_server derives base_url/model from host, port and "
+                "served_model_name; use the openai_compatible backend for an external server"
+            )
         tp = check_resources(resources, tensor_parallel_size)
         served = served_model_name or name
-        super().__init__(name, base_url=f"http://{host}:{port or 0}/v1", model=served, hf_id=hf_id,
-                         resources=dict(resources or {}), **client)
-        self.serve = dict(command=command, model=str(target), served_model_name=served,
-                          bind_host=bind_host or host, tensor_parallel_size=tp, max_model_len=max_model_len,
-                          limit_mm_per_prompt=dict(limit_mm_per_prompt or {}) or None,
-                          gpu_memory_utilization=gpu_memory_utilization, trust_remote_code=bool(trust_remote_code),
-                          enable_prefix_caching=bool(enable_prefix_caching), extra_args=list(extra_args))
-        self.options.update(serve_model=str(target), served_model_name=served, tensor_parallel_size=tp,
-                            max_model_len=max_model_len, limit_mm_per_prompt=self.serve["limit_mm_per_prompt"],
-                            gpu_memory_utilization=gpu_memory_utilization)
+        super().__init__(
+            name,
+            base_url=f"http://{host}:{port or 0}/v1",
+            model=served,
+            hf_id=hf_id,
+            resources=dict(resources or {}),
+            **client,
+        )
+        self.serve = dict(
+            command=command,
+            model=str(target),
+            served_model_name=served,
+            bind_host=bind_host or host,
+            tensor_parallel_size=tp,
+            max_model_len=max_model_len,
+            limit_mm_per_prompt=dict(limit_mm_per_prompt or {}) or None,
+            gpu_memory_utilization=gpu_memory_utilization,
+            trust_remote_code=bool(trust_remote_code),
+            enable_prefix_caching=bool(enable_prefix_caching),
+            extra_args=list(extra_args),
+        )
+        self.options.update(
+            serve_model=str(target),
+            served_model_name=served,
+            tensor_parallel_size=tp,
+            max_model_len=max_model_len,
+            limit_mm_per_prompt=self.serve["limit_mm_per_prompt"],
+            gpu_memory_utilization=gpu_memory_utilization,
+        )
         self.host, self.port = host, int(port)
-        self.server_options = dict(env=dict(env or {}), startup_timeout_s=startup_timeout_s,
-                                   health_interval_s=health_interval_s, shutdown_timeout_s=shutdown_timeout_s,
-                                   log_file=log_file)
+        self.server_options = dict(
+            env=dict(env or {}),
+            startup_timeout_s=startup_timeout_s,
+            health_interval_s=health_interval_s,
+            shutdown_timeout_s=shutdown_timeout_s,
+            log_file=log_file,
+        )
         self.server: VLLMServer | None = None
 
     def command(self, port: int | None = None) -> list[str]:
@@ -343,8 +437,13 @@ class VLLMServerModel(OpenAICompatibleModel):
         if self.server is not None and self.server.running:
             return self.server
         port = self.port or _free_port(self.host)
-        self.server = VLLMServer(self.command(port), host=self.host, port=port,
-                                 served_model_name=self.serve["served_model_name"], **self.server_options)
+        self.server = VLLMServer(
+            self.command(port),
+            host=self.host,
+            port=port,
+            served_model_name=self.serve["served_model_name"],
+            **self.server_options,
+        )
         self.server.start()
         from dataclasses import replace
 

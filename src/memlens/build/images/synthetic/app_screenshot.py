@@ -15,6 +15,7 @@ Kinds and ground truth (besides size/seed/kind/texts/photo):
 Numbers are exact: order totals are sums (Decimal), nights = check_out - check_in, next billing = +1 month.
 Constraints: kind, and any typed key of that kind (dates "YYYY/MM/DD").
 """
+
 from __future__ import annotations
 
 import calendar
@@ -28,8 +29,17 @@ from . import vocab
 from .base import FamilyBase, register
 from .common import code, digits, person_name, street_address
 from .fonts import fit_font, font
-from .formats import (canon_date, fmt_money, format_date, format_time, money, money_str, parse_date,
-                      random_date, random_price)
+from .formats import (
+    canon_date,
+    fmt_money,
+    format_date,
+    format_time,
+    money,
+    money_str,
+    parse_date,
+    random_date,
+    random_price,
+)
 from .palette import mix
 from .phone import PHONE_SIZE, home_indicator, status_bar
 
@@ -64,8 +74,18 @@ class AppScreenshot(FamilyBase):
         return spec
 
     # ------------------------------------------------------------------ samplers
-    def _s_order_confirmation(self, rng, shop=None, order_no=None, order_date=None, items=None, currency=None,
-                              shipping=None, delivery_date=None, address=None):
+    def _s_order_confirmation(
+        self,
+        rng,
+        shop=None,
+        order_no=None,
+        order_date=None,
+        items=None,
+        currency=None,
+        shipping=None,
+        delivery_date=None,
+        address=None,
+    ):
         cur = currency or rng.choice(["USD", "EUR", "GBP"])
         shop = shop or rng.choice(vocab.ONLINE_SHOPS)
         od = parse_date(order_date) if order_date else random_date(rng)
@@ -73,29 +93,55 @@ class AppScreenshot(FamilyBase):
         if items:
             its = [(str(n), int(q), money(p, cur)) for n, q, p in items]
         else:
-            its = [(n, rng.choice([1, 1, 1, 2]), random_price(rng, lo, hi, cur))
-                   for n, lo, hi in rng.sample(vocab.ONLINE_ITEMS, rng.randint(1, 3))]
+            its = [
+                (n, rng.choice([1, 1, 1, 2]), random_price(rng, lo, hi, cur))
+                for n, lo, hi in rng.sample(vocab.ONLINE_ITEMS, rng.randint(1, 3))
+            ]
         sub = sum((p * q for _, q, p in its), Decimal(0))
-        ship = money(shipping, cur) if shipping is not None else money(rng.choice(["0", "0", "4.99", "5.95", "3.50"]), cur)
+        ship = (
+            money(shipping, cur) if shipping is not None else money(rng.choice(["0", "0", "4.99", "5.95", "3.50"]), cur)
+        )
         total = sub + ship
         order_no = order_no or f"{digits(rng, 3)}-{digits(rng, 7)}"
         address = address or street_address(rng, rng.choice(vocab.CURRENCY_CITIES[cur]))
         fields = [["Order number", order_no], ["Order date", format_date(od, "Mon D, YYYY")]]
         for n, q, p in its:
             fields.append([f"{n} x{q}" if q > 1 else n, fmt_money(money(p * q, cur), cur)])
-        fields += [["Subtotal", fmt_money(money(sub, cur), cur)],
-                   ["Shipping", "Free" if ship == 0 else fmt_money(ship, cur)],
-                   ["Total", fmt_money(money(total, cur), cur)],
-                   ["Estimated delivery", format_date(dd, "Weekday, Month D")],
-                   ["Ship to", address]]
-        return {"app": shop, "shop": shop, "order_no": order_no, "order_date": canon_date(od),
-                "items": [{"name": n, "qty": q, "price": money_str(p)} for n, q, p in its],
-                "subtotal": money_str(money(sub, cur)), "shipping": money_str(ship), "total": money_str(money(total, cur)),
-                "currency": cur, "delivery_date": canon_date(dd), "delivery_printed": format_date(dd, "Weekday, Month D"),
-                "address": address, "fields": fields, "_extra_texts": ["Order confirmed", "Thanks for your order!"]}
+        fields += [
+            ["Subtotal", fmt_money(money(sub, cur), cur)],
+            ["Shipping", "Free" if ship == 0 else fmt_money(ship, cur)],
+            ["Total", fmt_money(money(total, cur), cur)],
+            ["Estimated delivery", format_date(dd, "Weekday, Month D")],
+            ["Ship to", address],
+        ]
+        return {
+            "app": shop,
+            "shop": shop,
+            "order_no": order_no,
+            "order_date": canon_date(od),
+            "items": [{"name": n, "qty": q, "price": money_str(p)} for n, q, p in its],
+            "subtotal": money_str(money(sub, cur)),
+            "shipping": money_str(ship),
+            "total": money_str(money(total, cur)),
+            "currency": cur,
+            "delivery_date": canon_date(dd),
+            "delivery_printed": format_date(dd, "Weekday, Month D"),
+            "address": address,
+            "fields": fields,
+            "_extra_texts": ["Order confirmed", "Thanks for your order!"],
+        }
 
-    def _s_fitness_tracker(self, rng, date=None, steps=None, step_goal=None, distance_km=None, calories=None,
-                           active_minutes=None, avg_heart_rate=None):
+    def _s_fitness_tracker(
+        self,
+        rng,
+        date=None,
+        steps=None,
+        step_goal=None,
+        distance_km=None,
+        calories=None,
+        active_minutes=None,
+        avg_heart_rate=None,
+    ):
         d = parse_date(date) if date else random_date(rng)
         steps = int(steps if steps is not None else rng.randint(1500, 19000))
         goal = int(step_goal or rng.choice([6000, 8000, 10000, 12000]))
@@ -112,13 +158,29 @@ class AppScreenshot(FamilyBase):
             dd = d - dt.timedelta(days=k)
             week.append({"day": canon_date(dd), "steps": steps if k == 0 else rng.randint(1500, 16000)})
         dp = format_date(d, "Weekday, Month D")
-        fields = [["Steps", f"{steps:,}"], ["Goal", f"{goal:,}"], ["Distance", f"{dist} km"],
-                  ["Calories", f"{cal:,} kcal"], ["Active minutes", f"{act} min"], ["Avg heart rate", f"{hr} bpm"]]
-        return {"app": rng.choice(["StepSmart", "FitPulse", "MoveWell"]), "date": canon_date(d), "date_printed": dp,
-                "steps": steps, "step_goal": goal, "distance_km": str(dist), "calories": cal,
-                "active_minutes": act, "avg_heart_rate": hr, "week": week, "fields": fields,
-                "_texts": [dp, f"{steps:,}", "Steps", f"{round(100 * steps / goal)}% of goal"] +
-                [t for kv in fields[1:] for t in kv]}
+        fields = [
+            ["Steps", f"{steps:,}"],
+            ["Goal", f"{goal:,}"],
+            ["Distance", f"{dist} km"],
+            ["Calories", f"{cal:,} kcal"],
+            ["Active minutes", f"{act} min"],
+            ["Avg heart rate", f"{hr} bpm"],
+        ]
+        return {
+            "app": rng.choice(["StepSmart", "FitPulse", "MoveWell"]),
+            "date": canon_date(d),
+            "date_printed": dp,
+            "steps": steps,
+            "step_goal": goal,
+            "distance_km": str(dist),
+            "calories": cal,
+            "active_minutes": act,
+            "avg_heart_rate": hr,
+            "week": week,
+            "fields": fields,
+            "_texts": [dp, f"{steps:,}", "Steps", f"{round(100 * steps / goal)}% of goal"]
+            + [t for kv in fields[1:] for t in kv],
+        }
 
     def _s_weather(self, rng, city=None, date=None, unit=None, temp=None, condition=None, high=None, low=None):
         cityrow = next((x for x in vocab.CITIES if x[0] == city), None) or rng.choice(vocab.CITIES)
@@ -139,18 +201,33 @@ class AppScreenshot(FamilyBase):
             raise ValueError("weather needs low <= temp <= high")
         condition = condition or rng.choice(vocab.WEATHER)
         h0 = rng.randint(6, 18)
-        hourly = [{"time": f"{(h0 + k) % 24:02d}:00",
-                   "temp": min(high, max(low, temp + rng.randint(-2, 3))) if k else temp} for k in range(5)]
+        hourly = [
+            {"time": f"{(h0 + k) % 24:02d}:00", "temp": min(high, max(low, temp + rng.randint(-2, 3))) if k else temp}
+            for k in range(5)
+        ]
         daily = []
         for k in range(1, 4):
             dd = d + dt.timedelta(days=k)
             hi = temp + rng.randint(-4, 5)
-            daily.append({"day": format_date(dd, "Wkd, Mon D")[:3], "date": canon_date(dd), "high": hi,
-                          "low": hi - rng.randint(4, 10), "condition": rng.choice(vocab.WEATHER)})
+            daily.append(
+                {
+                    "day": format_date(dd, "Wkd, Mon D")[:3],
+                    "date": canon_date(dd),
+                    "high": hi,
+                    "low": hi - rng.randint(4, 10),
+                    "condition": rng.choice(vocab.WEATHER),
+                }
+            )
         dp = format_date(d, "Weekday, Month D")
         deg = "\u00b0"
-        fields = [["City", city], ["Date", dp], ["Now", f"{temp}{deg}{unit}"], ["Condition", condition],
-                  ["High", f"H:{high}{deg}"], ["Low", f"L:{low}{deg}"]]
+        fields = [
+            ["City", city],
+            ["Date", dp],
+            ["Now", f"{temp}{deg}{unit}"],
+            ["Condition", condition],
+            ["High", f"H:{high}{deg}"],
+            ["Low", f"L:{low}{deg}"],
+        ]
         fields += [[hh["time"] if k else "Now", f"{hh['temp']}{deg}"] for k, hh in enumerate(hourly)]
         fields += [[dy["day"], f"{dy['high']}{deg} / {dy['low']}{deg}"] for dy in daily]
         texts = [city, dp, f"{temp}{deg}{unit}", condition, f"H:{high}{deg}   L:{low}{deg}"]
@@ -158,16 +235,40 @@ class AppScreenshot(FamilyBase):
             texts += ["Now" if k == 0 else hh["time"], f"{hh['temp']}{deg}"]
         for dy in daily:
             texts += [dy["day"], dy["condition"], f"{dy['high']}{deg} / {dy['low']}{deg}"]
-        return {"_texts": texts, "app": "Weather", "city": city, "date": canon_date(d), "date_printed": dp, "unit": unit,
-                "temp": temp, "condition": condition, "high": high, "low": low, "hourly": hourly, "daily": daily,
-                "fields": fields}
+        return {
+            "_texts": texts,
+            "app": "Weather",
+            "city": city,
+            "date": canon_date(d),
+            "date_printed": dp,
+            "unit": unit,
+            "temp": temp,
+            "condition": condition,
+            "high": high,
+            "low": low,
+            "hourly": hourly,
+            "daily": daily,
+            "fields": fields,
+        }
 
-    def _s_booking_confirmation(self, rng, hotel=None, city=None, confirmation_no=None, check_in=None,
-                                check_out=None, nights=None, room_type=None, guests=None, total=None, currency=None,
-                                guest_name=None):
+    def _s_booking_confirmation(
+        self,
+        rng,
+        hotel=None,
+        city=None,
+        confirmation_no=None,
+        check_in=None,
+        check_out=None,
+        nights=None,
+        room_type=None,
+        guests=None,
+        total=None,
+        currency=None,
+        guest_name=None,
+    ):
         cur = currency or rng.choice(["USD", "EUR", "GBP", "EUR"])
         hotel = hotel or rng.choice(vocab.HOTELS)
-        city = city or rng.choice(vocab.CURRENCY_CITIES[cur] if cur in vocab.CURRENCY_CITIES else ["London"])
+        city = city or rng.choice(vocab.CURRENCY_CITIES.get(cur, ["London"]))
         ci = parse_date(check_in) if check_in else random_date(rng)
         if check_out:
             co = parse_date(check_out)
@@ -182,18 +283,51 @@ class AppScreenshot(FamilyBase):
         conf = confirmation_no or code(rng, 3, "ABCDEFGHJKLMNPQRSTUVWXYZ") + digits(rng, 6)
         guest_name = guest_name or person_name(rng)
         cip, cop = format_date(ci, "Wkd, D Mon YYYY"), format_date(co, "Wkd, D Mon YYYY")
-        fields = [["Confirmation", conf], ["Guest", guest_name], ["Check-in", cip], ["From", "15:00"],
-                  ["Check-out", cop], ["Until", "11:00"], ["Nights", str(n)], ["Room", room],
-                  ["Guests", f"{guests} adult{'s' if guests > 1 else ''}"], ["Total price", fmt_money(tot, cur)]]
-        return {"app": rng.choice(["StayFinder", "Bookly", "RoomRadar"]), "hotel": hotel, "city": city,
-                "confirmation_no": conf, "guest_name": guest_name, "check_in": canon_date(ci),
-                "check_out": canon_date(co), "check_in_printed": cip, "check_out_printed": cop, "nights": n,
-                "room_type": room, "guests": guests, "total": money_str(tot), "currency": cur, "fields": fields,
-                "_texts": ["Booking confirmed", hotel, city] + [t for kv in fields[:2] for t in kv] +
-                ["Check-in", cip, "From 15:00", "Check-out", cop, "Until 11:00"] + [t for kv in fields[6:] for t in kv]}
+        fields = [
+            ["Confirmation", conf],
+            ["Guest", guest_name],
+            ["Check-in", cip],
+            ["From", "15:00"],
+            ["Check-out", cop],
+            ["Until", "11:00"],
+            ["Nights", str(n)],
+            ["Room", room],
+            ["Guests", f"{guests} adult{'s' if guests > 1 else ''}"],
+            ["Total price", fmt_money(tot, cur)],
+        ]
+        return {
+            "app": rng.choice(["StayFinder", "Bookly", "RoomRadar"]),
+            "hotel": hotel,
+            "city": city,
+            "confirmation_no": conf,
+            "guest_name": guest_name,
+            "check_in": canon_date(ci),
+            "check_out": canon_date(co),
+            "check_in_printed": cip,
+            "check_out_printed": cop,
+            "nights": n,
+            "room_type": room,
+            "guests": guests,
+            "total": money_str(tot),
+            "currency": cur,
+            "fields": fields,
+            "_texts": ["Booking confirmed", hotel, city]
+            + [t for kv in fields[:2] for t in kv]
+            + ["Check-in", cip, "From 15:00", "Check-out", cop, "Until 11:00"]
+            + [t for kv in fields[6:] for t in kv],
+        }
 
-    def _s_streaming_bill(self, rng, service=None, plan=None, amount=None, currency=None, billing_date=None,
-                          card_last4=None, invoice_no=None):
+    def _s_streaming_bill(
+        self,
+        rng,
+        service=None,
+        plan=None,
+        amount=None,
+        currency=None,
+        billing_date=None,
+        card_last4=None,
+        invoice_no=None,
+    ):
         svc = next((s for s in vocab.STREAMING if s[0] == service), None) or rng.choice(vocab.STREAMING)
         service = service or svc[0]
         plan = plan or rng.choice(svc[1])
@@ -203,15 +337,29 @@ class AppScreenshot(FamilyBase):
         nd = _add_month(bd)
         last4 = card_last4 or digits(rng, 4)
         inv = invoice_no or f"INV-{digits(rng, 8)}"
-        fields = [["Plan", plan], ["Amount charged", fmt_money(amt, cur)], ["Billing date", format_date(bd, "Month D, YYYY")],
-                  ["Next billing date", format_date(nd, "Month D, YYYY")],
-                  ["Payment method", f"Visa \u2022\u2022\u2022\u2022 {last4}"],
-                  ["Invoice", inv]]
-        return {"app": service, "service": service, "plan": plan, "amount": money_str(amt), "currency": cur,
-                "billing_date": canon_date(bd), "next_billing_date": canon_date(nd), "card_last4": last4,
-                "invoice_no": inv, "fields": fields,
-                "_texts": ["Payment receipt", fmt_money(amt, cur)] + [t for kv in fields for t in kv] +
-                ["Thanks for being a member!"]}
+        fields = [
+            ["Plan", plan],
+            ["Amount charged", fmt_money(amt, cur)],
+            ["Billing date", format_date(bd, "Month D, YYYY")],
+            ["Next billing date", format_date(nd, "Month D, YYYY")],
+            ["Payment method", f"Visa \u2022\u2022\u2022\u2022 {last4}"],
+            ["Invoice", inv],
+        ]
+        return {
+            "app": service,
+            "service": service,
+            "plan": plan,
+            "amount": money_str(amt),
+            "currency": cur,
+            "billing_date": canon_date(bd),
+            "next_billing_date": canon_date(nd),
+            "card_last4": last4,
+            "invoice_no": inv,
+            "fields": fields,
+            "_texts": ["Payment receipt", fmt_money(amt, cur)]
+            + [t for kv in fields for t in kv]
+            + ["Thanks for being a member!"],
+        }
 
     # ------------------------------------------------------------------ drawing
     def _draw(self, spec: dict) -> Image.Image:
@@ -225,7 +373,13 @@ class AppScreenshot(FamilyBase):
         d.rectangle([0, 38, W, 100], fill=(255, 255, 255))
         d.line([0, 100, W, 100], fill=(222, 224, 228), width=1)
         d.text((20, 69), "\u2039", font=font("sans", 40), fill=acc, anchor="lm")
-        d.text((W / 2, 69), spec["app"], font=fit_font("sans-bold", spec["app"], W - 140, 22), fill=(24, 24, 28), anchor="mm")
+        d.text(
+            (W / 2, 69),
+            spec["app"],
+            font=fit_font("sans-bold", spec["app"], W - 140, 22),
+            fill=(24, 24, 28),
+            anchor="mm",
+        )
         getattr(self, f"_d_{spec['kind']}")(d, img, spec, acc)
         home_indicator(d, W, H)
         return img
@@ -236,7 +390,7 @@ class AppScreenshot(FamilyBase):
 
     @staticmethod
     def _rows(d, x0, x1, y, rows, size=18, gap=40, label_col=(110, 112, 120), val_col=(24, 24, 28)):
-        fl, fv = font("sans", size), font("sans-bold", size)
+        fl, _fv = font("sans", size), font("sans-bold", size)
         for lab, val in rows:
             d.text((x0, y), lab, font=fl, fill=label_col)
             fvv = fit_font("sans-bold", val, (x1 - x0) - fl.getlength(lab) - 20, size)
@@ -256,14 +410,14 @@ class AppScreenshot(FamilyBase):
         self._card(d, [16, y, W - 16, y + 96])
         self._rows(d, 36, W - 36, y + 18, spec["fields"][:2])
         y += 112
-        rows = spec["fields"][2:2 + n_items + 3]
+        rows = spec["fields"][2 : 2 + n_items + 3]
         h = 24 + 40 * len(rows)
         self._card(d, [16, y, W - 16, y + h])
         self._rows(d, 36, W - 36, y + 18, rows[:n_items])
         d.line([36, y + 12 + 40 * n_items, W - 36, y + 12 + 40 * n_items], fill=(230, 230, 234))
         self._rows(d, 36, W - 36, y + 20 + 40 * n_items, rows[n_items:])
         y += h + 16
-        rest = spec["fields"][2 + n_items + 3:]
+        rest = spec["fields"][2 + n_items + 3 :]
         self._card(d, [16, y, W - 16, y + 150])
         d.text((36, y + 18), rest[0][0], font=font("sans", 18), fill=(110, 112, 120))
         d.text((36, y + 44), rest[0][1], font=fit_font("sans-bold", rest[0][1], W - 72, 24), fill=acc)
@@ -294,8 +448,11 @@ class AppScreenshot(FamilyBase):
         for i, wk in enumerate(spec["week"]):
             bh = 110 * wk["steps"] / mx
             x = 40 + i * bw
-            d.rounded_rectangle([x + 8, y + 130 - bh, x + bw - 8, y + 130], radius=6,
-                                fill=acc if i == 6 else mix(acc, (255, 255, 255), 0.6))
+            d.rounded_rectangle(
+                [x + 8, y + 130 - bh, x + bw - 8, y + 130],
+                radius=6,
+                fill=acc if i == 6 else mix(acc, (255, 255, 255), 0.6),
+            )
 
     def _d_weather(self, d, img, spec, acc):
         W, H = spec["size"]
@@ -303,13 +460,20 @@ class AppScreenshot(FamilyBase):
         for y in range(101, H - 20, 4):
             d.rectangle([0, y, W, y + 4], fill=mix(top, (30, 50, 90), (y - 100) / H))
         white = (255, 255, 255)
-        d.text((W / 2, 130), spec["city"], font=fit_font("sans-bold", spec["city"], W - 60, 34), fill=white, anchor="ma")
+        d.text(
+            (W / 2, 130), spec["city"], font=fit_font("sans-bold", spec["city"], W - 60, 34), fill=white, anchor="ma"
+        )
         d.text((W / 2, 176), spec["date_printed"], font=font("sans", 18), fill=white, anchor="ma")
         deg = "\u00b0"
         d.text((W / 2, 300), f"{spec['temp']}{deg}{spec['unit']}", font=font("sans-light", 96), fill=white, anchor="mm")
         d.text((W / 2, 378), spec["condition"], font=font("sans", 24), fill=white, anchor="mm")
-        d.text((W / 2, 416), f"H:{spec['high']}{deg}   L:{spec['low']}{deg}", font=font("sans-bold", 20), fill=white,
-               anchor="mm")
+        d.text(
+            (W / 2, 416),
+            f"H:{spec['high']}{deg}   L:{spec['low']}{deg}",
+            font=font("sans-bold", 20),
+            fill=white,
+            anchor="mm",
+        )
         y = 460
         d.rounded_rectangle([16, y, W - 16, y + 150], radius=16, fill=mix(top, (0, 0, 0), 0.25))
         cw = (W - 32) / 5
@@ -325,8 +489,13 @@ class AppScreenshot(FamilyBase):
             yy = y + 24 + k * 64
             d.text((40, yy + 12), dy["day"], font=font("sans-bold", 20), fill=white, anchor="lm")
             d.text((140, yy + 12), dy["condition"], font=font("sans", 17), fill=white, anchor="lm")
-            d.text((W - 40, yy + 12), f"{dy['high']}{deg} / {dy['low']}{deg}", font=font("sans-bold", 20), fill=white,
-                   anchor="rm")
+            d.text(
+                (W - 40, yy + 12),
+                f"{dy['high']}{deg} / {dy['low']}{deg}",
+                font=font("sans-bold", 20),
+                fill=white,
+                anchor="rm",
+            )
 
     def _d_booking_confirmation(self, d, img, spec, acc):
         W, _ = spec["size"]
@@ -335,10 +504,12 @@ class AppScreenshot(FamilyBase):
         y = 100
         sky = mix(acc, (170, 210, 240), 0.7)
         d.rectangle([0, y, W, y + 170], fill=sky)
-        for k in range(5):
+        for _ in range(5):
             bx = jr.randint(0, W - 120)
             bh = jr.randint(60, 150)
-            d.rectangle([bx, y + 170 - bh, bx + jr.randint(60, 140), y + 170], fill=mix((90, 90, 110), sky, jr.random() * 0.5))
+            d.rectangle(
+                [bx, y + 170 - bh, bx + jr.randint(60, 140), y + 170], fill=mix((90, 90, 110), sky, jr.random() * 0.5)
+            )
         d.rectangle([0, y + 170, W, y + 172], fill=(220, 220, 226))
         d.text((24, y + 190), "Booking confirmed", font=font("sans-bold", 16), fill=(30, 150, 80))
         d.text((24, y + 214), spec["hotel"], font=fit_font("sans-bold", spec["hotel"], W - 48, 28), fill=(24, 24, 28))
@@ -372,8 +543,13 @@ class AppScreenshot(FamilyBase):
         y = 390
         self._card(d, [16, y, W - 16, y + 24 + 44 * len(spec["fields"])])
         self._rows(d, 36, W - 36, y + 20, spec["fields"], gap=44)
-        d.text((W / 2, y + 60 + 44 * len(spec["fields"])), "Thanks for being a member!", font=font("sans", 18),
-               fill=(110, 112, 120), anchor="ma")
+        d.text(
+            (W / 2, y + 60 + 44 * len(spec["fields"])),
+            "Thanks for being a member!",
+            font=font("sans", 18),
+            fill=(110, 112, 120),
+            anchor="ma",
+        )
 
 
 FAMILY = register(AppScreenshot())

@@ -12,6 +12,7 @@ Common spec keys (all families):
   texts    every string drawn in the image, in reading order
   photo    photo-effect parameters (see photo.py) or None when the image is a clean render
 """
+
 from __future__ import annotations
 
 import io
@@ -127,8 +128,9 @@ def encode_image(img: Image.Image, photo_like: bool) -> tuple[bytes, str]:
     """Encode with fixed settings (no metadata), so equal pixels always give equal bytes."""
     buf = io.BytesIO()
     if photo_like:
-        img.convert("RGB").save(buf, format="JPEG", quality=JPEG_QUALITY, subsampling=2,
-                                optimize=False, progressive=False)
+        img.convert("RGB").save(
+            buf, format="JPEG", quality=JPEG_QUALITY, subsampling=2, optimize=False, progressive=False
+        )
         return buf.getvalue(), "jpg"
     img.save(buf, format="PNG", compress_level=PNG_COMPRESS_LEVEL, optimize=False)
     return buf.getvalue(), "png"

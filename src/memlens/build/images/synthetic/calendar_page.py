@@ -8,6 +8,7 @@ Ground truth (spec keys):
 Constraints: year, month, marked ([day | "YYYY/MM/DD" | {"date"|"day", "label"}]), labels (list aligned with
 marked), n_marked, week_start.
 """
+
 from __future__ import annotations
 
 import calendar
@@ -20,10 +21,34 @@ from .base import FamilyBase, register
 from .fonts import fit_font, fit_wrapped, font
 from .formats import MONTHS, WD, canon_date, parse_date
 
-EVENTS = ["Dentist 10:30", "Mom's birthday", "Flight to Oslo", "Rent due", "Yoga 18:00", "Team dinner",
-          "Book club", "Vet appt 9:15", "Concert!", "Haircut 14:00", "Parents visit", "Pay day", "Dad's bday",
-          "Move out", "Job interview", "Wedding", "Car service", "Piano recital", "Hike w/ Sam", "Exam",
-          "Trip to Rome", "Doctor 11:45", "BBQ at Leo's", "Gym trial", "Passport renewal", "Anniversary"]
+EVENTS = [
+    "Dentist 10:30",
+    "Mom's birthday",
+    "Flight to Oslo",
+    "Rent due",
+    "Yoga 18:00",
+    "Team dinner",
+    "Book club",
+    "Vet appt 9:15",
+    "Concert!",
+    "Haircut 14:00",
+    "Parents visit",
+    "Pay day",
+    "Dad's bday",
+    "Move out",
+    "Job interview",
+    "Wedding",
+    "Car service",
+    "Piano recital",
+    "Hike w/ Sam",
+    "Exam",
+    "Trip to Rome",
+    "Doctor 11:45",
+    "BBQ at Leo's",
+    "Gym trial",
+    "Passport renewal",
+    "Anniversary",
+]
 INKS = [(200, 30, 40), (30, 70, 170), (20, 120, 60)]
 
 
@@ -78,24 +103,38 @@ class CalendarPage(FamilyBase):
         cells = {str(day): [(offset + day - 1) % 7, (offset + day - 1) // 7] for day in range(1, ndays + 1)}
         heads = WD if week_start == "monday" else WD[6:] + WD[:6]
         title = f"{MONTHS[month - 1].upper()} {year}"
-        marked = [{"date": canon_date(dt.date(year, month, d)), "day": d, "label": lab,
-                   "color": list(rng.choice(INKS))} for d, lab in marks]
+        marked = [
+            {"date": canon_date(dt.date(year, month, d)), "day": d, "label": lab, "color": list(rng.choice(INKS))}
+            for d, lab in marks
+        ]
         cell_h = 120
         H = 150 + 44 + n_weeks * cell_h + 36
-        texts = [title] + [h.upper() for h in heads] + [str(d) for d in range(1, ndays + 1)] + \
-            [m["label"] for m in marked if m["label"]]
+        texts = (
+            [title]
+            + [h.upper() for h in heads]
+            + [str(d) for d in range(1, ndays + 1)]
+            + [m["label"] for m in marked if m["label"]]
+        )
         return {
-            "size": [980, H], "seed": rng.getrandbits(32), "kind": "month_grid",
-            "year": year, "month": month, "month_name": MONTHS[month - 1], "title": title,
-            "week_start": week_start, "days_in_month": ndays, "first_weekday": first_wd, "n_weeks": n_weeks,
-            "marked": marked, "cells": cells,
+            "size": [980, H],
+            "seed": rng.getrandbits(32),
+            "kind": "month_grid",
+            "year": year,
+            "month": month,
+            "month_name": MONTHS[month - 1],
+            "title": title,
+            "week_start": week_start,
+            "days_in_month": ndays,
+            "first_weekday": first_wd,
+            "n_weeks": n_weeks,
+            "marked": marked,
+            "cells": cells,
             "accent": list(rng.choice([(40, 90, 150), (150, 50, 50), (40, 120, 90), (90, 60, 140), (60, 60, 66)])),
             "texts": texts,
         }
 
     def _draw(self, spec: dict) -> Image.Image:
         W, H = spec["size"]
-        S = 1
         img = Image.new("RGB", (W, H), (252, 251, 248))
         d = ImageDraw.Draw(img)
         acc = tuple(spec["accent"])
@@ -111,8 +150,13 @@ class CalendarPage(FamilyBase):
         fh = font("sans-bold", 20)
         for i, h in enumerate(heads):
             weekend = h in ("Sat", "Sun")
-            d.text((m + cw * i + cw / 2, y0 + 20), h.upper(), font=fh, fill=(190, 40, 40) if weekend else (60, 60, 66),
-                   anchor="mm")
+            d.text(
+                (m + cw * i + cw / 2, y0 + 20),
+                h.upper(),
+                font=fh,
+                fill=(190, 40, 40) if weekend else (60, 60, 66),
+                anchor="mm",
+            )
         gy = y0 + 44
         ch = 120
         n_weeks = spec["n_weeks"]
@@ -136,12 +180,13 @@ class CalendarPage(FamilyBase):
                 ex0, ey0 = x + 12 + tw / 2, y + 8 + 15
                 rx, ry = max(28, tw / 2 + 16), 25
                 # hand-drawn circle: two slightly offset ellipse strokes
-                for k in range(2):
+                for _ in range(2):
                     dx, dy = jr.uniform(-3, 3), jr.uniform(-3, 3)
                     d.ellipse([ex0 - rx + dx, ey0 - ry + dy, ex0 + rx + dx, ey0 + ry + dy], outline=ink, width=3)
                 if mk["label"]:
-                    fl, lines, lh = fit_wrapped("sans-oblique", mk["label"], cw - 12, ch - 58, 20, min_size=12,
-                                                max_lines=2)
+                    fl, lines, lh = fit_wrapped(
+                        "sans-oblique", mk["label"], cw - 12, ch - 58, 20, min_size=12, max_lines=2
+                    )
                     yy = y + 56
                     for ln in lines:
                         d.text((x + 7, yy), ln, font=fl, fill=ink)

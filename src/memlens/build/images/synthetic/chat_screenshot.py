@@ -9,6 +9,7 @@ Ground truth (spec keys):
 Constraints: messages ([{sender?, from_me, text, time?}]), title, is_group, style, date ("YYYY/MM/DD"), topic,
 any fact slot (place=, meet_time=, activity=, day=, ...), me, contact.
 """
+
 from __future__ import annotations
 
 import random
@@ -19,8 +20,17 @@ from . import vocab
 from .base import FamilyBase, register
 from .common import digits
 from .fonts import font, wrap_text
-from .formats import (add_minutes, canon_date, canon_time, format_date, format_time, parse_date, parse_time,
-                      parse_time_any, random_date)
+from .formats import (
+    add_minutes,
+    canon_date,
+    canon_time,
+    format_date,
+    format_time,
+    parse_date,
+    parse_time,
+    parse_time_any,
+    random_date,
+)
 from .palette import ink_for, mix
 from .phone import PHONE_SIZE, home_indicator, status_bar
 
@@ -69,11 +79,19 @@ SCRIPTS = {
         (1, "Works for me. See you {day}!"),
     ],
 }
-ITEMS = ["coffee grinder", "yoga mat", "blender", "board game", "desk lamp", "rice cooker", "speaker",
-         "plant stand"]
+ITEMS = ["coffee grinder", "yoga mat", "blender", "board game", "desk lamp", "rice cooker", "speaker", "plant stand"]
 FLOORS = ["2nd", "3rd", "4th", "5th", "6th"]
-HOURS = {"lunch": (11, 13), "dinner": (18, 20), "coffee": (8, 16), "brunch": (10, 12), "drinks": (17, 21),
-         "the movie": (17, 21), "the concert": (18, 20), "board games": (15, 20), "the farmers market": (8, 12)}
+HOURS = {
+    "lunch": (11, 13),
+    "dinner": (18, 20),
+    "coffee": (8, 16),
+    "brunch": (10, 12),
+    "drinks": (17, 21),
+    "the movie": (17, 21),
+    "the concert": (18, 20),
+    "board games": (15, 20),
+    "the farmers market": (8, 12),
+}
 
 
 class ChatScreenshot(FamilyBase):
@@ -100,13 +118,18 @@ class ChatScreenshot(FamilyBase):
         lo, hi = HOURS.get(activity, (9, 21))
         meet = (rng.randint(lo, hi), rng.choice([0, 15, 30, 45]))
         facts = {
-            "activity": activity, "place": rng.choice(vocab.PLACES),
+            "activity": activity,
+            "place": rng.choice(vocab.PLACES),
             "day": rng.choice(["tomorrow", "on Friday", "on Saturday", "tonight", "next Tuesday", "on Sunday"]),
             "meet_time": format_time(*meet, twelve=rng.random() < 0.4, pad=False),
-            "n_people": str(rng.randint(2, 6)), "color": rng.choice(["red", "blue", "green", "yellow", "black"]),
-            "flight": f"{rng.choice(vocab.AIRLINES)[1]} {rng.randint(12, 2999)}", "terminal": str(rng.randint(1, 5)),
-            "level": str(rng.randint(1, 4)), "code": digits(rng, 4) + rng.choice(["", "#", "*"]),
-            "apt": f"{rng.randint(1, 6)}{rng.choice('ABCD')}", "floor_n": rng.choice(FLOORS),
+            "n_people": str(rng.randint(2, 6)),
+            "color": rng.choice(["red", "blue", "green", "yellow", "black"]),
+            "flight": f"{rng.choice(vocab.AIRLINES)[1]} {rng.randint(12, 2999)}",
+            "terminal": str(rng.randint(1, 5)),
+            "level": str(rng.randint(1, 4)),
+            "code": digits(rng, 4) + rng.choice(["", "#", "*"]),
+            "apt": f"{rng.randint(1, 6)}{rng.choice('ABCD')}",
+            "floor_n": rng.choice(FLOORS),
             "item": rng.choice(ITEMS),
             "price": rng.choice(["$", "€", "£"]) + f"{rng.randint(12, 240)}.{rng.choice([0, 49, 99, 50]):02d}",
         }
@@ -121,14 +144,15 @@ class ChatScreenshot(FamilyBase):
         members = rng.sample([n for n in vocab.FIRST_NAMES if n != me], 3)
         contact = contact or members[0]
         if is_group:
-            title = title or rng.choice(["Weekend plans", "Flatmates", "Climbing crew", "Family", "Book club",
-                                         "Road trip!", "Team lunch"])
+            title = title or rng.choice(
+                ["Weekend plans", "Flatmates", "Climbing crew", "Family", "Book club", "Road trip!", "Team lunch"]
+            )
         else:
             title = title or contact
         messages = []
         t = h * 60 + m
         if given is not None:
-            for i, msg in enumerate(given):
+            for _i, msg in enumerate(given):
                 from_me = bool(msg.get("from_me", False))
                 sender = msg.get("sender") or (me if from_me else contact)
                 if msg.get("time"):
@@ -136,7 +160,9 @@ class ChatScreenshot(FamilyBase):
                 else:
                     tt = divmod(t % 1440, 60)
                     t += rng.randint(0, 6)
-                messages.append({"sender": sender, "from_me": from_me, "time": canon_time(*tt), "text": str(msg["text"])})
+                messages.append(
+                    {"sender": sender, "from_me": from_me, "time": canon_time(*tt), "text": str(msg["text"])}
+                )
             if not 1 <= len(messages) <= 8:
                 raise ValueError("chat_screenshot shows 1-8 messages")
             used = {}
@@ -151,16 +177,20 @@ class ChatScreenshot(FamilyBase):
                         used[k] = facts[k]
                 from_me = who == 1
                 sender = me if from_me else (rng.choice(members) if is_group else contact)
-                messages.append({"sender": sender, "from_me": from_me, "time": canon_time(*divmod(t % 1440, 60)),
-                                 "text": text})
+                messages.append(
+                    {"sender": sender, "from_me": from_me, "time": canon_time(*divmod(t % 1440, 60)), "text": text}
+                )
                 t += rng.randint(0, 7)
         if "meet_time" in used:
             used["meet_time_24h"] = canon_time(*parse_time_any(used["meet_time"]))
         last_t = parse_time(messages[-1]["time"])
         status = format_time(*add_minutes(*last_t, rng.randint(0, 20)), pad=False)
         label_kind = rng.choice(["today", "date", "date"])
-        date_label = "Today" if label_kind == "today" else format_date(
-            d, rng.choice(["Wkd, Mon D", "Weekday, Month D", "D Month YYYY"]))
+        date_label = (
+            "Today"
+            if label_kind == "today"
+            else format_date(d, rng.choice(["Wkd, Mon D", "Weekday, Month D", "D Month YYYY"]))
+        )
         participants = sorted({msg["sender"] for msg in messages} | {me} | (set(members) if is_group else set()))
         texts = [status, title] + [date_label]
         for msg in messages:
@@ -169,11 +199,22 @@ class ChatScreenshot(FamilyBase):
             texts += [msg["text"], msg["time"]]
         texts.append("Message")
         spec = {
-            "size": list(PHONE_SIZE), "seed": rng.getrandbits(32), "kind": "chat", "style": style,
-            "title": title, "is_group": is_group, "participants": participants, "me": me,
-            "status_time": status, "date_label": date_label, "date": canon_date(d),
-            "date_shown": label_kind != "today", "topic": topic if given is None else "custom",
-            "facts": used, "messages": messages, "texts": texts,
+            "size": list(PHONE_SIZE),
+            "seed": rng.getrandbits(32),
+            "kind": "chat",
+            "style": style,
+            "title": title,
+            "is_group": is_group,
+            "participants": participants,
+            "me": me,
+            "status_time": status,
+            "date_label": date_label,
+            "date": canon_date(d),
+            "date_shown": label_kind != "today",
+            "topic": topic if given is None else "custom",
+            "facts": used,
+            "messages": messages,
+            "texts": texts,
         }
         _, total = self._layout(spec, PHONE_SIZE[0], 13)
         if total > PHONE_SIZE[1] - 74 - 12 - (38 + 66 + 16):
@@ -196,8 +237,13 @@ class ChatScreenshot(FamilyBase):
         jr = random.Random(spec["seed"])
         d.ellipse(av, fill=jr.choice(NAME_COLORS))
         initials = "".join(p[0] for p in spec["title"].split()[:2]).upper()
-        d.text(((av[0] + av[2]) / 2, (av[1] + av[3]) / 2), initials, font=font("sans-bold", 17), fill=(255, 255, 255),
-               anchor="mm")
+        d.text(
+            ((av[0] + av[2]) / 2, (av[1] + av[3]) / 2),
+            initials,
+            font=font("sans-bold", 17),
+            fill=(255, 255, 255),
+            anchor="mm",
+        )
         d.text((108, 38 + 24), spec["title"], font=font("sans-bold", 21), fill=hink, anchor="lm")
         sub = f"{len(spec['participants'])} members" if spec["is_group"] else "online"
         d.text((108, 38 + 48), sub, font=font("sans", 14), fill=mix(hdr, hink, 0.7), anchor="lm")
@@ -221,7 +267,9 @@ class ChatScreenshot(FamilyBase):
         # date pill
         fpill = font("sans-bold", 14)
         pw = fpill.getlength(spec["date_label"]) + 28
-        d.rounded_rectangle([W / 2 - pw / 2, y, W / 2 + pw / 2, y + 28], radius=14, fill=mix(st["bg"], (120, 120, 130), 0.18))
+        d.rounded_rectangle(
+            [W / 2 - pw / 2, y, W / 2 + pw / 2, y + 28], radius=14, fill=mix(st["bg"], (120, 120, 130), 0.18)
+        )
         d.text((W / 2, y + 14), spec["date_label"], font=fpill, fill=(80, 80, 88), anchor="mm")
         y += 40
         names = {}
@@ -231,8 +279,12 @@ class ChatScreenshot(FamilyBase):
             fill = st["out"] if out else st["in"]
             ink = (255, 255, 255) if out and spec["style"] == "blue" else ink_for(fill)
             x0 = W - 14 - bw if out else 14
-            d.rounded_rectangle([x0, y, x0 + bw, y + bh], radius=16, fill=fill,
-                                outline=None if out or spec["style"] != "purple" else (226, 224, 236))
+            d.rounded_rectangle(
+                [x0, y, x0 + bw, y + bh],
+                radius=16,
+                fill=fill,
+                outline=None if out or spec["style"] != "purple" else (226, 224, 236),
+            )
             ty = y + 9
             if show_name:
                 col = names.setdefault(msg["sender"], NAME_COLORS[len(names) % len(NAME_COLORS)])
@@ -243,8 +295,13 @@ class ChatScreenshot(FamilyBase):
                 ty += lh
             ft = font("sans", max(11, size - 6))
             tcol = mix(fill, ink, 0.55)
-            d.text((x0 + bw - 12, y + bh - 7), msg["time"] + ("  \u2713\u2713" if out and spec["style"] == "green" else ""),
-                   font=ft, fill=tcol if not (out and spec["style"] == "green") else (80, 140, 200), anchor="rd")
+            d.text(
+                (x0 + bw - 12, y + bh - 7),
+                msg["time"] + ("  \u2713\u2713" if out and spec["style"] == "green" else ""),
+                font=ft,
+                fill=tcol if not (out and spec["style"] == "green") else (80, 140, 200),
+                anchor="rd",
+            )
             y += bh + 10
         return img
 
@@ -265,8 +322,15 @@ class ChatScreenshot(FamilyBase):
             last = f.getlength(lines[-1])
             # time sits on its own row unless it fits next to the last line
             extra_row = last + tw > maxw - 14
-            bw = min(maxw, max(widest + 28, (last + tw + 14) if not extra_row else widest + 28, tw + 20,
-                               (font("sans-bold", size - 4).getlength(msg["sender"]) + 28) if show_name else 0))
+            bw = min(
+                maxw,
+                max(
+                    widest + 28,
+                    (last + tw + 14) if not extra_row else widest + 28,
+                    tw + 20,
+                    (font("sans-bold", size - 4).getlength(msg["sender"]) + 28) if show_name else 0,
+                ),
+            )
             bh = 18 + lh * len(lines) + (size if show_name else 0) + (ft.size + 4 if extra_row else 0)
             blocks.append((f, lines, lh, bw, bh, show_name))
             total += bh + 10

@@ -10,6 +10,7 @@ Ground truth (spec keys):
 Constraints: time ("HH:MM"), style ("analog"|"digital"), numerals, second (int or None), hour_format,
 date ("YYYY/MM/DD" or None), brand.
 """
+
 from __future__ import annotations
 
 import math
@@ -19,13 +20,22 @@ from PIL import Image, ImageDraw
 
 from .base import FamilyBase, register
 from .fonts import fit_font, font
-from .formats import WD, MON, canon_date, canon_time, parse_date, parse_time, random_date
+from .formats import MON, WD, canon_date, canon_time, parse_date, parse_time, random_date
 from .palette import mix, shade
 
 ROMAN = ["XII", "I", "II", "III", "IV", "V", "VI", "VII", "VIII", "IX", "X", "XI"]
 SEGMENTS = {  # a b c d e f g
-    "0": "abcdef", "1": "bc", "2": "abdeg", "3": "abcdg", "4": "bcfg", "5": "acdfg", "6": "acdefg",
-    "7": "abc", "8": "abcdefg", "9": "abcdfg", " ": "",
+    "0": "abcdef",
+    "1": "bc",
+    "2": "abdeg",
+    "3": "abcdg",
+    "4": "bcfg",
+    "5": "acdfg",
+    "6": "acdefg",
+    "7": "abc",
+    "8": "abcdefg",
+    "9": "abcdfg",
+    " ": "",
 }
 LED_COLORS = {"red": (255, 48, 40), "green": (70, 250, 120), "blue": (120, 200, 255), "amber": (255, 176, 30)}
 
@@ -57,16 +67,35 @@ class Clock(FamilyBase):
             ha, ma, sa = hand_angles(h, m, second)
             brand = c.get("brand") or rng.choice(["QUARTZ", "NORDHAVEN", "ALPINA", "", "MERIDIAN"])
             face_time = f"{h % 12 or 12}:{m:02d}"
-            spec.update({
-                "size": [800, 800], "time_on_face": face_time, "hour_angle_deg": ha, "minute_angle_deg": ma,
-                "numerals": numerals, "second": second, "second_angle_deg": sa, "brand": brand,
-                "frame_color": list(rng.choice([(30, 30, 34), (150, 110, 60), (200, 200, 204), (170, 40, 40),
-                                                 (30, 70, 130), (60, 110, 70)])),
-                "wall_color": list(rng.choice([(220, 214, 200), (196, 210, 214), (232, 226, 216), (186, 196, 180),
-                                                (214, 196, 180)])),
-            })
-            labels = ([str(i) for i in [12] + list(range(1, 12))] if numerals == "arabic"
-                      else ROMAN if numerals == "roman" else [])
+            spec.update(
+                {
+                    "size": [800, 800],
+                    "time_on_face": face_time,
+                    "hour_angle_deg": ha,
+                    "minute_angle_deg": ma,
+                    "numerals": numerals,
+                    "second": second,
+                    "second_angle_deg": sa,
+                    "brand": brand,
+                    "frame_color": list(
+                        rng.choice(
+                            [(30, 30, 34), (150, 110, 60), (200, 200, 204), (170, 40, 40), (30, 70, 130), (60, 110, 70)]
+                        )
+                    ),
+                    "wall_color": list(
+                        rng.choice(
+                            [(220, 214, 200), (196, 210, 214), (232, 226, 216), (186, 196, 180), (214, 196, 180)]
+                        )
+                    ),
+                }
+            )
+            labels = (
+                [str(i) for i in [12] + list(range(1, 12))]
+                if numerals == "arabic"
+                else ROMAN
+                if numerals == "roman"
+                else []
+            )
             spec["texts"] = labels + ([brand] if brand else [])
         else:
             fmt = int(c.get("hour_format") or rng.choice([12, 24]))
@@ -83,11 +112,17 @@ class Clock(FamilyBase):
             else:
                 d = random_date(rng) if rng.random() < 0.5 else None
             date_printed = f"{WD[d.weekday()].upper()} {d.day} {MON[d.month - 1].upper()}" if d else None
-            spec.update({
-                "size": [900, 520], "display": display, "hour_format": fmt, "am_pm": am_pm,
-                "date": canon_date(d) if d else None, "date_printed": date_printed,
-                "color": rng.choice(sorted(LED_COLORS)),
-            })
+            spec.update(
+                {
+                    "size": [900, 520],
+                    "display": display,
+                    "hour_format": fmt,
+                    "am_pm": am_pm,
+                    "date": canon_date(d) if d else None,
+                    "date_printed": date_printed,
+                    "color": rng.choice(sorted(LED_COLORS)),
+                }
+            )
             spec["texts"] = [display] + ([am_pm] if am_pm else []) + ([date_printed] if date_printed else [])
         spec["seed"] = rng.getrandbits(32)
         return spec
@@ -103,7 +138,9 @@ class Clock(FamilyBase):
         cx, cy = W * S / 2, H * S / 2
         R = min(W, H) * S * 0.42
         frame = tuple(spec["frame_color"])
-        d.ellipse([cx - R + 14 * S, cy - R + 18 * S, cx + R + 14 * S, cy + R + 18 * S], fill=shade(spec["wall_color"], 0.78))
+        d.ellipse(
+            [cx - R + 14 * S, cy - R + 18 * S, cx + R + 14 * S, cy + R + 18 * S], fill=shade(spec["wall_color"], 0.78)
+        )
         d.ellipse([cx - R, cy - R, cx + R, cy + R], fill=frame)
         d.ellipse([cx - R * 0.94, cy - R * 0.94, cx + R * 0.94, cy + R * 0.94], fill=shade(frame, 0.7))
         r = R * 0.9
@@ -128,7 +165,9 @@ class Clock(FamilyBase):
                 x, y = pol(i * 30, r * 0.72)
                 d.text((x, y), lab, font=fn, fill=ink, anchor="mm")
         if spec.get("brand"):
-            d.text((cx, cy - r * 0.36), spec["brand"], font=font("sans", int(r * 0.06)), fill=(110, 110, 116), anchor="mm")
+            d.text(
+                (cx, cy - r * 0.36), spec["brand"], font=font("sans", int(r * 0.06)), fill=(110, 110, 116), anchor="mm"
+            )
 
         def hand(angle, length, width, color, tail=0.12):
             a = math.radians(angle)
@@ -137,9 +176,13 @@ class Clock(FamilyBase):
             tip = (cx + ux * length, cy + uy * length)
             back = (cx - ux * length * tail, cy - uy * length * tail)
             w = width / 2
-            pts = [(back[0] + px * w, back[1] + py * w), (tip[0] + px * w * 0.35, tip[1] + py * w * 0.35),
-                   (tip[0] + ux * w * 0.6, tip[1] + uy * w * 0.6),
-                   (tip[0] - px * w * 0.35, tip[1] - py * w * 0.35), (back[0] - px * w, back[1] - py * w)]
+            pts = [
+                (back[0] + px * w, back[1] + py * w),
+                (tip[0] + px * w * 0.35, tip[1] + py * w * 0.35),
+                (tip[0] + ux * w * 0.6, tip[1] + uy * w * 0.6),
+                (tip[0] - px * w * 0.35, tip[1] - py * w * 0.35),
+                (back[0] - px * w, back[1] - py * w),
+            ]
             d.polygon(pts, fill=color)
 
         hand(spec["hour_angle_deg"], r * 0.5, r * 0.065, ink)
@@ -202,15 +245,26 @@ def _segment(seg, x, y, w, h, t):
     e = t / 2
 
     def hseg(yc):
-        return [(x + e, yc), (x + t, yc - e), (x + w - t, yc - e), (x + w - e, yc), (x + w - t, yc + e), (x + t, yc + e)]
+        return [
+            (x + e, yc),
+            (x + t, yc - e),
+            (x + w - t, yc - e),
+            (x + w - e, yc),
+            (x + w - t, yc + e),
+            (x + t, yc + e),
+        ]
 
     def vseg(xc, ya, yb):
         return [(xc, ya + e), (xc + e, ya + t), (xc + e, yb - t), (xc, yb - e), (xc - e, yb - t), (xc - e, ya + t)]
 
     return {
-        "a": hseg(y + e), "g": hseg(m), "d": hseg(y + h - e),
-        "f": vseg(x + e, y + e, m), "b": vseg(x + w - e, y + e, m),
-        "e": vseg(x + e, m, y + h - e), "c": vseg(x + w - e, m, y + h - e),
+        "a": hseg(y + e),
+        "g": hseg(m),
+        "d": hseg(y + h - e),
+        "f": vseg(x + e, y + e, m),
+        "b": vseg(x + w - e, y + e, m),
+        "e": vseg(x + e, m, y + h - e),
+        "c": vseg(x + w - e, m, y + h - e),
     }[seg]
 
 

@@ -1,4 +1,5 @@
 """Helpers shared by several families: addresses, names, codes, barcodes, QR-like blocks."""
+
 from __future__ import annotations
 
 import random
@@ -23,9 +24,24 @@ def city_for_currency(rng: random.Random, cur: str) -> str:
     return rng.choice(vocab.CURRENCY_CITIES.get(cur) or [c[0] for c in vocab.CITIES])
 
 
-COUNTRY_CODES = {"France": 33, "Italy": 39, "Germany": 49, "Netherlands": 31, "Spain": 34, "Portugal": 351,
-                 "Austria": 43, "Ireland": 353, "Finland": 358, "Greece": 30, "Denmark": 45, "Switzerland": 41,
-                 "Sweden": 46, "Norway": 47, "Czechia": 420, "Iceland": 354}
+COUNTRY_CODES = {
+    "France": 33,
+    "Italy": 39,
+    "Germany": 49,
+    "Netherlands": 31,
+    "Spain": 34,
+    "Portugal": 351,
+    "Austria": 43,
+    "Ireland": 353,
+    "Finland": 358,
+    "Greece": 30,
+    "Denmark": 45,
+    "Switzerland": 41,
+    "Sweden": 46,
+    "Norway": 47,
+    "Czechia": 420,
+    "Iceland": 354,
+}
 
 
 def phone_number(rng: random.Random, cur: str, city: str | None = None) -> str:
@@ -40,8 +56,9 @@ def phone_number(rng: random.Random, cur: str, city: str | None = None) -> str:
     return f"+{cc} {rng.randint(10, 99)} {rng.randint(10, 99)} {rng.randint(10, 99)} {rng.randint(10, 99)}"
 
 
-def code(rng: random.Random, n: int, alphabet: str = string.ascii_uppercase + string.digits,
-         avoid: str = "O0I1") -> str:
+def code(
+    rng: random.Random, n: int, alphabet: str = string.ascii_uppercase + string.digits, avoid: str = "O0I1"
+) -> str:
     """Random code without easily confused characters (O/0, I/1)."""
     pool = [ch for ch in alphabet if ch not in avoid]
     return "".join(rng.choice(pool) for _ in range(n))
@@ -76,7 +93,7 @@ def draw_qr(d: ImageDraw.ImageDraw, box, payload: str, fill=(20, 20, 20), bg=(25
     for i in range(n):
         for j in range(n):
             corner = None
-            for (ci, cj) in ((0, 0), (0, n - 7), (n - 7, 0)):
+            for ci, cj in ((0, 0), (0, n - 7), (n - 7, 0)):
                 if (i - ci, j - cj) in finder:
                     corner = (i - ci, j - cj)
             if corner is not None:
@@ -87,5 +104,6 @@ def draw_qr(d: ImageDraw.ImageDraw, box, payload: str, fill=(20, 20, 20), bg=(25
             else:
                 on = r.random() < 0.5
             if on:
-                d.rectangle([x0 + j * cell, y0 + i * cell, x0 + (j + 1) * cell - 0.5, y0 + (i + 1) * cell - 0.5],
-                            fill=fill)
+                d.rectangle(
+                    [x0 + j * cell, y0 + i * cell, x0 + (j + 1) * cell - 0.5, y0 + (i + 1) * cell - 0.5], fill=fill
+                )

@@ -1,4 +1,5 @@
 """Font loading (DejaVu TTFs, cached) with a fallback to Pillow's bundled font, and text helpers."""
+
 from __future__ import annotations
 
 import hashlib
@@ -48,8 +49,9 @@ def text_box(f: ImageFont.FreeTypeFont, text: str) -> tuple[int, int, int, int]:
     return f.getbbox(text)
 
 
-def fit_font(name: str, text: str, max_w: float, size: int, min_size: int = 8,
-             max_h: float | None = None) -> ImageFont.FreeTypeFont:
+def fit_font(
+    name: str, text: str, max_w: float, size: int, min_size: int = 8, max_h: float | None = None
+) -> ImageFont.FreeTypeFont:
     """Largest size <= `size` at which `text` fits in max_w (and max_h, by cap-to-descender height)."""
     s = int(size)
     while s > min_size:
@@ -94,7 +96,7 @@ def draw_text_centered(d: ImageDraw.ImageDraw, cx: float, y: float, text: str, f
 def font_fingerprint() -> dict[str, str]:
     """SHA-256 prefixes of the font files in use ("missing" when falling back), for dataset manifests."""
     out = {}
-    for key, fname in sorted(FONT_FILES.items()):
+    for _key, fname in sorted(FONT_FILES.items()):
         p = FONT_DIR / fname
         try:
             out[fname] = hashlib.sha256(p.read_bytes()).hexdigest()[:16]
@@ -103,8 +105,16 @@ def font_fingerprint() -> dict[str, str]:
     return out
 
 
-def fit_wrapped(name: str, text: str, max_w: float, max_h: float, size: int, min_size: int = 10,
-                max_lines: int = 3, spacing: float = 1.15):
+def fit_wrapped(
+    name: str,
+    text: str,
+    max_w: float,
+    max_h: float,
+    size: int,
+    min_size: int = 10,
+    max_lines: int = 3,
+    spacing: float = 1.15,
+):
     """Largest font (<= size) at which `text`, word-wrapped to <= max_lines, fits in max_w x max_h.
     Words are never split unless even min_size cannot fit them. Returns (font, lines, line_height)."""
     s = int(size)

@@ -3,21 +3,47 @@
 Canonical forms stored in specs: dates "YYYY/MM/DD" (the benchmark's answer format), times "HH:MM"
 (24 h), amounts as Decimal strings with '.' and the currency's number of decimals ("6.50", "1280").
 """
+
 from __future__ import annotations
 
 import datetime as dt
 import random
 from decimal import ROUND_HALF_UP, Decimal
 
-MONTHS = ["January", "February", "March", "April", "May", "June", "July", "August", "September",
-          "October", "November", "December"]
+MONTHS = [
+    "January",
+    "February",
+    "March",
+    "April",
+    "May",
+    "June",
+    "July",
+    "August",
+    "September",
+    "October",
+    "November",
+    "December",
+]
 MON = [m[:3] for m in MONTHS]
 WEEKDAYS = ["Monday", "Tuesday", "Wednesday", "Thursday", "Friday", "Saturday", "Sunday"]
 WD = [w[:3] for w in WEEKDAYS]
 
-DATE_FORMATS = ("YYYY/MM/DD", "YYYY-MM-DD", "MM/DD/YYYY", "DD/MM/YYYY", "DD.MM.YYYY", "DD-MM-YYYY",
-                "D Mon YYYY", "Mon D, YYYY", "Month D, YYYY", "D Month YYYY", "DDMONYY",
-                "Wkd, D Mon YYYY", "Wkd, Mon D", "Weekday, Month D")
+DATE_FORMATS = (
+    "YYYY/MM/DD",
+    "YYYY-MM-DD",
+    "MM/DD/YYYY",
+    "DD/MM/YYYY",
+    "DD.MM.YYYY",
+    "DD-MM-YYYY",
+    "D Mon YYYY",
+    "Mon D, YYYY",
+    "Month D, YYYY",
+    "D Month YYYY",
+    "DDMONYY",
+    "Wkd, D Mon YYYY",
+    "Wkd, Mon D",
+    "Weekday, Month D",
+)
 # numeric day/month orders a reader cannot tell apart when day <= 12
 _AMBIGUOUS = {"MM/DD/YYYY", "DD/MM/YYYY", "DD-MM-YYYY"}
 
@@ -82,7 +108,7 @@ def parse_time_any(s) -> tuple[int, int]:
     ampm = None
     for suf in ("AM", "PM"):
         if t.endswith(suf):
-            ampm, t = suf, t[: -2].strip()
+            ampm, t = suf, t[:-2].strip()
     h, m = parse_time(t)
     if ampm:
         if not 1 <= h <= 12:
@@ -113,21 +139,66 @@ def add_minutes(h: int, m: int, delta: int) -> tuple[int, int]:
 
 # ---------------------------------------------------------------------------------------- money
 CURRENCIES: dict[str, dict] = {
-    "USD": {"symbol": "$", "prefix": True, "decimals": 2, "dec": ".", "thou": ",",
-            "tax": [("Sales Tax", "0.0725"), ("Tax", "0.08875"), ("Tax", "0.06"), ("Sales Tax", "0.0825")],
-            "dates": ["MM/DD/YYYY", "YYYY-MM-DD", "Mon D, YYYY"], "twelve": True},
-    "EUR": {"symbol": "€", "prefix": False, "decimals": 2, "dec": ",", "thou": ".",
-            "tax": [("MwSt", "0.19"), ("MwSt", "0.07"), ("TVA", "0.20"), ("IVA", "0.10"), ("BTW", "0.09")],
-            "dates": ["DD.MM.YYYY", "DD/MM/YYYY", "YYYY-MM-DD"], "twelve": False},
-    "GBP": {"symbol": "£", "prefix": True, "decimals": 2, "dec": ".", "thou": ",",
-            "tax": [("VAT", "0.20"), ("VAT", "0.05")],
-            "dates": ["DD/MM/YYYY", "D Mon YYYY"], "twelve": False},
-    "DKK": {"symbol": "kr.", "prefix": False, "decimals": 2, "dec": ",", "thou": ".",
-            "tax": [("Moms", "0.25")], "dates": ["DD-MM-YYYY", "DD.MM.YYYY"], "twelve": False},
-    "JPY": {"symbol": "¥", "prefix": True, "decimals": 0, "dec": ".", "thou": ",",
-            "tax": [("Tax", "0.10"), ("Tax", "0.08")], "dates": ["YYYY/MM/DD"], "twelve": False},
-    "CHF": {"symbol": "CHF", "prefix": True, "decimals": 2, "dec": ".", "thou": "'",
-            "tax": [("MWST", "0.081"), ("MWST", "0.026")], "dates": ["DD.MM.YYYY"], "twelve": False},
+    "USD": {
+        "symbol": "$",
+        "prefix": True,
+        "decimals": 2,
+        "dec": ".",
+        "thou": ",",
+        "tax": [("Sales Tax", "0.0725"), ("Tax", "0.08875"), ("Tax", "0.06"), ("Sales Tax", "0.0825")],
+        "dates": ["MM/DD/YYYY", "YYYY-MM-DD", "Mon D, YYYY"],
+        "twelve": True,
+    },
+    "EUR": {
+        "symbol": "€",
+        "prefix": False,
+        "decimals": 2,
+        "dec": ",",
+        "thou": ".",
+        "tax": [("MwSt", "0.19"), ("MwSt", "0.07"), ("TVA", "0.20"), ("IVA", "0.10"), ("BTW", "0.09")],
+        "dates": ["DD.MM.YYYY", "DD/MM/YYYY", "YYYY-MM-DD"],
+        "twelve": False,
+    },
+    "GBP": {
+        "symbol": "£",
+        "prefix": True,
+        "decimals": 2,
+        "dec": ".",
+        "thou": ",",
+        "tax": [("VAT", "0.20"), ("VAT", "0.05")],
+        "dates": ["DD/MM/YYYY", "D Mon YYYY"],
+        "twelve": False,
+    },
+    "DKK": {
+        "symbol": "kr.",
+        "prefix": False,
+        "decimals": 2,
+        "dec": ",",
+        "thou": ".",
+        "tax": [("Moms", "0.25")],
+        "dates": ["DD-MM-YYYY", "DD.MM.YYYY"],
+        "twelve": False,
+    },
+    "JPY": {
+        "symbol": "¥",
+        "prefix": True,
+        "decimals": 0,
+        "dec": ".",
+        "thou": ",",
+        "tax": [("Tax", "0.10"), ("Tax", "0.08")],
+        "dates": ["YYYY/MM/DD"],
+        "twelve": False,
+    },
+    "CHF": {
+        "symbol": "CHF",
+        "prefix": True,
+        "decimals": 2,
+        "dec": ".",
+        "thou": "'",
+        "tax": [("MWST", "0.081"), ("MWST", "0.026")],
+        "dates": ["DD.MM.YYYY"],
+        "twelve": False,
+    },
 }
 # price scale relative to USD for random catalogue prices
 PRICE_SCALE = {"USD": 1, "EUR": 1, "GBP": 1, "DKK": 7, "JPY": 150, "CHF": 1}

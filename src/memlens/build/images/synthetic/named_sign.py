@@ -10,6 +10,7 @@ Kinds and ground truth (besides size/seed/kind/texts/photo; `text` is always the
 Constraints: kind, text (the name), and per kind: subtitle, number, author, publisher, brand, weight, badge,
 style, region, vanity, car_color.
 """
+
 from __future__ import annotations
 
 import math
@@ -35,12 +36,35 @@ US_STATES = [  # (state, pattern, plate colour, text colour, slogan)
     ("Colorado", "LLL-DDD", (240, 250, 240), (20, 20, 20), "COLORFUL COLORADO"),
 ]
 EU_COUNTRIES = [  # (country, code, pattern)
-    ("Germany", "D", "L LL DDDD"), ("France", "F", "LL-DDD-LL"), ("Netherlands", "NL", "DD-LLL-D"),
-    ("Denmark", "DK", "LL DD DDD"), ("Italy", "I", "LL DDDLL"), ("Spain", "E", "DDDD LLL"),
-    ("Austria", "A", "W-DDDDL"), ("Sweden", "S", "LLL DDL"),
+    ("Germany", "D", "L LL DDDD"),
+    ("France", "F", "LL-DDD-LL"),
+    ("Netherlands", "NL", "DD-LLL-D"),
+    ("Denmark", "DK", "LL DD DDD"),
+    ("Italy", "I", "LL DDDLL"),
+    ("Spain", "E", "DDDD LLL"),
+    ("Austria", "A", "W-DDDDL"),
+    ("Sweden", "S", "LLL DDL"),
 ]
-VANITY = ["GR8FUL", "LUV2SKI", "BKWORM", "CATMOM", "2FAST4U", "SUNNY1", "PLNTMOM", "COFFEE", "NVRL8",
-          "BEACHBM", "DOGDAD", "HIKER", "TACO4U", "XPLORE", "JAZZY", "4EVRYNG", "OCEAN5", "MTNLIFE"]
+VANITY = [
+    "GR8FUL",
+    "LUV2SKI",
+    "BKWORM",
+    "CATMOM",
+    "2FAST4U",
+    "SUNNY1",
+    "PLNTMOM",
+    "COFFEE",
+    "NVRL8",
+    "BEACHBM",
+    "DOGDAD",
+    "HIKER",
+    "TACO4U",
+    "XPLORE",
+    "JAZZY",
+    "4EVRYNG",
+    "OCEAN5",
+    "MTNLIFE",
+]
 LETTERS = "ABCDEFGHJKLMNPRSTUVWXYZ"
 
 
@@ -84,14 +108,27 @@ class NamedSign(FamilyBase):
         stype = shop_type or rng.choice(vocab.SHOP_TYPES_SIGN)
         name = text or f"{rng.choice(vocab.SHOP_WORDS)} {stype}"
         if subtitle is None:
-            subtitle = rng.choice([f"EST. {rng.randint(1952, 2021)}", "FRESH DAILY", "OPEN 7 DAYS",
-                                   "SINCE " + str(rng.randint(1960, 2015)), "FAMILY OWNED"])
+            subtitle = rng.choice(
+                [
+                    f"EST. {rng.randint(1952, 2021)}",
+                    "FRESH DAILY",
+                    "OPEN 7 DAYS",
+                    "SINCE " + str(rng.randint(1960, 2015)),
+                    "FAMILY OWNED",
+                ]
+            )
         number = str(number if number is not None else rng.randint(1, 199))
         board = rng.choice([(24, 64, 44), (20, 36, 72), (30, 30, 34), (110, 26, 36), (244, 240, 228), (60, 40, 30)])
         if board_color is not None:  # a shop front seen again keeps its board
             board = tuple(int(x) for x in board_color)
-        return {"size": [1000, 720], "text": name, "subtitle": subtitle, "number": number,
-                "board_color": list(board), "texts": [name, subtitle, number]}
+        return {
+            "size": [1000, 720],
+            "text": name,
+            "subtitle": subtitle,
+            "number": number,
+            "board_color": list(board),
+            "texts": [name, subtitle, number],
+        }
 
     def _sample_book_cover(self, rng, text=None, author=None, publisher=None, subtitle="__random__"):
         title = text or f"{rng.choice(vocab.BOOK_WORDS_A)} {rng.choice(vocab.BOOK_WORDS_B)}"
@@ -99,11 +136,28 @@ class NamedSign(FamilyBase):
         publisher = publisher or rng.choice(vocab.PUBLISHERS)
         if subtitle == "__random__":
             subtitle = rng.choice([None, "A Novel", "A Memoir", "Stories", None])
-        cover = rng.choice([(26, 52, 92), (120, 30, 40), (32, 86, 70), (236, 220, 190), (40, 40, 46),
-                            (214, 120, 60), (90, 60, 120), (200, 210, 220)])
+        cover = rng.choice(
+            [
+                (26, 52, 92),
+                (120, 30, 40),
+                (32, 86, 70),
+                (236, 220, 190),
+                (40, 40, 46),
+                (214, 120, 60),
+                (90, 60, 120),
+                (200, 210, 220),
+            ]
+        )
         texts = [title] + ([subtitle] if subtitle else []) + [author.upper(), publisher]
-        return {"size": [680, 960], "text": title, "author": author, "publisher": publisher,
-                "subtitle": subtitle, "cover_color": list(cover), "texts": texts}
+        return {
+            "size": [680, 960],
+            "text": title,
+            "author": author,
+            "publisher": publisher,
+            "subtitle": subtitle,
+            "cover_color": list(cover),
+            "texts": texts,
+        }
 
     def _sample_product_box(self, rng, text=None, brand=None, weight=None, badge="__random__"):
         prod, weights = rng.choice(vocab.BOX_PRODUCTS)
@@ -114,8 +168,15 @@ class NamedSign(FamilyBase):
             badge = rng.choice([None, "ORGANIC", "NEW", "WHOLE GRAIN", "FAMILY SIZE", "VEGAN"])
         box = rng.choice(["red", "blue", "green", "yellow", "orange", "purple", "brown", "white"])
         texts = [brand, product, weight] + ([badge] if badge else [])
-        return {"size": [900, 760], "text": product, "brand": brand, "weight": weight, "badge": badge,
-                "box_color": box, "texts": texts}
+        return {
+            "size": [900, 760],
+            "text": product,
+            "brand": brand,
+            "weight": weight,
+            "badge": badge,
+            "box_color": box,
+            "texts": texts,
+        }
 
     def _sample_street_sign(self, rng, text=None, number=None, style=None):
         style = style or rng.choice(["us", "eu"])
@@ -126,8 +187,13 @@ class NamedSign(FamilyBase):
             text = f"{base} {st}".upper() if style == "us" else f"{base} {vocab.STREET_TYPES_LONG[st]}"
         if number is None:
             number = str(rng.randrange(100, 9900, 100)) if style == "us" else str(rng.randint(1, 160))
-        return {"size": [900, 800] if style == "us" else [1000, 700], "text": text, "number": str(number),
-                "style": style, "texts": [text, str(number)]}
+        return {
+            "size": [900, 800] if style == "us" else [1000, 700],
+            "text": text,
+            "number": str(number),
+            "style": style,
+            "texts": [text, str(number)],
+        }
 
     def _sample_license_plate(self, rng, text=None, style=None, region=None, vanity=None, car_color=None):
         style = style or rng.choice(["us", "us", "eu", "uk"])
@@ -155,8 +221,16 @@ class NamedSign(FamilyBase):
             raise ValueError("plate text too long (max 10 characters)")
         car = car_color or rng.choice(["red", "blue", "black", "white", "grey", "green", "yellow", "orange"])
         texts = ([extra[0]] if style == "us" else []) + [plate] + ([extra[1]] if style == "us" else extra)
-        return {"size": [1000, 640], "text": plate, "region": region, "country_code": country_code,
-                "style": style, "vanity": vanity, "car_color": car, "texts": texts}
+        return {
+            "size": [1000, 640],
+            "text": plate,
+            "region": region,
+            "country_code": country_code,
+            "style": style,
+            "vanity": vanity,
+            "car_color": car,
+            "texts": texts,
+        }
 
     # ------------------------------------------------------------------ drawing
     def _draw(self, spec: dict) -> Image.Image:
@@ -194,8 +268,10 @@ class NamedSign(FamilyBase):
         n = 14
         for i in range(n):
             x0 = bx0 + (bx1 - bx0) * i / n
-            d.polygon([(x0, ay0), (x0 + (bx1 - bx0) / n, ay0), (x0 + (bx1 - bx0) / n + 6, ay1), (x0 + 6, ay1)],
-                      fill=acol if i % 2 == 0 else (240, 240, 236))
+            d.polygon(
+                [(x0, ay0), (x0 + (bx1 - bx0) / n, ay0), (x0 + (bx1 - bx0) / n + 6, ay1), (x0 + 6, ay1)],
+                fill=acol if i % 2 == 0 else (240, 240, 236),
+            )
         # window, door, number plaque
         gy0 = ay1 + 10
         frame = shade(board, 0.8) if sum(board) < 600 else (60, 60, 60)
@@ -204,8 +280,10 @@ class NamedSign(FamilyBase):
         d.rectangle([bx0 + 14, gy0 + 14, int(W * 0.64) - 14, H - 44], fill=glass)
         for k in range(3):
             x = bx0 + 60 + k * 120
-            d.polygon([(x, gy0 + 14), (x + 50, gy0 + 14), (x - 40, H - 44), (x - 90, H - 44)],
-                      fill=mix(glass, (255, 255, 255), 0.35))
+            d.polygon(
+                [(x, gy0 + 14), (x + 50, gy0 + 14), (x - 40, H - 44), (x - 90, H - 44)],
+                fill=mix(glass, (255, 255, 255), 0.35),
+            )
         d.rectangle([int(W * 0.68), gy0, bx1, H], fill=frame)
         d.rectangle([int(W * 0.68) + 16, gy0 + 16, bx1 - 16, H], fill=mix(frame, (120, 90, 60), 0.5))
         d.rectangle([int(W * 0.68) + 34, gy0 + 40, bx1 - 34, gy0 + 180], fill=glass)
@@ -213,8 +291,13 @@ class NamedSign(FamilyBase):
         fn = font("sans-bold", 34)
         cx = (int(W * 0.68) + bx1) / 2
         pw = max(70, fn.getlength(spec["number"]) + 30)
-        d.rounded_rectangle([cx - pw / 2, gy0 + 194, cx + pw / 2, gy0 + 246], radius=10, fill=(246, 246, 240),
-                            outline=(40, 40, 40), width=3)
+        d.rounded_rectangle(
+            [cx - pw / 2, gy0 + 194, cx + pw / 2, gy0 + 246],
+            radius=10,
+            fill=(246, 246, 240),
+            outline=(40, 40, 40),
+            width=3,
+        )
         d.text((cx, gy0 + 220), spec["number"], font=fn, fill=(20, 20, 20), anchor="mm")
         d.rectangle([0, H - 30, W, H], fill=(110, 110, 112))
         return img
@@ -300,8 +383,14 @@ class NamedSign(FamilyBase):
         by = y1 - (y1 - y0) * 0.3
         food = shade(col, 1.5) if spec["box_color"] != "white" else (220, 200, 160)
         d.ellipse([x0 + w * 0.2, by - 50, x1 - w * 0.2, by + 20], fill=food)
-        d.chord([x0 + w * 0.18, by - 60, x1 - w * 0.18, by + 90], 0, 180, fill=(250, 250, 250), outline=(120, 120, 120),
-                width=3)
+        d.chord(
+            [x0 + w * 0.18, by - 60, x1 - w * 0.18, by + 90],
+            0,
+            180,
+            fill=(250, 250, 250),
+            outline=(120, 120, 120),
+            width=3,
+        )
         fw = font("sans-bold", 34)
         d.text((x1 - 24, y1 - 20), spec["weight"], font=fw, fill=ink, anchor="rd")
         if spec.get("badge"):
@@ -379,15 +468,30 @@ class NamedSign(FamilyBase):
             d.rounded_rectangle([wx, int(H * 0.74), wx + 110, int(H * 0.95)], radius=20, fill=(24, 24, 26))
         # roof + rear window
         d.rounded_rectangle([int(W * 0.2), int(H * 0.06), int(W * 0.8), int(H * 0.42)], radius=50, fill=body)
-        d.polygon([(int(W * 0.25), int(H * 0.38)), (int(W * 0.29), int(H * 0.11)), (int(W * 0.71), int(H * 0.11)),
-                   (int(W * 0.75), int(H * 0.38))], fill=(40, 48, 58))
+        d.polygon(
+            [
+                (int(W * 0.25), int(H * 0.38)),
+                (int(W * 0.29), int(H * 0.11)),
+                (int(W * 0.71), int(H * 0.11)),
+                (int(W * 0.75), int(H * 0.38)),
+            ],
+            fill=(40, 48, 58),
+        )
         d.rounded_rectangle([cx0, int(H * 0.36), cx1, int(H * 0.84)], radius=40, fill=body)
         d.line([cx0 + 30, int(H * 0.5), cx1 - 30, int(H * 0.5)], fill=shade(body, 0.7), width=3)
         for tx in (cx0 + 20, cx1 - 170):
-            d.rounded_rectangle([tx, int(H * 0.42), tx + 150, int(H * 0.52)], radius=12, fill=(190, 20, 24),
-                                outline=(110, 10, 10), width=3)
-        d.rounded_rectangle([cx0 - 6, int(H * 0.7), cx1 + 6, int(H * 0.84)], radius=20, fill=shade(body, 0.55)
-                            if spec["car_color"] != "black" else (60, 60, 64))
+            d.rounded_rectangle(
+                [tx, int(H * 0.42), tx + 150, int(H * 0.52)],
+                radius=12,
+                fill=(190, 20, 24),
+                outline=(110, 10, 10),
+                width=3,
+            )
+        d.rounded_rectangle(
+            [cx0 - 6, int(H * 0.7), cx1 + 6, int(H * 0.84)],
+            radius=20,
+            fill=shade(body, 0.55) if spec["car_color"] != "black" else (60, 60, 64),
+        )
         # plate
         style = spec["style"]
         if style == "us":
@@ -421,8 +525,13 @@ class NamedSign(FamilyBase):
                     sx, sy = px0 + 3 + (sw - 3) / 2 + 15 * math.cos(a), py0 + 32 + 15 * math.sin(a)
                     d.ellipse([sx - 2.5, sy - 2.5, sx + 2.5, sy + 2.5], fill=(250, 210, 30))
                 fc = font("sans-bold", 26)
-                d.text((px0 + 3 + (sw - 3) / 2, py0 + ph - 14), spec["country_code"], font=fc, fill=(250, 250, 250),
-                       anchor="md")
+                d.text(
+                    (px0 + 3 + (sw - 3) / 2, py0 + ph - 14),
+                    spec["country_code"],
+                    font=fc,
+                    fill=(250, 250, 250),
+                    anchor="md",
+                )
                 text_x0 = px0 + sw
             f = fit_font("cond-bold", spec["text"], (px0 + pw - text_x0) * 0.9, int(ph * 0.74))
             d.text(((text_x0 + px0 + pw) / 2, py0 + ph / 2), spec["text"], font=f, fill=ink, anchor="mm")

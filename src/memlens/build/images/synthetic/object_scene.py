@@ -17,6 +17,7 @@ no extras), kinds=[...], colors=[...] (palettes for sampled objects), extra=int 
 objects), n_objects=int (total when no counts/objects; at most 20 objects in all), setting="table"|"shelf", size=[w, h].
 Coordinates are those of the clean render (photo effects move them slightly).
 """
+
 from __future__ import annotations
 
 import math
@@ -29,20 +30,45 @@ from .base import FamilyBase, register
 from .palette import COLORS, dist, mix, outline_for, shade
 
 KINDS = ("mug", "cup", "book", "apple", "ball", "bottle", "plant pot", "candle", "vase", "gift box")
-KIND_PLURALS = {"mug": "mugs", "cup": "cups", "book": "books", "apple": "apples", "ball": "balls",
-                "bottle": "bottles", "plant pot": "plant pots", "candle": "candles", "vase": "vases",
-                "gift box": "gift boxes"}
+KIND_PLURALS = {
+    "mug": "mugs",
+    "cup": "cups",
+    "book": "books",
+    "apple": "apples",
+    "ball": "balls",
+    "bottle": "bottles",
+    "plant pot": "plant pots",
+    "candle": "candles",
+    "vase": "vases",
+    "gift box": "gift boxes",
+}
 _SINGULAR = {v: k for k, v in KIND_PLURALS.items()}
 # (width, height) of a large object on a 960-px-wide canvas
-KIND_DIMS = {"mug": (112, 100), "cup": (124, 76), "book": (96, 138), "apple": (84, 96), "ball": (96, 96),
-             "bottle": (54, 168), "plant pot": (108, 150), "candle": (46, 126), "vase": (84, 150),
-             "gift box": (108, 104)}
+KIND_DIMS = {
+    "mug": (112, 100),
+    "cup": (124, 76),
+    "book": (96, 138),
+    "apple": (84, 96),
+    "ball": (96, 96),
+    "bottle": (54, 168),
+    "plant pot": (108, 150),
+    "candle": (46, 126),
+    "vase": (84, 150),
+    "gift box": (108, 104),
+}
 KIND_COLORS = {"apple": ("red", "green", "yellow")}
 SIZES = {"large": 1.0, "small": 0.66}
 SCENE_SIZES = [(960, 720), (1024, 768), (1000, 750), (880, 660), (1080, 810)]
 WALLS = [(214, 222, 228), (226, 214, 196), (205, 218, 200), (232, 222, 210), (200, 204, 220)]
-SURFACES = [(176, 132, 92), (150, 108, 72), (206, 178, 140), (160, 160, 162), (74, 80, 90), (226, 224, 218),
-            (120, 136, 128)]
+SURFACES = [
+    (176, 132, 92),
+    (150, 108, 72),
+    (206, 178, 140),
+    (160, 160, 162),
+    (74, 80, 90),
+    (226, 224, 218),
+    (120, 136, 128),
+]
 GAP = 12
 MAX_OBJECTS = 20
 
@@ -108,8 +134,9 @@ class ObjectScene(FamilyBase):
                 raise ValueError("counts must be >= 0")
 
             def fits(ob):  # adding `ob` overshoots no constrained count
-                return all(sum(_matches(o, s, col, k) for o in items) < n
-                           for (s, col, k), n in keys if _matches(ob, s, col, k))
+                return all(
+                    sum(_matches(o, s, col, k) for o in items) < n for (s, col, k), n in keys if _matches(ob, s, col, k)
+                )
 
             # most specific keys first ('small red mug' before 'red mug' before 'mug')
             for (s, col, k), n in sorted(keys, key=lambda t: -sum(x is not None for x in t[0][:2])):
@@ -191,12 +218,15 @@ class ObjectScene(FamilyBase):
         margin_x = int(W * 0.07)
         top_margin = int(H * 0.08)
         for attempt in range(40):
-            scale = base_scale * (0.97 ** attempt)
+            scale = base_scale * (0.97**attempt)
             if setting == "table":
                 table_top = int(H * 0.36)
                 lo, hi = table_top + int(H * 0.16), H - int(H * 0.07)
-                baselines = [int(lo + (hi - lo) * (i / max(1, n_rows - 1))) for i in range(n_rows)] if n_rows > 1 \
+                baselines = (
+                    [int(lo + (hi - lo) * (i / max(1, n_rows - 1))) for i in range(n_rows)]
+                    if n_rows > 1
                     else [int(H * 0.80)]
+                )
             else:
                 spacing = (H - top_margin - int(H * 0.04)) / n_rows
                 baselines = [int(top_margin + spacing * (i + 1)) for i in range(n_rows)]
@@ -220,8 +250,15 @@ class ObjectScene(FamilyBase):
                     box = (x0, y1 - h, x0 + w, y1)
                     if box[1] < top_margin // 2:
                         continue
-                    if any(not (box[2] + GAP <= p["bbox"][0] or p["bbox"][2] + GAP <= box[0] or
-                                box[3] + GAP <= p["bbox"][1] or p["bbox"][3] + GAP <= box[1]) for p in placed):
+                    if any(
+                        not (
+                            box[2] + GAP <= p["bbox"][0]
+                            or p["bbox"][2] + GAP <= box[0]
+                            or box[3] + GAP <= p["bbox"][1]
+                            or p["bbox"][3] + GAP <= box[1]
+                        )
+                        for p in placed
+                    ):
                         continue
                     placed.append({**it, "bbox": list(box), "row": r})
                     done = True
@@ -237,20 +274,36 @@ class ObjectScene(FamilyBase):
         out = []
         for i, o in enumerate(placed, 1):
             x0, y0, x1, y1 = o["bbox"]
-            out.append({
-                "id": f"o{i}", "kind": o["kind"], "color": o["color"], "size": o["size"],
-                "label": f"{o['size']} {o['color']} {o['kind']}",
-                "bbox": [x0, y0, x1, y1], "center": [(x0 + x1) // 2, (y0 + y1) // 2], "row": o["row"],
-                "facing": rng.choice(["left", "right"]),
-            })
-        names = {"table": ["back of the table", "middle of the table", "front of the table"],
-                 "shelf": ["top shelf", "middle shelf", "bottom shelf"]}[setting]
+            out.append(
+                {
+                    "id": f"o{i}",
+                    "kind": o["kind"],
+                    "color": o["color"],
+                    "size": o["size"],
+                    "label": f"{o['size']} {o['color']} {o['kind']}",
+                    "bbox": [x0, y0, x1, y1],
+                    "center": [(x0 + x1) // 2, (y0 + y1) // 2],
+                    "row": o["row"],
+                    "facing": rng.choice(["left", "right"]),
+                }
+            )
+        names = {
+            "table": ["back of the table", "middle of the table", "front of the table"],
+            "shelf": ["top shelf", "middle shelf", "bottom shelf"],
+        }[setting]
         if n_rows == 2:
             names = [names[0], names[2]]
         elif n_rows == 1:
             names = ["table"]
-        rows = [{"index": r, "name": names[r], "baseline_y": baselines[r],
-                 "objects_left_to_right": [o["id"] for o in out if o["row"] == r]} for r in range(n_rows)]
+        rows = [
+            {
+                "index": r,
+                "name": names[r],
+                "baseline_y": baselines[r],
+                "objects_left_to_right": [o["id"] for o in out if o["row"] == r],
+            }
+            for r in range(n_rows)
+        ]
         return out, rows
 
     @staticmethod
@@ -260,8 +313,8 @@ class ObjectScene(FamilyBase):
             for b in objs:
                 if a is b:
                     continue
-                ax0, ay0, ax1, ay1 = a["bbox"]
-                bx0, by0, bx1, by1 = b["bbox"]
+                _ax0, _ay0, ax1, ay1 = a["bbox"]
+                bx0, by0, _bx1, _by1 = b["bbox"]
                 if ax1 + max(10, 0.08 * abs(a["center"][1] - b["center"][1])) <= bx0:
                     rel.append([a["id"], "left_of", b["id"]])
                 if ay1 + max(10, 0.08 * abs(a["center"][0] - b["center"][0])) <= by0:
@@ -298,15 +351,15 @@ class ObjectScene(FamilyBase):
             d.rectangle([W * S - side - 6 * S, 0, W * S - side, H * S], fill=shade(board, 0.62))
             for row in spec["rows"]:
                 y = row["baseline_y"] * S
-                d.rectangle([side, y - int(H * 0.018) * S, W * S - side, y + int(H * 0.004) * S],
-                            fill=shade(board, 1.12))
+                d.rectangle(
+                    [side, y - int(H * 0.018) * S, W * S - side, y + int(H * 0.004) * S], fill=shade(board, 1.12)
+                )
                 d.rectangle([0, y + int(H * 0.004) * S, W * S, y + int(H * 0.036) * S], fill=board)
-                d.line([0, y + int(H * 0.036) * S, W * S, y + int(H * 0.036) * S], fill=shade(board, 0.6),
-                       width=2 * S)
+                d.line([0, y + int(H * 0.036) * S, W * S, y + int(H * 0.036) * S], fill=shade(board, 0.6), width=2 * S)
         # shadows first, then objects back to front
         objs = sorted(spec["objects"], key=lambda o: (o["bbox"][3], o["bbox"][0]))
         for o in objs:
-            x0, y0, x1, y1 = (v * S for v in o["bbox"])
+            x0, _y0, x1, y1 = (v * S for v in o["bbox"])
             w = x1 - x0
             base = surf if spec["setting"] == "table" else wall
             d.ellipse([x0 - w * 0.06, y1 - w * 0.07, x1 + w * 0.10, y1 + w * 0.07], fill=shade(base, 0.8))
@@ -343,8 +396,16 @@ def draw_mug(d, box, c, flip, S):
     hb = _mbox(box, [x0 + 0.56 * w, y0 + 0.2 * h, x1 - 0.01 * w, y0 + 0.74 * h], flip)
     d.ellipse(hb, outline=o, width=int(0.085 * w) + 2 * lw)
     d.ellipse([hb[0] + lw, hb[1] + lw, hb[2] - lw, hb[3] - lw], outline=c, width=int(0.085 * w))
-    d.ellipse([hb[0] + int(0.085 * w) + lw, hb[1] + int(0.085 * w) + lw, hb[2] - int(0.085 * w) - lw,
-               hb[3] - int(0.085 * w) - lw], outline=o, width=max(1, lw // 2))
+    d.ellipse(
+        [
+            hb[0] + int(0.085 * w) + lw,
+            hb[1] + int(0.085 * w) + lw,
+            hb[2] - int(0.085 * w) - lw,
+            hb[3] - int(0.085 * w) - lw,
+        ],
+        outline=o,
+        width=max(1, lw // 2),
+    )
     body = _mbox(box, [x0, y0 + 0.05 * h, x0 + 0.76 * w, y1], flip)
     d.rounded_rectangle(body, radius=int(0.1 * w), fill=c, outline=o, width=lw)
     d.ellipse([body[0] + lw, body[1], body[2] - lw, body[1] + 0.14 * h], fill=shade(c, 0.55), outline=o, width=lw)
@@ -360,8 +421,16 @@ def draw_cup(d, box, c, flip, S):
     hb = _mbox(box, [x0 + 0.62 * w, y0 + 0.16 * h, x0 + 0.9 * w, y0 + 0.62 * h], flip)
     d.ellipse(hb, outline=o, width=int(0.08 * w) + 2 * lw)
     d.ellipse([hb[0] + lw, hb[1] + lw, hb[2] - lw, hb[3] - lw], outline=c, width=int(0.08 * w))
-    pts = _mirror(box, [(x0 + 0.1 * w, y0 + 0.08 * h), (x0 + 0.76 * w, y0 + 0.08 * h),
-                        (x0 + 0.62 * w, y1 - 0.12 * h), (x0 + 0.24 * w, y1 - 0.12 * h)], flip)
+    pts = _mirror(
+        box,
+        [
+            (x0 + 0.1 * w, y0 + 0.08 * h),
+            (x0 + 0.76 * w, y0 + 0.08 * h),
+            (x0 + 0.62 * w, y1 - 0.12 * h),
+            (x0 + 0.24 * w, y1 - 0.12 * h),
+        ],
+        flip,
+    )
     d.polygon(pts, fill=c, outline=o, width=lw)
     rim = _mbox(box, [x0 + 0.1 * w, y0, x0 + 0.76 * w, y0 + 0.16 * h], flip)
     d.ellipse(rim, fill=shade(c, 0.55), outline=o, width=lw)
@@ -421,12 +490,21 @@ def draw_bottle(d, box, c, flip, S):
     w, h = x1 - x0, y1 - y0
     o, lw = outline_for(c), _lw(box, S)
     d.rectangle([x0 + 0.32 * w, y0 + 0.07 * h, x1 - 0.32 * w, y0 + 0.26 * h], fill=c, outline=o, width=lw)
-    d.polygon([(x0, y0 + 0.42 * h), (x0 + 0.3 * w, y0 + 0.24 * h), (x1 - 0.3 * w, y0 + 0.24 * h),
-               (x1, y0 + 0.42 * h)], fill=c, outline=o, width=lw)
+    d.polygon(
+        [(x0, y0 + 0.42 * h), (x0 + 0.3 * w, y0 + 0.24 * h), (x1 - 0.3 * w, y0 + 0.24 * h), (x1, y0 + 0.42 * h)],
+        fill=c,
+        outline=o,
+        width=lw,
+    )
     d.rounded_rectangle([x0, y0 + 0.4 * h, x1, y1], radius=int(0.12 * w), fill=c, outline=o, width=lw)
     d.rectangle([x0 + lw, y0 + 0.39 * h, x1 - lw, y0 + 0.44 * h], fill=c)
-    d.rounded_rectangle([x0 + 0.26 * w, y0, x1 - 0.26 * w, y0 + 0.09 * h], radius=int(0.05 * w),
-                        fill=shade(c, 0.45), outline=o, width=max(S, lw // 2))
+    d.rounded_rectangle(
+        [x0 + 0.26 * w, y0, x1 - 0.26 * w, y0 + 0.09 * h],
+        radius=int(0.05 * w),
+        fill=shade(c, 0.45),
+        outline=o,
+        width=max(S, lw // 2),
+    )
     d.rectangle([x0 + lw, y0 + 0.56 * h, x1 - lw, y0 + 0.78 * h], fill=shade(c, 1.55))
     d.line([x0 + 0.2 * w, y0 + 0.58 * h, x1 - 0.2 * w, y0 + 0.58 * h], fill=shade(c, 0.8), width=S)
     hx = x1 - 0.28 * w if flip else x0 + 0.2 * w
@@ -462,8 +540,12 @@ def draw_plant_pot(d, box, c, flip, S):
         tip = (min(max(tip[0], x0 + 0.05 * w), x1 - 0.05 * w), max(tip[1], y0))
         d.polygon(_leaf((cx, base_y), tip, 0.22 * w), fill=green, outline=dark, width=S)
         d.line([cx, base_y, (cx + tip[0]) / 2, (base_y + tip[1]) / 2], fill=dark, width=S)
-    d.polygon([(x0 + 0.06 * w, y0 + 0.6 * h), (x1 - 0.06 * w, y0 + 0.6 * h), (x1 - 0.2 * w, y1),
-               (x0 + 0.2 * w, y1)], fill=c, outline=o, width=lw)
+    d.polygon(
+        [(x0 + 0.06 * w, y0 + 0.6 * h), (x1 - 0.06 * w, y0 + 0.6 * h), (x1 - 0.2 * w, y1), (x0 + 0.2 * w, y1)],
+        fill=c,
+        outline=o,
+        width=lw,
+    )
     d.rectangle([x0, y0 + 0.54 * h, x1, y0 + 0.65 * h], fill=shade(c, 0.85), outline=o, width=lw)
 
 
@@ -474,8 +556,10 @@ def draw_candle(d, box, c, flip, S):
     cx = (x0 + x1) / 2
     fl = [(cx, y0), (cx + 0.2 * w, y0 + 0.17 * h), (cx, y0 + 0.26 * h), (cx - 0.2 * w, y0 + 0.17 * h)]
     d.polygon(fl, fill=(250, 160, 40), outline=(220, 110, 20), width=S)
-    d.polygon([(cx, y0 + 0.08 * h), (cx + 0.09 * w, y0 + 0.18 * h), (cx, y0 + 0.24 * h),
-               (cx - 0.09 * w, y0 + 0.18 * h)], fill=(255, 236, 150))
+    d.polygon(
+        [(cx, y0 + 0.08 * h), (cx + 0.09 * w, y0 + 0.18 * h), (cx, y0 + 0.24 * h), (cx - 0.09 * w, y0 + 0.18 * h)],
+        fill=(255, 236, 150),
+    )
     d.line([cx, y0 + 0.22 * h, cx, y0 + 0.31 * h], fill=(40, 40, 40), width=max(S, int(0.05 * w)))
     d.rectangle([x0 + 0.08 * w, y0 + 0.32 * h, x1 - 0.08 * w, y1], fill=c, outline=o, width=lw)
     d.ellipse([x0 + 0.08 * w, y0 + 0.28 * h, x1 - 0.08 * w, y0 + 0.36 * h], fill=shade(c, 1.3), outline=o, width=lw)
@@ -502,8 +586,12 @@ def draw_vase(d, box, c, flip, S):
     pts_l.append((cx - prof[-1][1] * w, y1))
     d.polygon(pts_r + pts_l[::-1], fill=c, outline=o, width=lw)
     d.ellipse([cx - 0.34 * w, y0 - 0.02 * h, cx + 0.34 * w, y0 + 0.06 * h], fill=shade(c, 0.55), outline=o, width=lw)
-    d.line([cx - 0.47 * w, y0 + 0.55 * h, cx + 0.47 * w, y0 + 0.55 * h], fill=shade(c, 1.4), width=max(S, int(0.05 * h)))
-    d.line([cx - 0.45 * w, y0 + 0.66 * h, cx + 0.45 * w, y0 + 0.66 * h], fill=shade(c, 1.4), width=max(S, int(0.02 * h)))
+    d.line(
+        [cx - 0.47 * w, y0 + 0.55 * h, cx + 0.47 * w, y0 + 0.55 * h], fill=shade(c, 1.4), width=max(S, int(0.05 * h))
+    )
+    d.line(
+        [cx - 0.45 * w, y0 + 0.66 * h, cx + 0.45 * w, y0 + 0.66 * h], fill=shade(c, 1.4), width=max(S, int(0.02 * h))
+    )
 
 
 def draw_gift_box(d, box, c, flip, S):
@@ -519,8 +607,17 @@ def draw_gift_box(d, box, c, flip, S):
     d.rectangle([cx - 0.07 * w, y0 + 0.18 * h + lw, cx + 0.07 * w, y1 - lw], fill=rib)
 
 
-DRAW = {"mug": draw_mug, "cup": draw_cup, "book": draw_book, "apple": draw_apple, "ball": draw_ball,
-        "bottle": draw_bottle, "plant pot": draw_plant_pot, "candle": draw_candle, "vase": draw_vase,
-        "gift box": draw_gift_box}
+DRAW = {
+    "mug": draw_mug,
+    "cup": draw_cup,
+    "book": draw_book,
+    "apple": draw_apple,
+    "ball": draw_ball,
+    "bottle": draw_bottle,
+    "plant pot": draw_plant_pot,
+    "candle": draw_candle,
+    "vase": draw_vase,
+    "gift box": draw_gift_box,
+}
 
 FAMILY = register(ObjectScene())

@@ -1,4 +1,5 @@
 """Named colours (clearly distinct RGB values) and small colour helpers."""
+
 from __future__ import annotations
 
 COLORS: dict[str, tuple[int, int, int]] = {
@@ -51,6 +52,7 @@ def _rel_lum(c) -> float:
     def ch(v):
         v /= 255
         return v / 12.92 if v <= 0.03928 else ((v + 0.055) / 1.055) ** 2.4
+
     r, g, b = rgb(c)
     return 0.2126 * ch(r) + 0.7152 * ch(g) + 0.0722 * ch(b)
 

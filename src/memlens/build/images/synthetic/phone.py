@@ -1,4 +1,5 @@
 """Shared phone-screen chrome for screenshot families (status bar, header, home indicator)."""
+
 from __future__ import annotations
 
 from PIL import ImageDraw

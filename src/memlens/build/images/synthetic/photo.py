@@ -9,6 +9,7 @@ Modes:
   scene     the render is already a full-frame scene: it is rotated/tilted and zoomed just enough that
             no empty corner shows (content within ~6% of the border may be cropped).
 """
+
 from __future__ import annotations
 
 import math
@@ -18,8 +19,16 @@ from functools import lru_cache
 import numpy as np
 from PIL import Image, ImageChops, ImageFilter
 
-SURFACES = [(122, 86, 58), (160, 122, 86), (92, 94, 98), (58, 62, 70), (186, 180, 168), (140, 146, 150),
-            (96, 70, 50), (210, 206, 198)]
+SURFACES = [
+    (122, 86, 58),
+    (160, 122, 86),
+    (92, 94, 98),
+    (58, 62, 70),
+    (186, 180, 168),
+    (140, 146, 150),
+    (96, 70, 50),
+    (210, 206, 198),
+]
 
 
 def sample_photo_effects(rng: random.Random, mode: str = "document", strength: str = "medium") -> dict:
@@ -158,13 +167,19 @@ def apply_photo_effects(img: Image.Image, effects: dict) -> Image.Image:
     dst = destination_quad((w, h), effects)
     coeffs = _coeffs(dst, src)
     if effects.get("mode") == "scene":
-        out = img.transform((w, h), Image.Transform.PERSPECTIVE, coeffs, Image.Resampling.BILINEAR,
-                            fillcolor=tuple(effects.get("background", (90, 90, 90))))
+        out = img.transform(
+            (w, h),
+            Image.Transform.PERSPECTIVE,
+            coeffs,
+            Image.Resampling.BILINEAR,
+            fillcolor=tuple(effects.get("background", (90, 90, 90))),
+        )
     else:
         out = _surface((w, h), effects.get("background", (120, 120, 120)), seed)
         rgba = img if img.mode == "RGBA" else img.convert("RGBA")
-        fg = rgba.transform((w, h), Image.Transform.PERSPECTIVE, coeffs, Image.Resampling.BILINEAR,
-                            fillcolor=(0, 0, 0, 0))
+        fg = rgba.transform(
+            (w, h), Image.Transform.PERSPECTIVE, coeffs, Image.Resampling.BILINEAR, fillcolor=(0, 0, 0, 0)
+        )
         # soft drop shadow, offset down-right (computed at 1/8 scale)
         mask = fg.getchannel("A")
         sw, sh = max(1, w // 8), max(1, h // 8)

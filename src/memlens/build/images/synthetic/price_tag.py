@@ -8,6 +8,7 @@ Ground truth (spec keys):
 Constraints: product, brand, size_text (free text; unit price only for catalogue sizes or with
 unit_qty+unit_label), unit_qty, unit_label, price, was_price, on_sale (bool), currency, sku.
 """
+
 from __future__ import annotations
 
 import random
@@ -24,17 +25,28 @@ from .palette import shade
 
 # (product, size text, quantity in unit, unit, price range in USD)
 CATALOGUE = [
-    ("Rolled Oats", "500 g", "0.5", "kg", 2.0, 4.5), ("Whole Milk", "1 L", "1", "L", 1.0, 2.4),
-    ("Orange Juice", "1.5 L", "1.5", "L", 2.5, 5.0), ("Greek Yogurt", "500 g", "0.5", "kg", 2.0, 4.8),
-    ("Coffee Beans", "250 g", "0.25", "kg", 5.0, 11.0), ("Extra Virgin Olive Oil", "750 ml", "0.75", "L", 6.0, 13.0),
-    ("Basmati Rice", "1 kg", "1", "kg", 2.2, 4.9), ("Dark Chocolate 70%", "100 g", "0.1", "kg", 1.5, 3.9),
-    ("Spaghetti", "500 g", "0.5", "kg", 1.0, 2.8), ("Peanut Butter", "340 g", "0.34", "kg", 2.5, 5.5),
-    ("Sparkling Water", "1.5 L", "1.5", "L", 0.8, 1.9), ("Wildflower Honey", "250 g", "0.25", "kg", 4.0, 8.5),
-    ("Cheddar Cheese", "400 g", "0.4", "kg", 3.2, 6.9), ("Dish Soap", "500 ml", "0.5", "L", 1.5, 3.9),
-    ("Laundry Detergent", "2 L", "2", "L", 6.0, 13.5), ("Corn Flakes", "375 g", "0.375", "kg", 2.4, 4.9),
-    ("Tomato Passata", "680 g", "0.68", "kg", 1.4, 3.2), ("Almond Milk", "1 L", "1", "L", 1.8, 3.6),
-    ("Granola", "450 g", "0.45", "kg", 3.0, 6.5), ("Butter", "250 g", "0.25", "kg", 2.2, 4.2),
-    ("Strawberry Jam", "340 g", "0.34", "kg", 2.0, 4.4), ("Sunflower Oil", "1 L", "1", "L", 2.0, 4.0),
+    ("Rolled Oats", "500 g", "0.5", "kg", 2.0, 4.5),
+    ("Whole Milk", "1 L", "1", "L", 1.0, 2.4),
+    ("Orange Juice", "1.5 L", "1.5", "L", 2.5, 5.0),
+    ("Greek Yogurt", "500 g", "0.5", "kg", 2.0, 4.8),
+    ("Coffee Beans", "250 g", "0.25", "kg", 5.0, 11.0),
+    ("Extra Virgin Olive Oil", "750 ml", "0.75", "L", 6.0, 13.0),
+    ("Basmati Rice", "1 kg", "1", "kg", 2.2, 4.9),
+    ("Dark Chocolate 70%", "100 g", "0.1", "kg", 1.5, 3.9),
+    ("Spaghetti", "500 g", "0.5", "kg", 1.0, 2.8),
+    ("Peanut Butter", "340 g", "0.34", "kg", 2.5, 5.5),
+    ("Sparkling Water", "1.5 L", "1.5", "L", 0.8, 1.9),
+    ("Wildflower Honey", "250 g", "0.25", "kg", 4.0, 8.5),
+    ("Cheddar Cheese", "400 g", "0.4", "kg", 3.2, 6.9),
+    ("Dish Soap", "500 ml", "0.5", "L", 1.5, 3.9),
+    ("Laundry Detergent", "2 L", "2", "L", 6.0, 13.5),
+    ("Corn Flakes", "375 g", "0.375", "kg", 2.4, 4.9),
+    ("Tomato Passata", "680 g", "0.68", "kg", 1.4, 3.2),
+    ("Almond Milk", "1 L", "1", "L", 1.8, 3.6),
+    ("Granola", "450 g", "0.45", "kg", 3.0, 6.5),
+    ("Butter", "250 g", "0.25", "kg", 2.2, 4.2),
+    ("Strawberry Jam", "340 g", "0.34", "kg", 2.0, 4.4),
+    ("Sunflower Oil", "1 L", "1", "L", 2.0, 4.0),
 ]
 LABELS = [(255, 255, 255), (255, 236, 90), (236, 246, 255), (255, 244, 214)]
 
@@ -48,8 +60,18 @@ class PriceTag(FamilyBase):
     photo_like = True
 
     def _sample(self, rng: random.Random, **c) -> dict:
-        allowed = {"product", "brand", "size_text", "unit_qty", "unit_label", "price", "was_price", "on_sale",
-                   "currency", "sku"}
+        allowed = {
+            "product",
+            "brand",
+            "size_text",
+            "unit_qty",
+            "unit_label",
+            "price",
+            "was_price",
+            "on_sale",
+            "currency",
+            "sku",
+        }
         if set(c) - allowed:
             raise TypeError(f"price_tag: unknown constraints {sorted(set(c) - allowed)}")
         pool = ["USD", "USD", "EUR", "EUR", "GBP", "DKK", "JPY"]
@@ -79,7 +101,9 @@ class PriceTag(FamilyBase):
                 pct = Decimal(rng.choice([10, 15, 20, 25, 30, 40, 50]))
                 was = money(price / (1 - pct / 100), cur)
                 if CURRENCIES[cur]["decimals"] == 2:
-                    was = money(int(was) + Decimal("0.99") if was % 1 > Decimal("0.5") else int(was) + Decimal("0.49"), cur)
+                    was = money(
+                        int(was) + Decimal("0.99") if was % 1 > Decimal("0.5") else int(was) + Decimal("0.49"), cur
+                    )
                 else:
                     was = money(((was / 10).to_integral_value()) * 10, cur)
             if was <= price:
@@ -108,16 +132,22 @@ class PriceTag(FamilyBase):
         return {
             "size": list(rng.choice([(900, 600), (960, 640), (840, 600), (1000, 680)])),
             "seed": rng.getrandbits(32),
-            "product": product, "brand": brand, "size_text": size_text,
-            "currency": cur, "price": money_str(price), "price_printed": fmt_money(price, cur),
+            "product": product,
+            "brand": brand,
+            "size_text": size_text,
+            "currency": cur,
+            "price": money_str(price),
+            "price_printed": fmt_money(price, cur),
             "on_sale": bool(on_sale),
             "was_price": money_str(was) if was is not None else None,
             "was_printed": fmt_money(was, cur) if was is not None else None,
-            "discount_pct": disc, "discount_printed": f"SAVE {disc}%" if disc is not None else None,
+            "discount_pct": disc,
+            "discount_printed": f"SAVE {disc}%" if disc is not None else None,
             "unit_price": money_str(unit_price) if unit_price is not None else None,
             "unit_label": unit if unit_price is not None else None,
             "unit_printed": f"{fmt_money(unit_price, cur)} / {unit}" if unit_price is not None else None,
-            "sku": sku, "label_color": list(label),
+            "sku": sku,
+            "label_color": list(label),
             "texts": texts,
         }
 
@@ -133,8 +163,9 @@ class PriceTag(FamilyBase):
             pw = jr.randint(90, 170)
             ph = jr.randint(int(H * 0.16), int(H * 0.3))
             col = (jr.randint(40, 230), jr.randint(40, 230), jr.randint(40, 230))
-            d.rounded_rectangle([x + 6, rail_y - ph, x + pw - 6, rail_y + 4], radius=10, fill=col,
-                                outline=shade(col, 0.6), width=3)
+            d.rounded_rectangle(
+                [x + 6, rail_y - ph, x + pw - 6, rail_y + 4], radius=10, fill=col, outline=shade(col, 0.6), width=3
+            )
             d.rectangle([x + 16, rail_y - ph * 0.6, x + pw - 16, rail_y - ph * 0.35], fill=shade(col, 1.5))
             x += pw
         # the shelf edge rail
@@ -192,8 +223,12 @@ class PriceTag(FamilyBase):
         bw = min(iw * 0.3, 200)
         fsku = font("mono", int(H * 0.026))
         d.text((bx0, by1), f"SKU {spec['sku']}", font=fsku, fill=ink, anchor="ld")
-        draw_barcode(d, (bx0, max(y_price_top, by1 - fsku.size * 1.3 - H * 0.1), bx0 + bw, by1 - fsku.size * 1.3),
-                     spec["sku"], fill=ink)
+        draw_barcode(
+            d,
+            (bx0, max(y_price_top, by1 - fsku.size * 1.3 - H * 0.1), bx0 + bw, by1 - fsku.size * 1.3),
+            spec["sku"],
+            fill=ink,
+        )
         return img
 
 

@@ -14,6 +14,7 @@ Constraints: store, store_type, address, city, phone, date ("YYYY/MM/DD"), date_
 currency, items ([(name, qty, unit_price)] or dicts), n_items, tax_rate, tax_label, payment (method name),
 receipt_no, cashier, cols (line width in characters).
 """
+
 from __future__ import annotations
 
 import random
@@ -25,13 +26,27 @@ from . import vocab
 from .base import FamilyBase, register
 from .common import city_for_currency, digits, draw_barcode, phone_number, street_address
 from .fonts import fit_font, font
-from .formats import (CURRENCIES, canon_date, canon_time, fmt_money, fmt_number, format_date, format_time,
-                      money, money_str, parse_date, parse_time, pick_date_format, random_date, random_price)
+from .formats import (
+    CURRENCIES,
+    canon_date,
+    canon_time,
+    fmt_money,
+    fmt_number,
+    format_date,
+    format_time,
+    money,
+    money_str,
+    parse_date,
+    parse_time,
+    pick_date_format,
+    random_date,
+    random_price,
+)
 
-FS = 20          # font px
+FS = 20  # font px
 LINE_H = 27
-MARGIN_X = 34    # paper inner margin
-PAPER_PAD = 14   # canvas border around the paper
+MARGIN_X = 34  # paper inner margin
+PAPER_PAD = 14  # canvas border around the paper
 
 
 def _content_bottom(n_lines: int) -> int:
@@ -52,8 +67,25 @@ class Receipt(FamilyBase):
     photo_mode = "document"
 
     def _sample(self, rng: random.Random, **c) -> dict:
-        allowed = {"store", "store_type", "address", "city", "phone", "date", "date_format", "time", "currency",
-                   "items", "n_items", "tax_rate", "tax_label", "payment", "receipt_no", "cashier", "cols"}
+        allowed = {
+            "store",
+            "store_type",
+            "address",
+            "city",
+            "phone",
+            "date",
+            "date_format",
+            "time",
+            "currency",
+            "items",
+            "n_items",
+            "tax_rate",
+            "tax_label",
+            "payment",
+            "receipt_no",
+            "cashier",
+            "cols",
+        }
         if set(c) - allowed:
             raise TypeError(f"receipt: unknown constraints {sorted(set(c) - allowed)}")
         cur = c.get("currency") or rng.choice(["USD", "USD", "EUR", "EUR", "GBP", "DKK", "JPY", "CHF"])
@@ -153,9 +185,16 @@ class Receipt(FamilyBase):
             lr(name, fmt_number(lt, cur))
             if qty > 1:
                 add(f"  {qty} x {fmt_number(price, cur)}")
-            item_specs.append({"name": name, "qty": qty, "unit_price": money_str(price),
-                               "line_total": money_str(lt), "unit_price_printed": fmt_number(price, cur),
-                               "line_total_printed": fmt_number(lt, cur)})
+            item_specs.append(
+                {
+                    "name": name,
+                    "qty": qty,
+                    "unit_price": money_str(price),
+                    "line_total": money_str(lt),
+                    "unit_price_printed": fmt_number(price, cur),
+                    "line_total_printed": fmt_number(lt, cur),
+                }
+            )
         add("-" * cols)
         n_units = sum(q for _, q, _ in items)
         lr(f"Subtotal ({n_units} item{'s' if n_units != 1 else ''})", fmt_number(subtotal, cur))
@@ -171,11 +210,24 @@ class Receipt(FamilyBase):
         else:
             lr(method, fmt_money(total, cur))
         add("")
-        add(rng.choice(["Thank you for your visit!", "Thank you! Come again.", "Thanks for shopping with us!",
-                        "Have a nice day!"]), align="center")
+        add(
+            rng.choice(
+                [
+                    "Thank you for your visit!",
+                    "Thank you! Come again.",
+                    "Thanks for shopping with us!",
+                    "Have a nice day!",
+                ]
+            ),
+            align="center",
+        )
         if rng.random() < 0.5:
-            add(rng.choice(["Returns within 30 days", "Follow us @" + store.replace(" ", "").lower()[:20],
-                            "Keep this receipt"]), align="center")
+            add(
+                rng.choice(
+                    ["Returns within 30 days", "Follow us @" + store.replace(" ", "").lower()[:20], "Keep this receipt"]
+                ),
+                align="center",
+            )
 
         width = int(round(cols * font("mono", FS).getlength("0"))) + 2 * MARGIN_X + 2 * PAPER_PAD
         height = _content_bottom(len(lines)) + PAPER_PAD
@@ -186,16 +238,29 @@ class Receipt(FamilyBase):
             "size": [width, height],
             "seed": rng.getrandbits(32),
             "kind": stype,
-            "store": store, "store_type": stype, "address": address, "phone": phone,
-            "receipt_no": receipt_no, "cashier": cashier,
-            "date": canon_date(d), "date_printed": date_printed, "date_format": fmt,
-            "time": canon_time(h, m), "time_printed": time_printed,
-            "currency": cur, "currency_symbol": cinfo["symbol"],
+            "store": store,
+            "store_type": stype,
+            "address": address,
+            "phone": phone,
+            "receipt_no": receipt_no,
+            "cashier": cashier,
+            "date": canon_date(d),
+            "date_printed": date_printed,
+            "date_format": fmt,
+            "time": canon_time(h, m),
+            "time_printed": time_printed,
+            "currency": cur,
+            "currency_symbol": cinfo["symbol"],
             "items": item_specs,
-            "subtotal": money_str(subtotal), "subtotal_printed": fmt_number(subtotal, cur),
-            "tax_label": tax_label, "tax_rate": format(rate, "f"), "tax_rate_printed": _rate_str(rate),
-            "tax": money_str(tax), "tax_printed": fmt_number(tax, cur),
-            "total": money_str(total), "total_printed": fmt_money(total, cur),
+            "subtotal": money_str(subtotal),
+            "subtotal_printed": fmt_number(subtotal, cur),
+            "tax_label": tax_label,
+            "tax_rate": format(rate, "f"),
+            "tax_rate_printed": _rate_str(rate),
+            "tax": money_str(tax),
+            "tax_printed": fmt_number(tax, cur),
+            "total": money_str(total),
+            "total_printed": fmt_money(total, cur),
             "payment": payment,
             "cols": cols,
             "lines": lines,

@@ -1,4 +1,5 @@
 """The image families, listed once: name -> family (read-only)."""
+
 from __future__ import annotations
 
 from collections.abc import Mapping
@@ -6,12 +7,35 @@ from types import MappingProxyType
 
 from PIL import Image
 
-from . import (app_screenshot, calendar_page, chat_screenshot, clock, named_sign, object_scene, price_tag,
-               receipt, ticket)
+from . import (
+    app_screenshot,
+    calendar_page,
+    chat_screenshot,
+    clock,
+    named_sign,
+    object_scene,
+    price_tag,
+    receipt,
+    ticket,
+)
 from .base import Family, encode_image
 
-FAMILIES: Mapping[str, Family] = MappingProxyType({m.FAMILY.name: m.FAMILY for m in (
-    app_screenshot, calendar_page, chat_screenshot, clock, named_sign, object_scene, price_tag, receipt, ticket)})
+FAMILIES: Mapping[str, Family] = MappingProxyType(
+    {
+        m.FAMILY.name: m.FAMILY
+        for m in (
+            app_screenshot,
+            calendar_page,
+            chat_screenshot,
+            clock,
+            named_sign,
+            object_scene,
+            price_tag,
+            receipt,
+            ticket,
+        )
+    }
+)
 
 
 def get_family(name: str) -> Family:

@@ -10,6 +10,7 @@ kind "event_ticket":
 Constraints: kind and any of the keys above (dates "YYYY/MM/DD", times "HH:MM"); for boarding passes
 from_code/to_code may be any 3-letter code (city names are looked up when known).
 """
+
 from __future__ import annotations
 
 import random
@@ -20,8 +21,19 @@ from . import vocab
 from .base import FamilyBase, register
 from .common import code, digits, draw_barcode, draw_qr, person_name
 from .fonts import fit_font, font
-from .formats import (add_minutes, canon_date, canon_time, fmt_money, format_date, money, money_str,
-                      parse_date, parse_time, random_date, random_price)
+from .formats import (
+    add_minutes,
+    canon_date,
+    canon_time,
+    fmt_money,
+    format_date,
+    money,
+    money_str,
+    parse_date,
+    parse_time,
+    random_date,
+    random_price,
+)
 from .palette import mix
 
 KINDS = ("boarding_pass", "event_ticket")
@@ -43,9 +55,26 @@ class Ticket(FamilyBase):
         spec["seed"] = rng.getrandbits(32)
         return spec
 
-    def _sample_boarding(self, rng, passenger=None, airline=None, flight=None, from_code=None, to_code=None,
-                         from_city=None, to_city=None, date=None, departure_time=None, boarding_time=None,
-                         gate=None, seat=None, cabin=None, group=None, booking_ref=None, date_format=None):
+    def _sample_boarding(
+        self,
+        rng,
+        passenger=None,
+        airline=None,
+        flight=None,
+        from_code=None,
+        to_code=None,
+        from_city=None,
+        to_city=None,
+        date=None,
+        departure_time=None,
+        boarding_time=None,
+        gate=None,
+        seat=None,
+        cabin=None,
+        group=None,
+        booking_ref=None,
+        date_format=None,
+    ):
         passenger = passenger or person_name(rng)
         first, last = passenger.split(" ", 1) if " " in passenger else (passenger, "")
         printed = f"{last.upper()}/{first.upper()}" if last else passenger.upper()
@@ -72,21 +101,66 @@ class Ticket(FamilyBase):
         ref = booking_ref or code(rng, 6, "ABCDEFGHJKLMNPQRSTUVWXYZ23456789")
         date_printed = format_date(d, fmt)
         f = {
-            "passenger": passenger, "passenger_printed": printed, "airline": airline, "flight": flight,
-            "from_code": from_code, "from_city": from_city, "to_code": to_code, "to_city": to_city,
-            "date": canon_date(d), "date_printed": date_printed, "date_format": fmt,
-            "departure_time": canon_time(dh, dm), "boarding_time": canon_time(bh, bm),
-            "gate": gate, "seat": seat, "cabin": cabin, "group": group, "booking_ref": ref,
+            "passenger": passenger,
+            "passenger_printed": printed,
+            "airline": airline,
+            "flight": flight,
+            "from_code": from_code,
+            "from_city": from_city,
+            "to_code": to_code,
+            "to_city": to_city,
+            "date": canon_date(d),
+            "date_printed": date_printed,
+            "date_format": fmt,
+            "departure_time": canon_time(dh, dm),
+            "boarding_time": canon_time(bh, bm),
+            "gate": gate,
+            "seat": seat,
+            "cabin": cabin,
+            "group": group,
+            "booking_ref": ref,
             "color": list(rng.choice(AIRLINE_COLORS)),
         }
-        f["texts"] = [airline, "BOARDING PASS", printed, from_code, from_city, to_code, to_city, flight,
-                      date_printed, canon_time(bh, bm), canon_time(dh, dm), gate, seat, group, cabin, ref]
+        f["texts"] = [
+            airline,
+            "BOARDING PASS",
+            printed,
+            from_code,
+            from_city,
+            to_code,
+            to_city,
+            flight,
+            date_printed,
+            canon_time(bh, bm),
+            canon_time(dh, dm),
+            gate,
+            seat,
+            group,
+            cabin,
+            ref,
+        ]
         f["size"] = [1000, 420]
         return f
 
-    def _sample_event(self, rng, event=None, event_type=None, venue=None, city=None, date=None, doors_time=None,
-                      start_time=None, section=None, row=None, seat=None, price=None, currency=None,
-                      ticket_no=None, holder=None, date_format=None):
+    def _sample_event(
+        self,
+        rng,
+        event=None,
+        event_type=None,
+        venue=None,
+        city=None,
+        date=None,
+        doors_time=None,
+        start_time=None,
+        section=None,
+        row=None,
+        seat=None,
+        price=None,
+        currency=None,
+        ticket_no=None,
+        holder=None,
+        date_format=None,
+    ):
         et, names = next(((t, n) for t, n in vocab.EVENTS if t == event_type), None) or rng.choice(vocab.EVENTS)
         event_type = event_type or et
         event = event or rng.choice(names)
@@ -105,17 +179,40 @@ class Ticket(FamilyBase):
         holder = holder if holder is not None else person_name(rng)
         date_printed = format_date(d, fmt)
         f = {
-            "event": event, "event_type": event_type, "venue": venue, "city": city,
-            "date": canon_date(d), "date_printed": date_printed, "date_format": fmt,
-            "doors_time": canon_time(oh, om), "start_time": canon_time(sh, sm),
-            "section": section, "row": row, "seat": seat,
-            "price": money_str(price), "price_printed": fmt_money(price, currency), "currency": currency,
-            "ticket_no": ticket_no, "holder": holder,
+            "event": event,
+            "event_type": event_type,
+            "venue": venue,
+            "city": city,
+            "date": canon_date(d),
+            "date_printed": date_printed,
+            "date_format": fmt,
+            "doors_time": canon_time(oh, om),
+            "start_time": canon_time(sh, sm),
+            "section": section,
+            "row": row,
+            "seat": seat,
+            "price": money_str(price),
+            "price_printed": fmt_money(price, currency),
+            "currency": currency,
+            "ticket_no": ticket_no,
+            "holder": holder,
             "color": list(rng.choice([(30, 30, 60), (120, 20, 60), (10, 90, 110), (200, 90, 20), (60, 20, 90)])),
         }
-        f["texts"] = [event_type.upper(), event, f"{venue}, {city}", date_printed,
-                      f"Doors {canon_time(oh, om)}", f"Start {canon_time(sh, sm)}", section, row, seat,
-                      f["price_printed"], holder, ticket_no, "ADMIT ONE"]
+        f["texts"] = [
+            event_type.upper(),
+            event,
+            f"{venue}, {city}",
+            date_printed,
+            f"Doors {canon_time(oh, om)}",
+            f"Start {canon_time(sh, sm)}",
+            section,
+            row,
+            seat,
+            f["price_printed"],
+            holder,
+            ticket_no,
+            "ADMIT ONE",
+        ]
         f["size"] = [1000, 400]
         return f
 
@@ -136,11 +233,21 @@ class Ticket(FamilyBase):
         ink, lab = (24, 24, 30), (110, 112, 120)
         stub_x = int(W * 0.71)
         d.rectangle([0, 0, W, 64], fill=col)
-        d.text((24, 32), spec["airline"], font=fit_font("sans-bold", spec["airline"], stub_x - 300, 30),
-               fill=(255, 255, 255), anchor="lm")
+        d.text(
+            (24, 32),
+            spec["airline"],
+            font=fit_font("sans-bold", spec["airline"], stub_x - 300, 30),
+            fill=(255, 255, 255),
+            anchor="lm",
+        )
         d.text((stub_x - 24, 32), "BOARDING PASS", font=font("sans-bold", 22), fill=(255, 255, 255), anchor="rm")
-        d.text((W - 20, 32), spec["cabin"].upper(), font=fit_font("sans-bold", spec["cabin"].upper(), W - stub_x - 40, 18),
-               fill=(255, 255, 255), anchor="rm")
+        d.text(
+            (W - 20, 32),
+            spec["cabin"].upper(),
+            font=fit_font("sans-bold", spec["cabin"].upper(), W - stub_x - 40, 18),
+            fill=(255, 255, 255),
+            anchor="rm",
+        )
         for y in range(70, H, 14):
             d.line([stub_x, y, stub_x, y + 7], fill=(170, 170, 176), width=2)
         fl, fv, fbig = font("sans", 15), font("sans-bold", 24), font("sans-bold", 58)
@@ -157,8 +264,12 @@ class Ticket(FamilyBase):
         d.text((mid, y + 30), "\u2708", font=font("sans", 44), fill=col, anchor="mm")
         # fields
         y2 = 270
-        fields = [("FLIGHT", spec["flight"]), ("DATE", spec["date_printed"]), ("BOARDING", spec["boarding_time"]),
-                  ("DEPARTS", spec["departure_time"])]
+        fields = [
+            ("FLIGHT", spec["flight"]),
+            ("DATE", spec["date_printed"]),
+            ("BOARDING", spec["boarding_time"]),
+            ("DEPARTS", spec["departure_time"]),
+        ]
         x = 28
         widths = [0.2, 0.34, 0.22, 0.22]
         for (lbl, val), wf in zip(fields, widths):
@@ -166,14 +277,27 @@ class Ticket(FamilyBase):
             x += (stub_x - 56) * wf
         y3 = 336
         x = 28
-        for lbl, val in (("GATE", spec["gate"]), ("SEAT", spec["seat"]), ("GROUP", spec["group"]),
-                         ("BOOKING REF", spec["booking_ref"])):
+        for lbl, val in (
+            ("GATE", spec["gate"]),
+            ("SEAT", spec["seat"]),
+            ("GROUP", spec["group"]),
+            ("BOOKING REF", spec["booking_ref"]),
+        ):
             self._field(d, x, y3, lbl, val, fl, fv, ink, lab)
             x += (stub_x - 56) * 0.22
         # stub
         sx = stub_x + 22
-        self._field(d, sx, 84, "PASSENGER", spec["passenger_printed"], fl,
-                    fit_font("sans-bold", spec["passenger_printed"], W - sx - 16, 20), ink, lab)
+        self._field(
+            d,
+            sx,
+            84,
+            "PASSENGER",
+            spec["passenger_printed"],
+            fl,
+            fit_font("sans-bold", spec["passenger_printed"], W - sx - 16, 20),
+            ink,
+            lab,
+        )
         self._field(d, sx, 140, "FLIGHT", spec["flight"], fl, font("sans-bold", 20), ink, lab)
         self._field(d, sx + 130, 140, "SEAT", spec["seat"], fl, font("sans-bold", 20), ink, lab)
         self._field(d, sx, 196, "FROM", spec["from_code"], fl, font("sans-bold", 20), ink, lab)
@@ -196,8 +320,13 @@ class Ticket(FamilyBase):
             x, y = jr.randint(0, 180), jr.randint(0, H)
             bd.ellipse([x - r, y - r, x + r, y + r], outline=mix(col, (255, 255, 255), 0.3), width=3)
         img.paste(band, (0, 0))
-        d.text((90, H / 2), spec["event_type"].upper(), font=fit_font("sans-bold", spec["event_type"].upper(), 160, 28),
-               fill=(255, 255, 255), anchor="mm")
+        d.text(
+            (90, H / 2),
+            spec["event_type"].upper(),
+            font=fit_font("sans-bold", spec["event_type"].upper(), 160, 28),
+            fill=(255, 255, 255),
+            anchor="mm",
+        )
         ink, lab = (24, 24, 30), (110, 112, 120)
         x0 = 206
         fe = fit_font("serif-bold", spec["event"], stub_x - x0 - 24, 40)
@@ -210,8 +339,12 @@ class Ticket(FamilyBase):
         d.text((x0 + 190, 166), f"Start {spec['start_time']}", font=font("sans-bold", 22), fill=ink)
         fl, fv = font("sans", 15), font("sans-bold", 26)
         x = x0
-        for lbl, val in (("SECTION", spec["section"]), ("ROW", spec["row"]), ("SEAT", spec["seat"]),
-                         ("PRICE", spec["price_printed"])):
+        for lbl, val in (
+            ("SECTION", spec["section"]),
+            ("ROW", spec["row"]),
+            ("SEAT", spec["seat"]),
+            ("PRICE", spec["price_printed"]),
+        ):
             self._field(d, x, 222, lbl, val, fl, fv, ink, lab)
             x += max(110, fv.getlength(val) + 30)
         d.text((x0, 300), spec["holder"], font=font("sans", 18), fill=ink)

@@ -3,6 +3,7 @@
 The words are package data (``data/vocab.yaml``, one key per constant in lower case, see
 :mod:`memlens.core.bank`); this module gives them their Python shapes.
 """
+
 from __future__ import annotations
 
 from memlens.core.bank import load_bank
@@ -31,8 +32,10 @@ STREET_TYPES_LONG = _BANK.string_map("street_types_long")
 SHOP_WORDS = _words("shop_words")
 # store type -> (suffixes, [(item, lo, hi)])
 STORES: dict[str, tuple[list[str], list[tuple[str, float, float]]]] = {
-    store: (list(_BANK.strings("stores", store, "suffixes")),
-            list(_BANK.rows("stores", store, "items", types=(str, _NUM, _NUM))))
+    store: (
+        list(_BANK.strings("stores", store, "suffixes")),
+        list(_BANK.rows("stores", store, "items", types=(str, _NUM, _NUM))),
+    )
     for store in _BANK.mapping("stores")
     if _BANK.mapping("stores", store, keys=("suffixes", "items"))
 }
