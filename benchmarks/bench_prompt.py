@@ -5,7 +5,7 @@ memory needed to evaluate a 256K split of an official-format release.
     ``build_messages`` (EvalItem -> protocol messages, image ids resolved to paths) plus
     ``OpenAICompatibleClient.build_body`` (cached data URLs spliced into the JSON body), i.e. what
     ``OpenAICompatibleModel`` does per item before sending. Target <= 20 ms (median).
-(b) Peak memory (max RSS) of ``memlens evaluate data.source=official`` over a synthetic
+(b) Peak memory (max RSS) of ``memlens evaluate data.items=official`` over a synthetic
     ``dataset_256k.json`` (789 items of ~1 MB, ~180 images each; 778 MB on disk, like the real file)
     in a child process, against a FakeOpenAIServer in this process that discards request bodies.
     Target <= 1.5 GB. The child's max RSS comes from ``resource.getrusage(RUSAGE_CHILDREN)``.
@@ -247,7 +247,7 @@ def bench_memory(tmp: Path, n_items: int, concurrency: int) -> dict:
             f"model.base_url={server.base_url}",
             "model.model=bench",
             f"model.concurrency={concurrency}",
-            "data.source=official",
+            "data.items=official",
             f"data.official_dir={rel}",
             "eval.lengths=[256k]",
         ]

@@ -33,7 +33,7 @@ def run_stage(root: Path, stage: str, *overrides: str) -> int:
     return main([stage, "--root", str(root), *overrides])
 
 
-TINY = ("data.scale=tiny", "source.workers=1")
+TINY = ("data.scale=tiny", "images.workers=1")
 
 
 @pytest.fixture(scope="session")

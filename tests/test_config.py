@@ -34,7 +34,7 @@ def test_params_file_with_overrides(tmp_path):
     c2 = load_config(["model=chance", "data.seed=7"], params="params.yaml", root=root)
     assert c2.model.name == "chance" and c2.data.seed == 7
     assert c2.model == load_config(["model=chance"], root=root).model  # the option file, as Hydra composes it
-    assert c2.judge == cfg.judge and c2.source == cfg.source  # the rest is the file's
+    assert c2.judge == cfg.judge and c2.images == cfg.images  # the rest is the file's
     with pytest.raises(ConfigError, match=r"Could not find 'model/nope'(.|\n)*Available options in 'model'"):
         load_config(["model=nope"], params="params.yaml", root=root)
     with pytest.raises(ConfigError, match=r"unknown config key data.nope \(known: scale, seed, "):

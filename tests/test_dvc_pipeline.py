@@ -46,7 +46,7 @@ def repo_copy(tmp_path_factory):
             (dest / f).parent.mkdir(parents=True, exist_ok=True)
             shutil.copy2(src, dest / f)
     sh(
-        "git init -q && memlens compose data.scale=tiny source.workers=1 > /dev/null && git add -A && git commit -qm init",
+        "git init -q && memlens compose data.scale=tiny images.workers=1 > /dev/null && git add -A && git commit -qm init",
         dest,
     )
     return dest
@@ -59,7 +59,7 @@ def test_repro_noop_and_experiment(repo_copy):
     r2 = sh("dvc repro", repo_copy)
     assert "up to date" in r2.stdout, r2.stdout
     sh("git add -A && git commit -qm baseline", repo_copy)
-    r3 = sh("dvc exp run -S data.scale=tiny -S source.workers=1 -S model=chance -n exp-chance", repo_copy)
+    r3 = sh("dvc exp run -S data.scale=tiny -S images.workers=1 -S model=chance -n exp-chance", repo_copy)
     out = r3.stdout
     for st in ("evaluate", "judge", "report"):
         assert f"Running stage '{st}'" in out, out

@@ -49,7 +49,7 @@ MISSPELLED = [
     ([], "data.seed", "data.sede"),
     ([], "data.tokens.patch", "data.tokens.pach"),
     ([], "data.scales.tiny.counts", "data.scales.tiny.countz"),
-    ([], "source.workers", "source.wrokers"),
+    ([], "images.workers", "images.wrokers"),
     ([], "filter.max_side", "filter.max_sid"),
     ([], "generator.max_regenerations", "generator.max_regeneration"),
     ([], "model.kind", "model.knd"),
@@ -80,7 +80,7 @@ def test_misspelled_key_is_rejected_with_the_known_keys(setup, good, bad, plus, 
 
 @pytest.mark.parametrize("params", PATHS, ids=["conf", "params"])
 def test_unknown_top_level_section(params):
-    with pytest.raises(ConfigError, match=r"unknown config key modle \(known: data, source, filter"):
+    with pytest.raises(ConfigError, match=r"unknown config key modle \(known: data, images, filter"):
         load(["+modle.name=x"], params=params)
 
 
@@ -110,7 +110,7 @@ WRONG = [
     (["data.seed=1.5"], "data.seed", "valid integer"),
     (["eval.mode=fast"], "eval.mode", "'standard'"),
     (["eval.max_items=abc"], "eval.max_items", "valid integer"),
-    (["source.photo_effect_rate=2"], "source.photo_effect_rate", "less than or equal to 1"),
+    (["images.photo_effect_rate=2"], "images.photo_effect_rate", "less than or equal to 1"),
     (["generator.user_words=[90,25]"], "generator.user_words", "low <= high"),
     (["judge=llm", "judge.layout=flat"], "judge.layout", "'system' or 'single'"),
     (["tracking.enabled=yes_please"], "tracking.enabled", "valid boolean"),
@@ -234,7 +234,7 @@ SCHEMA_OF_FILE = {
 COMPLETE = {
     "model": {"openai_compatible", "vllm_server", "transformers", "refuse", "chance"},
     "judge": set(JUDGES),
-    "source": {"synthetic"},
+    "images": {"synthetic", "directory"},
 }
 
 
@@ -382,7 +382,7 @@ def test_validate_settings_returns_typed_sections():
     data = OmegaConf.to_container(load(["model=vllm_server", "judge=llm"]), resolve=True)
     st = S.validate_settings(data)
     assert isinstance(st.model, S.VLLMServerSettings) and st.model.port == 0
-    assert isinstance(st.judge, S.LLMJudgeSettings) and isinstance(st.source, S.SyntheticSourceSettings)
+    assert isinstance(st.judge, S.LLMJudgeSettings) and isinstance(st.images, S.SyntheticSourceSettings)
     assert st.validate_.max_auc == 0.6
 
 

@@ -42,7 +42,7 @@ STAGES: dict[str, str] = {
 }
 #: stage name -> the config groups whose ``_target_`` classes the stage instantiates (their modules
 #: are part of the stage's code, so of its DVC deps)
-TARGET_GROUPS: dict[str, tuple[str, ...]] = {"crawl": ("source",), "evaluate": ("model",), "judge": ("judge",)}
+TARGET_GROUPS: dict[str, tuple[str, ...]] = {"crawl": ("images",), "evaluate": ("model",), "judge": ("judge",)}
 EXTRA: dict[str, str] = {
     "compose": "memlens.cli:compose",
     "deps": "memlens.cli:deps",

@@ -7,7 +7,7 @@ from pathlib import Path
 
 from memlens.core.io import iter_jsonl
 
-TINY = ("data.scale=tiny", "source.workers=1")
+TINY = ("data.scale=tiny", "images.workers=1")
 
 
 def openai_overrides(server, *extra: str, model: str = "fake-vl") -> list[str]:

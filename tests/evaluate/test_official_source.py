@@ -1,4 +1,4 @@
-"""data.source=official: a release exported from the tiny benchmark (`memlens export`) is evaluated
+"""data.items=official: a release exported from the tiny benchmark (`memlens export`) is evaluated
 through the same loader and gives exactly the requests of the built benchmark."""
 
 from __future__ import annotations
@@ -23,7 +23,7 @@ def test_official_release_evaluates_like_the_built_benchmark(tiny_copy):
         assert run_stage(root, "evaluate", *TINY, *openai_overrides(server, model="built-run")) == 0
         built = server.requests
         server.reset()
-        ov = openai_overrides(server, "data.source=official", f"data.official_dir={release}", model="official-run")
+        ov = openai_overrides(server, "data.items=official", f"data.official_dir={release}", model="official-run")
         assert run_stage(root, "evaluate", *TINY, *ov) == 0
         official = server.requests
     from memlens.core.config import Paths
@@ -51,7 +51,7 @@ def test_missing_release_folder_is_a_clear_error(tiny_copy, tmp_path, capsys):
             tiny_copy,
             "evaluate",
             *TINY,
-            *openai_overrides(server, "data.source=official", f"data.official_dir={tmp_path / 'nope'}"),
+            *openai_overrides(server, "data.items=official", f"data.official_dir={tmp_path / 'nope'}"),
         )
         assert server.request_count == 0
     assert rc == 2  # one clear message, no traceback

@@ -12,7 +12,7 @@ Groups and their schemas:
 
 ====================  ==========================================================================
 ``data``              :class:`DataSettings` (with :class:`TokensSettings`, :class:`ScaleSettings`)
-``source``            by ``_target_``: :data:`SOURCE_SCHEMAS`
+``images``            the image source, by ``_target_``: :data:`SOURCE_SCHEMAS`
 ``filter``            :class:`FilterSettings`
 ``generator``         :class:`GeneratorSettings` (selected by ``name``; there is one: ``template``)
 ``model``             by ``_target_``: :data:`MODEL_SCHEMAS` (one schema per system class)
@@ -188,7 +188,7 @@ class DataSettings(Section):
     spare_fraction: NonNegFloat = 0.1
     tokens: TokensSettings
     scales: dict[str, ScaleSettings]
-    source: Literal["built", "official"] = "built"
+    items: Literal["built", "official"] = "built"  # where evaluation items come from
     official_dir: str | None = None
 
 
@@ -200,14 +200,14 @@ class _SourceCommon(Targeted):
 
 
 class SyntheticSourceSettings(_SourceCommon):
-    """``source`` with ``_target_: memlens.build.images.sources.SyntheticSource`` (offline renderers)."""
+    """``images`` with ``_target_: memlens.build.images.sources.SyntheticSource`` (offline renderers)."""
 
     name: str = "synthetic"
     photo_effect_rate: Fraction = 0.5
 
 
 class DirectorySourceSettings(_SourceCommon):
-    """``source`` with ``_target_: memlens.build.images.sources.DirectorySource`` (your own images,
+    """``images`` with ``_target_: memlens.build.images.sources.DirectorySource`` (your own images,
     ``root/<family>/*.jpg|png``)."""
 
     name: str = "directory"
@@ -526,18 +526,18 @@ SOURCE_SCHEMAS: dict[str, type[BaseModel]] = {
 }
 #: section -> {_target_ -> schema}
 TARGET_SCHEMAS: dict[str, dict[str, type[BaseModel]]] = {
-    "source": SOURCE_SCHEMAS,
+    "images": SOURCE_SCHEMAS,
     "model": MODEL_SCHEMAS,
     "judge": JUDGE_SCHEMAS,
 }
 
 
 class Settings(Section):
-    """The whole configuration. ``source``, ``model`` and ``judge`` are validated against the schema of
+    """The whole configuration. ``images``, ``model`` and ``judge`` are validated against the schema of
     their ``_target_`` (:func:`validate_settings` puts the validated sections in place)."""
 
     data: DataSettings
-    source: Any
+    images: Any
     filter: FilterSettings
     generator: GeneratorSettings
     model: Any
@@ -552,7 +552,7 @@ class Settings(Section):
 
 
 def schema_for(section: str, data: Any) -> type[BaseModel]:
-    """The schema of a ``source``/``model``/``judge`` section, chosen by its ``_target_``."""
+    """The schema of an ``images``/``model``/``judge`` section, chosen by its ``_target_``."""
     registry = TARGET_SCHEMAS[section]
     known = ", ".join(registry)
     if not isinstance(data, Mapping):
@@ -697,7 +697,7 @@ def _messages(exc: ValidationError, data: Any, prefix: tuple[Any, ...], schema: 
 
 def validate_settings(data: Mapping[str, Any]) -> Settings:
     """Validate a resolved configuration (plain containers); raises one :class:`ConfigError` listing every
-    problem found. Returns the typed settings (``source``/``model``/``judge`` as their own schemas)."""
+    problem found. Returns the typed settings (``images``/``model``/``judge`` as their own schemas)."""
     if not isinstance(data, Mapping):
         raise ConfigError(f"the configuration must be a mapping, not {type(data).__name__}")
     problems: list[str] = []

@@ -1,7 +1,7 @@
 """The benchmark a system is evaluated on: one object over either item source.
 
-``data.source=built`` reads the benchmark this pipeline built (``data/generated`` + ``data/instances``,
-:class:`memlens.core.items.BuiltBenchmark`); ``data.source=official`` reads an official MEMLENS release
+``data.items=built`` reads the benchmark this pipeline built (``data/generated`` + ``data/instances``,
+:class:`memlens.core.items.BuiltBenchmark`); ``data.items=official`` reads an official MEMLENS release
 folder (``data.official_dir``, :class:`memlens.core.official.OfficialRelease`). :class:`Benchmark` owns
 what every consumer needs of it (VLMEvalKit's idea: a dataset owns its prompt and its scoring keys):
 the items per length, the questions, the prompt of an item, the judge task key of a question and the
@@ -37,18 +37,18 @@ class Benchmark:
 
     @classmethod
     def from_config(cls, cfg, paths: Paths) -> Benchmark:
-        kind = str(cfg.data.get("source", "built"))
+        kind = str(cfg.data.get("items", "built"))
         if kind == "built":
             return cls(BuiltBenchmark(paths), kind, paths)
         if kind == "official":
             folder = cfg.data.get("official_dir")
             if not folder:
-                raise ConfigError("data.source=official needs data.official_dir (the folder with dataset_*.json)")
+                raise ConfigError("data.items=official needs data.official_dir (the folder with dataset_*.json)")
             folder = Path(str(folder))
             if not folder.is_absolute():
                 folder = paths.root / folder
             return cls(OfficialRelease(folder), kind, paths)
-        raise ConfigError(f"unknown data.source {kind!r} ({' | '.join(ITEM_SOURCES)})")
+        raise ConfigError(f"unknown data.items {kind!r} ({' | '.join(ITEM_SOURCES)})")
 
     # items ------------------------------------------------------------------------------------
     def lengths(self) -> list[str]:
@@ -91,7 +91,7 @@ class Benchmark:
 
 
 def open_benchmark(cfg, paths: Paths) -> Benchmark:
-    """The benchmark the config names (``data.source``)."""
+    """The benchmark the config names (``data.items``)."""
     return Benchmark.from_config(cfg, paths)
 
 

@@ -87,7 +87,7 @@ def haystack_requests(
     are not a giveaway), half follows the topics' own families."""
     sc = cfg.data.scales[cfg.data.scale]
     n_sessions = int(sc.haystack_sessions) + len(plans)
-    n = int(round(n_sessions * float(cfg.source.get("haystack_per_session", 2.0))))
+    n = int(round(n_sessions * float(cfg.images.get("haystack_per_session", 2.0))))
     seed = int(cfg.data.seed)
     ev_fams = [r.family for p in plans for r in p.images if r.family in families]
     out = []
@@ -119,7 +119,7 @@ CHUNK = 8
 
 def run(cfg, paths: Paths) -> None:
     topics = load_topics(paths)
-    source_cfg = cfg.source
+    source_cfg = cfg.images
     source = instantiate(source_cfg, _convert_="all")
     families = source.families()
     plans = make_plans(cfg, topics)
@@ -133,7 +133,7 @@ def run(cfg, paths: Paths) -> None:
         jobs.append(((seed, "haystack-image", i, "render"), req.__dict__))
         meta.append({"plan_id": None, "index": i, "topic_id": tid, "request": req.__dict__})
     store = ObjectStore(paths.images / "objects")
-    workers = max(1, min(int(cfg.source.get("workers", 0) or os.cpu_count() or 1), 8))
+    workers = max(1, min(int(cfg.images.get("workers", 0) or os.cpu_count() or 1), 8))
     rows = []
     source_dict = OmegaConf.to_container(source_cfg, resolve=True)
     chunks = [jobs[i : i + CHUNK] for i in range(0, len(jobs), CHUNK)]
@@ -164,7 +164,7 @@ def run(cfg, paths: Paths) -> None:
     write_manifest(
         paths.images,
         "crawl",
-        {**section(cfg, "source"), "seed": seed, "scale": str(cfg.data.scale)},
+        {**section(cfg, "images"), "seed": seed, "scale": str(cfg.data.scale)},
         hash_tree(paths.images),
         code=(__name__,),
         extra={"plans": len(plans), "evidence_images": n_ev, "haystack_images": len(rows) - n_ev, "families": families},

@@ -68,7 +68,7 @@ class DirectorySource:
     def __init__(self, root: str, name: str = "directory", **_):
         self.root = Path(root)
         if not self.root.is_dir():
-            raise ConfigError(f"source.root {self.root} is not a folder")
+            raise ConfigError(f"images.root {self.root} is not a folder")
         self._used: set[Path] = set()
 
     def families(self) -> list[str]:

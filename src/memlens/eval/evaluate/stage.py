@@ -227,7 +227,7 @@ def run(cfg, paths: Paths) -> None:
         raise ConfigError(f"unknown eval.mode {mode!r} (known: {', '.join(MODES)})")
     source = open_benchmark(cfg, paths)
     lengths = [str(x) for x in (cfg.eval.get("lengths") or [])] or (
-        resolved_lengths(cfg) if str(cfg.data.get("source", "built")) == "built" else source.lengths()
+        resolved_lengths(cfg) if str(cfg.data.get("items", "built")) == "built" else source.lengths()
     )
     built = source.lengths()
     missing = [n for n in lengths if n not in built]

@@ -2,7 +2,7 @@
 
 Reads ``data/predictions/<system>/<mode>/<length>.jsonl`` and writes
 ``data/verdicts/<system>/<mode>/<length>.<judge>.jsonl`` (one verdict per question, sorted), plus a
-manifest. Questions come from the built benchmark or, with ``data.source=official``, the release.
+manifest. Questions come from the built benchmark or, with ``data.items=official``, the release.
 Several judges can score the same system (``memlens judge judge=llm`` next to the default
 deterministic judge): each writes its own ``<length>.<judge>.jsonl``.
 

@@ -200,7 +200,7 @@ def run(cfg, paths: Paths) -> None:
             "lengths": ",".join(per_length),
             "seed": int(cfg.data.seed),
             "scale": str(cfg.data.scale),
-            "data_source": str(cfg.data.get("source", "built")),
+            "data_source": str(cfg.data.get("items", "built")),
             **tags,
         }
         for ln, m in per_length.items():
