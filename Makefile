@@ -13,11 +13,13 @@ export HF_HUB_OFFLINE := 1
 export TRANSFORMERS_OFFLINE := 1
 export PIP_DISABLE_PIP_VERSION_CHECK := 1
 export TOKENIZERS_PARALLELISM := false
+# the results store (model answers, outside DVC): one per project, also for queued/temp DVC experiments
+export MEMLENS_CACHE ?= $(CURDIR)/.memlens_cache
 UI_PORT ?= 5000
 BASELINES ?= chance
 
-# `make test` runs `make lint` first when LINT=1 (enable it here once ruff's findings are fixed).
-LINT ?= 0
+# `make test` runs `make lint` (ruff check + ruff format --check) first; LINT=0 skips it.
+LINT ?= 1
 # The resolver behind `make lock` (installed into .venv from requirements.lock, dev extra).
 UV := $(BIN)/uv
 # Lock files are resolved for this platform (the pins include torch's CUDA wheels for Linux x86_64).
