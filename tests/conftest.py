@@ -15,6 +15,7 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 os.environ.pop("DVC_ROOT", None)
 os.environ.pop("MEMLENS_ROOT", None)
+os.environ.pop("MEMLENS_CACHE", None)  # each test project keeps its own results store
 
 REPO = Path(__file__).resolve().parents[1]
 BUILD_STAGES = ("ontology", "crawl", "filter", "generate", "assemble")

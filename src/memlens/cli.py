@@ -98,7 +98,7 @@ def main(argv: list[str] | None = None) -> int:
         resolve_target(STAGES[args.command])(cfg, paths)
     except MemLensError as exc:
         print(f"memlens {args.command}: error: {exc}", file=sys.stderr)
-        return 2
+        return int(getattr(exc, "exit_code", 2))
     except KeyboardInterrupt:
         print(f"memlens {args.command}: interrupted; finished work is kept, re-run to resume", file=sys.stderr)
         return 130

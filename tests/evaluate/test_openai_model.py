@@ -77,7 +77,8 @@ def test_faults_retries_failure_records_and_retry_on_rerun(tiny_copy):
         ov = openai_overrides(
             server, "model.max_retries=3", "model.timeout_s=2", "model.concurrency=4", "eval.lengths=[32k]"
         )
-        assert run_stage(root, "evaluate", *TINY, *ov) == 0
+        # 2 of 25 requests fail for good: 8% > eval.max_failure_rate (5%), so the stage exits 1 ...
+        assert run_stage(root, "evaluate", *TINY, *ov) == 1
         by_q = {i.question.question: i.question_id for i in _questions(root)}
         rows = predictions(root, "fake-vl")["32k"]
         attempts = {r["question_id"]: r["attempts"] for r in call_stats(root, "fake-vl")["32k"]}
@@ -90,7 +91,8 @@ def test_faults_retries_failure_records_and_retry_on_rerun(tiny_copy):
         assert bad400["raw_prediction"] is None and bad400["prediction"] is None
         assert not bad503["ok"] and "503" in bad503["error"] and attempts[by_q[qs[4]]] == 4
         n_before = server.request_count
-        # re-run: finished items are skipped, failed ones retried (the fault script is used up)
+        # ... with every answer and failure record kept: a re-run skips finished items and retries
+        # the failed ones (the fault script is used up)
         assert run_stage(root, "evaluate", *TINY, *ov) == 0
         assert server.request_count - n_before == 2
     rows = predictions(root, "fake-vl")["32k"]
@@ -107,7 +109,7 @@ def test_missing_image_fails_only_that_item(tiny_copy):
     users = [i.question_id for i in items if victim.image_ids[0] in i.image_ids]
     path.unlink()
     with FakeOpenAIServer() as server:
-        assert run_stage(root, "evaluate", *TINY, *openai_overrides(server, "eval.lengths=[32k]")) == 0
+        assert run_stage(root, "evaluate", *TINY, *openai_overrides(server, "eval.lengths=[32k]", "eval.max_failure_rate=0.5")) == 0
         sent = server.request_count
     rows = predictions(root, "fake-vl")["32k"]
     for qid, row in rows.items():
@@ -223,3 +225,50 @@ def test_bad_settings_fail_at_instantiation():
         OpenAICompatibleModel("m", base_url="http://127.0.0.1:1/v1", model="m", token_param="max_len")
     with pytest.raises(ValueError, match="layout"):
         OpenAICompatibleModel("m", base_url="http://127.0.0.1:1/v1", model="m", layout="flat")
+
+
+def test_down_server_or_rejected_key_exits_2_before_any_item(tiny_copy, capsys):
+    import socket
+
+    root = tiny_copy
+    with socket.socket() as s:  # a port where nothing listens
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    ov = [
+        "model=openai_compatible",
+        f"model.base_url=http://127.0.0.1:{port}/v1",
+        "model.model=fake-vl",
+        "model.timeout_s=2",
+        "eval.lengths=[32k]",
+    ]
+    assert run_stage(root, "evaluate", *TINY, *ov) == 2
+    assert "cannot reach the server" in capsys.readouterr().err
+    assert not (root / "data" / "predictions" / "fake-vl").exists()
+
+    import http.server
+    import threading
+
+    class RejectsKey(http.server.BaseHTTPRequestHandler):
+        requests = 0
+
+        def do_GET(self):  # noqa: N802
+            type(self).requests += 1
+            self.send_response(401)
+            self.send_header("Content-Type", "application/json")
+            self.end_headers()
+            self.wfile.write(b'{"error": {"message": "invalid api key"}}')
+
+        do_POST = do_GET  # noqa: N815
+
+        def log_message(self, *a):
+            pass
+
+    httpd = http.server.HTTPServer(("127.0.0.1", 0), RejectsKey)
+    threading.Thread(target=httpd.serve_forever, daemon=True).start()
+    try:
+        bad = [*ov[:1], f"model.base_url=http://127.0.0.1:{httpd.server_port}/v1", *ov[2:]]
+        assert run_stage(root, "evaluate", *TINY, *bad) == 2
+        assert "rejected the API key" in capsys.readouterr().err
+        assert RejectsKey.requests == 1  # the health check only: no item was sent
+    finally:
+        httpd.shutdown()

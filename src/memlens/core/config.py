@@ -305,6 +305,13 @@ class Paths:
     def models(self) -> Path:
         return self.root / "models"
 
+    @property
+    def cache(self) -> Path:
+        """What must outlive DVC checkouts (model answers, verdict archive, judge cache):
+        ``$MEMLENS_CACHE`` or ``<project>/.memlens_cache``."""
+        env = os.environ.get("MEMLENS_CACHE")
+        return Path(env) if env else self.root / ".memlens_cache"
+
     @classmethod
     def from_cfg(cls, cfg: DictConfig | None = None, root: str | Path | None = None) -> Paths:
         return cls(Path(root).resolve() if root else project_root())

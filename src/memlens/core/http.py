@@ -65,6 +65,7 @@ from typing import Any, TypeVar
 import openai
 from tqdm.auto import tqdm
 
+from memlens.core.errors import MemLensError
 from memlens.core.images import ImageEncoder, ImageError
 
 try:  # the openai SDK >= 3 ships on httpx2; older releases on httpx
@@ -941,3 +942,36 @@ def run_many(
 ) -> BatchSummary:
     """Build a client for ``config`` and run :meth:`OpenAICompatibleClient.run_many`."""
     return OpenAICompatibleClient(config).run_many(items, on_result, progress=progress, **kwargs)
+
+
+class EndpointError(MemLensError):
+    """The endpoint cannot serve requests: unreachable, or it rejects the API key."""
+
+
+def check_endpoint(config: OpenAICompatibleConfig, *, timeout_s: float = 15.0) -> None:
+    """One tiny request (``GET /models``) before a run, so a server that is down or a rejected key
+    ends the run with one clear message before any item is sent. An endpoint without ``/models``
+    (404/405) is accepted: the run itself will tell."""
+    key = OpenAICompatibleClient._read_api_key(config.api_key_env)
+    client = openai.OpenAI(base_url=config.base_url, api_key=key, max_retries=1, timeout=timeout_s)
+    try:
+        client.models.list()
+    except openai.AuthenticationError:
+        raise EndpointError(
+            f"{config.base_url}: the server rejected the API key"
+            + (f" from ${config.api_key_env}" if config.api_key_env else " (no api_key_env is set)")
+        ) from None
+    except openai.PermissionDeniedError:
+        raise EndpointError(f"{config.base_url}: the API key has no access (403)") from None
+    except (openai.NotFoundError, openai.UnprocessableEntityError):
+        return
+    except openai.APIStatusError as exc:
+        if exc.status_code in (404, 405):
+            return
+        raise EndpointError(f"{config.base_url}: health check failed with HTTP {exc.status_code}") from None
+    except (openai.APIConnectionError, openai.APITimeoutError) as exc:
+        raise EndpointError(
+            f"{config.base_url}: cannot reach the server ({type(exc).__name__}); is it running?"
+        ) from None
+    finally:
+        client.close()

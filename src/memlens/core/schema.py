@@ -398,6 +398,8 @@ class Verdict(ItemKey):
     auto_zero: bool = False
     truncated: bool = False
     details: dict = field(default_factory=dict)
+    #: the results-store key of the answer this verdict scores (see :class:`Prediction`)
+    request_key: str = ""
 
 
 __all__ = [

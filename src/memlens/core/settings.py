@@ -271,6 +271,7 @@ class EvalSettings(Section):
     lengths: list[str] = []  # empty: every built length
     max_items: PositiveInt | None = None
     wait_for_lock: bool = False  # a second evaluation of the same system waits (true) or stops at once
+    max_failure_rate: Fraction = 0.05  # more failed requests (after retries) than this share: exit status 1
 
 
 class ValidateSettings(Section):

@@ -90,6 +90,21 @@ class Benchmark:
         return h.hexdigest()
 
 
+def requested_lengths(cfg, bench: Benchmark) -> list[str]:
+    """The lengths a run covers: ``eval.lengths``, else the built scale's (``data.lengths`` or the
+    scale's default), else every length of an official release; each must exist in the benchmark."""
+    from memlens.core.config import resolved_lengths
+
+    lengths = [str(x) for x in (cfg.eval.get("lengths") or [])]
+    if not lengths:
+        lengths = resolved_lengths(cfg) if bench.kind == "built" else bench.lengths()
+    built = bench.lengths()
+    missing = [n for n in lengths if n not in built]
+    if missing:
+        raise ConfigError(f"lengths {missing} are not in the benchmark (built: {built})")
+    return lengths
+
+
 def open_benchmark(cfg, paths: Paths) -> Benchmark:
     """The benchmark the config names (``data.items``)."""
     return Benchmark.from_config(cfg, paths)

@@ -10,7 +10,6 @@ shows done/total, throughput and failures.
 from __future__ import annotations
 
 import logging
-import os
 import time
 from pathlib import Path
 
@@ -18,12 +17,12 @@ from hydra.utils import instantiate
 from omegaconf import OmegaConf
 from tqdm import tqdm
 
-from memlens.core.config import Paths, resolved_lengths, section
-from memlens.core.errors import ConfigError, DataError
+from memlens.core.config import Paths, section
+from memlens.core.errors import ConfigError, DataError, MemLensError
 from memlens.core.items import EvalItem
 from memlens.core.schema import Prediction
 from memlens.core.store import hash_tree, write_manifest
-from memlens.eval.benchmark import open_benchmark
+from memlens.eval.benchmark import open_benchmark, requested_lengths
 from memlens.eval.prompt import PROMPT_PROTOCOL
 from memlens.eval.results import ResultsStore, request_key, write_view
 from memlens.eval.systems.base import MODES, Model, ModelOutput
@@ -104,9 +103,8 @@ def system_identity(model_cfg: dict) -> dict:
 
 
 def results_root(paths: Paths) -> Path:
-    """The results store: ``$MEMLENS_CACHE/results`` or ``<project>/.memlens_cache/results``."""
-    env = os.environ.get("MEMLENS_CACHE")
-    return (Path(env) if env else paths.root / ".memlens_cache") / "results"
+    """The results store: ``<cache>/results`` (see :attr:`Paths.cache`)."""
+    return paths.cache / "results"
 
 
 def _prediction(model_name: str, mode: str, length: str, item: EvalItem, rec: dict, key: str) -> Prediction:
@@ -139,8 +137,10 @@ def evaluate_length(
     max_items=None,
     *,
     wait_for_lock: bool = False,
+    before_first_request=None,
 ) -> dict:
-    """Answer every item of one length that the store has no answer for, then write the view."""
+    """Answer every item of one length that the store has no answer for, then write the view.
+    ``before_first_request()`` runs once before anything is sent (the endpoint health check)."""
     items: list[EvalItem] = []
     for i, item in enumerate(source.items(length)):
         if max_items and i >= int(max_items):
@@ -160,6 +160,8 @@ def evaluate_length(
         with store.writer(wait=wait_for_lock):
             pending = [it for it in items if todo(it)]  # re-checked under the lock
             stats["reused"] = len(items) - len(pending)
+            if pending and before_first_request is not None:
+                before_first_request()
             bar = tqdm(
                 total=len(items),
                 initial=stats["reused"],
@@ -226,18 +228,19 @@ def run(cfg, paths: Paths) -> None:
     if mode not in MODES:
         raise ConfigError(f"unknown eval.mode {mode!r} (known: {', '.join(MODES)})")
     source = open_benchmark(cfg, paths)
-    lengths = [str(x) for x in (cfg.eval.get("lengths") or [])] or (
-        resolved_lengths(cfg) if str(cfg.data.get("items", "built")) == "built" else source.lengths()
-    )
-    built = source.lengths()
-    missing = [n for n in lengths if n not in built]
-    if missing:
-        raise ConfigError(f"lengths {missing} are not in the benchmark (built: {built})")
+    lengths = requested_lengths(cfg, source)
     model = build_model(cfg)
     identity = system_identity(OmegaConf.to_container(cfg.model, resolve=True))
     store = ResultsStore(results_root(paths), identity)
     out = paths.predictions / model.name
     summary = {}
+    checked = []
+
+    def check_once() -> None:
+        if not checked:
+            model.check()
+            checked.append(True)
+
     try:
         for length in lengths:
             summary[length] = evaluate_length(
@@ -249,6 +252,7 @@ def run(cfg, paths: Paths) -> None:
                 paths,
                 cfg.eval.get("max_items"),
                 wait_for_lock=bool(cfg.eval.get("wait_for_lock", False)),
+                before_first_request=check_once,
             )
     finally:
         model.close()
@@ -265,3 +269,22 @@ def run(cfg, paths: Paths) -> None:
     write_manifest(
         out, "evaluate", {"model": identity, "eval": section(cfg, "eval")["eval"]}, arts, code=(__name__,), extra=extra
     )
+    fail_limit(summary, float(cfg.eval.get("max_failure_rate", 0.05)), model.name)
+
+
+class TooManyFailuresError(MemLensError):
+    """More items failed (after retries) than ``eval.max_failure_rate`` allows; exit status 1."""
+
+    exit_code = 1
+
+
+def fail_limit(summary: dict, max_rate: float, system: str) -> None:
+    """Fail the stage (exit 1) when the failures recorded in this run exceed ``max_rate`` of its
+    requests. The answers and failure records are kept: a re-run retries only the failed items."""
+    sent = sum(s["new"] for s in summary.values())
+    failed = sum(s["failed"] for s in summary.values())
+    if sent and failed / sent > max_rate:
+        raise TooManyFailuresError(
+            f"{system}: {failed} of {sent} requests failed after retries ({failed / sent:.0%} > "
+            f"eval.max_failure_rate={max_rate:.0%}); answers so far are stored, re-run to retry the failed items"
+        )

@@ -145,8 +145,10 @@ class JudgeCache:
         model_id: str,
         prompt_version: str,
         task_key: str,
-        flush_every: int = 16,
+        flush_every: int = 1,
     ) -> None:
+        """Store one judgment; committed at once by default (WAL), so a killed judge run re-sends
+        nothing it had received (``flush_every`` > 1 batches commits for bulk imports)."""
         self._pending.append((key, int(score), judge_text, model_id, prompt_version, task_key, time.time()))
         if len(self._pending) >= flush_every:
             self.flush()

@@ -21,7 +21,7 @@ from hydra.utils import instantiate
 
 from memlens.core.config import Paths, section
 from memlens.core.errors import DataError
-from memlens.core.io import write_jsonl
+from memlens.core.io import read_json, write_jsonl
 from memlens.core.store import hash_tree, write_manifest
 from memlens.eval.results import PredictionStore
 
@@ -48,34 +48,52 @@ def attach_diagnostics(verdicts: list, pairs: list) -> None:
 
 
 def run(cfg, paths: Paths) -> None:
+    from memlens.eval.benchmark import open_benchmark, requested_lengths
+
     judge = instantiate(cfg.judge, _convert_="all")
     if hasattr(judge, "set_root"):
         judge.set_root(paths.root)
     system, mode = str(cfg.model.name), str(cfg.eval.mode)
-    questions = load_questions(cfg, paths)
+    bench = open_benchmark(cfg, paths)
+    questions = bench.questions
+    dataset = bench.dataset_hash()
     pred_dir = paths.predictions / system / mode
-    lengths = sorted(p.stem for p in pred_dir.glob("*.jsonl"))
-    if not lengths:
-        raise DataError(f"{pred_dir}: no predictions for system {system!r} mode {mode!r}: run `memlens evaluate` first")
+    lengths = requested_lengths(cfg, bench)
+    manifest = paths.predictions / system / "manifest.json"
+    evaluated = read_json(manifest) if manifest.is_file() else {}
+    if evaluated.get("dataset_sha256") not in (None, dataset):
+        raise DataError(
+            f"{manifest}: the predictions of {system!r} were made for another build of the benchmark "
+            f"(dataset {str(evaluated.get('dataset_sha256'))[:12]}, current {dataset[:12]}); run `memlens evaluate` first"
+        )
     totals = {}
     for length in lengths:
+        view = pred_dir / f"{length}.jsonl"
+        if not view.is_file():
+            raise DataError(f"{view}: no predictions of {system!r} at {length}: run `memlens evaluate` first")
         preds = PredictionStore(paths.predictions, system, mode, length).load()
         pairs = []
         for qid in sorted(preds):
             q = questions.get(qid)
             if q is None:
-                raise DataError(f"{pred_dir / (length + '.jsonl')}: prediction for unknown question {qid}")
+                raise DataError(f"{view}: prediction for unknown question {qid}")
             pairs.append((q, preds[qid]))
         verdicts = judge.judge_many(pairs)
         if len(verdicts) != len(pairs):
             raise DataError(f"judge {judge.name!r} returned {len(verdicts)} verdicts for {len(pairs)} predictions")
         attach_diagnostics(verdicts, pairs)
+        for v, (_, p) in zip(verdicts, pairs):
+            v.request_key = p.request_key
         write_jsonl(verdict_path(paths, system, mode, length, judge.name), verdicts)
+        # the verdict archive outside DVC (per benchmark build): cross-system analyses read every
+        # system judged on this build, whichever system the DVC workspace holds now
+        write_jsonl(verdict_archive(paths, dataset) / system / mode / f"{length}.{judge.name}.jsonl", verdicts)
         ok = [v for v in verdicts if v.correct is not None]
         totals[length] = {
             "n": len(verdicts),
             "correct": sum(bool(v.correct) for v in ok),
             "failed": len(verdicts) - len(ok),
+            "items": bench.count(length),
         }
         run_stats = getattr(judge, "last_stats", None)
         if run_stats is not None:
@@ -105,5 +123,37 @@ def run(cfg, paths: Paths) -> None:
         section(cfg, "judge"),
         hash_tree(out),
         code=(__name__,),
-        extra={"system": system, "mode": mode, "totals": totals},
+        extra={
+            "system": system,
+            "mode": mode,
+            "totals": totals,
+            "dataset_sha256": dataset,
+            "system_key": evaluated.get("system_key"),
+            "judge_key": judge_key(cfg),
+        },
     )
+
+
+def judge_key(cfg) -> str:
+    """SHA-256 naming the judge: its config (model, prompt version, rules) without operational keys."""
+    from omegaconf import OmegaConf
+
+    from memlens.core.io import canonical_bytes, sha256_bytes
+
+    j = OmegaConf.to_container(cfg.judge, resolve=True)
+    ops = {
+        "base_url",
+        "api_key_env",
+        "concurrency",
+        "timeout_s",
+        "max_retries",
+        "backoff_base_s",
+        "backoff_max_s",
+        "cache_path",
+    }
+    return sha256_bytes(canonical_bytes({k: v for k, v in sorted(j.items()) if k not in ops}))
+
+
+def verdict_archive(paths: Paths, dataset: str) -> Path:
+    """``<cache>/verdicts/<dataset hash>/`` (see :attr:`Paths.cache`)."""
+    return paths.cache / "verdicts" / dataset[:16]

@@ -67,6 +67,10 @@ class Model(ABC):
                 out.latency_s = time.perf_counter() - t0
             on_result(item, out)
 
+    def check(self) -> None:  # noqa: B027 - optional hook: local systems have nothing to check
+        """Called once before the first item is sent: raise a :class:`~memlens.core.errors.MemLensError`
+        when the system cannot answer (a server that is down, a rejected key)."""
+
     def describe(self) -> dict:
         """Parameters logged to MLflow (never secrets)."""
         return {

@@ -219,6 +219,12 @@ class OpenAICompatibleModel(Model):
             self._client = OpenAICompatibleClient(self.config, image_encoder=self._encoder)
         return self._client
 
+    def check(self) -> None:
+        """One tiny request to the endpoint (server up, key accepted) before any item is sent."""
+        from memlens.core.http import check_endpoint
+
+        check_endpoint(self.config)
+
     def request_overrides(self) -> dict[str, Any]:
         """Per-request overrides passed to the client (the token-limit field)."""
         if self.token_param == "max_completion_tokens":

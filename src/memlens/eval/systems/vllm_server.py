@@ -428,6 +428,9 @@ class VLLMServerModel(OpenAICompatibleModel):
         )
         self.server: VLLMServer | None = None
 
+    def check(self) -> None:
+        """Nothing to check before the run: the stage starts the server and waits for its health."""
+
     def command(self, port: int | None = None) -> list[str]:
         """The ``vllm serve`` argv for ``port`` (default: the configured one)."""
         return build_serve_command(port=self.port if port is None else port, **self.serve)
