@@ -93,3 +93,69 @@ def test_gate_failure_fails_validate(tiny_copy, capsys):
     assert "text_leakage" in capsys.readouterr().err
     v = json.loads((tiny_copy / "reports" / "validity.json").read_text())
     assert v["gates"]["text_leakage"]["value"] >= 1
+
+
+def _release(tiny_copy):
+    assert run_stage(tiny_copy, "export", *TINY) == 0
+    return tiny_copy / "data" / "release"
+
+
+def _evaluate_release(root, release, capsys):
+    capsys.readouterr()
+    rc = run_stage(root, "evaluate", *TINY, "model=refuse", "data.items=official", f"data.official_dir={release}",
+                   "eval.lengths=[32k]")
+    return rc, capsys.readouterr().err
+
+
+@pytest.mark.parametrize(
+    "defect,message",
+    [
+        ("utf8", "not UTF-8 text"),
+        ("empty", "no items at 32k"),
+        ("role", "role must be 'user' or 'assistant', got 'Assistant'"),
+        ("duplicate", "appears twice"),
+    ],
+)
+def test_bad_release_is_one_clear_error(tiny_copy, capsys, defect, message):
+    import json
+
+    release = _release(tiny_copy)
+    path = release / "dataset_32k.json"
+    items = json.loads(path.read_text())
+    if defect == "utf8":
+        path.write_bytes(path.read_bytes().replace(b'"question"', b'"question\xff"', 1))
+    elif defect == "empty":
+        path.write_text("[]")
+    elif defect == "role":
+        items[0]["haystack_sessions"][0][0]["role"] = "Assistant"
+        path.write_text(json.dumps(items))
+    elif defect == "duplicate":
+        path.write_text(json.dumps([*items, items[0]]))
+    rc, err = _evaluate_release(tiny_copy, release, capsys)
+    assert rc == 2, err
+    assert message in err and "Traceback" not in err
+
+
+def test_filter_record_without_hash_is_one_clear_error(tiny_copy, capsys):
+    index = tiny_copy / "data" / "filtered" / "index.jsonl"
+    lines = index.read_text().splitlines()
+    row = json.loads(lines[3])
+    del row["sha256"]
+    lines[3] = json.dumps(row)
+    index.write_text("\n".join(lines) + "\n")
+    capsys.readouterr()
+    assert run_stage(tiny_copy, "generate", *TINY) == 2
+    err = capsys.readouterr().err
+    assert "index.jsonl:4" in err and "sha256" in err
+
+
+def test_corrupt_line_in_predictions_is_one_clear_error(tiny_copy, capsys):
+    assert run_stage(tiny_copy, "evaluate", *TINY, "model=refuse") == 0
+    view = tiny_copy / "data" / "predictions" / "refuse" / "standard" / "32k.jsonl"
+    lines = view.read_text().splitlines()
+    lines[2] = lines[2][:40]
+    view.write_text("\n".join(lines) + "\n")
+    capsys.readouterr()
+    assert run_stage(tiny_copy, "judge", *TINY, "model=refuse") == 2
+    err = capsys.readouterr().err
+    assert "32k.jsonl:3" in err and "not valid JSON" in err

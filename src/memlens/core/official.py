@@ -35,7 +35,15 @@ _IMAGE_KEYS = ("file", "path", "file_path", "img_file")
 
 def iter_json_array(path: Path, chunk_size: int = 1 << 20) -> Iterator[Any]:
     """Stream the items of a top-level JSON array (or of the ``data`` array of a top-level object)
-    without loading the whole file. Raises :class:`DataError` with the byte offset on bad JSON."""
+    without loading the whole file. Raises :class:`DataError` with the byte offset on bad JSON and
+    on text that is not UTF-8."""
+    try:
+        yield from _iter_json_array(path, chunk_size)
+    except UnicodeDecodeError as exc:
+        raise DataError(f"{path}: not UTF-8 text ({exc.reason} in a block read near character {exc.start})") from None
+
+
+def _iter_json_array(path: Path, chunk_size: int) -> Iterator[Any]:
     dec = json.JSONDecoder()
     with open(path, encoding="utf-8") as fh:
         buf = fh.read(chunk_size)
@@ -146,7 +154,11 @@ def parse_item(item: Any, where: str) -> tuple[Question, list[tuple[str, str, li
                     raise SchemaError(f"{w}: haystack_sessions[{i}][{j}].images[{k}] has no file path")
                 paths.append(p)
             content = t.get("content", "")
-            role = "assistant" if t.get("role") == "assistant" else "user"
+            role = t.get("role")
+            if role not in ("user", "assistant"):  # the official code sends any other value as user
+                raise SchemaError(
+                    f"{w}: haystack_sessions[{i}][{j}].role must be 'user' or 'assistant', got {role!r}"
+                )
             n = content.count("<image>")
             if n == 0 and paths:  # official rule: images without placeholders come before the text
                 content = " ".join(["<image>"] * len(paths)) + " " + content

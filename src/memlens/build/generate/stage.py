@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import logging
 from datetime import datetime, timedelta
+from pathlib import Path
 
 from memlens.build.abilities import ability_for
 from memlens.build.abilities.base import Plan
@@ -24,7 +25,7 @@ from memlens.build.text.validators import RejectionLog, contains_token_bounded
 from memlens.core.config import Paths, section
 from memlens.core.constants import HISTORY_SPAN_DAYS
 from memlens.core.errors import DataError, MemLensError
-from memlens.core.io import iter_jsonl, write_jsonl
+from memlens.core.io import enumerate_jsonl, iter_jsonl, write_jsonl
 from memlens.core.schema import AR, Evidence, ImageRecord, Question, Session, format_date, parse_date
 from memlens.core.store import derive_rng, hash_tree, short_id, write_manifest
 
@@ -32,6 +33,17 @@ log = logging.getLogger(__name__)
 #: extra (distractor) image mentions per image-bearing session, on top of the first one
 EXTRA_MENTIONS = (0, 0, 1, 1, 2)
 EPOCH = datetime(2024, 1, 1, 8, 0)
+
+
+def accepted_images(index: Path) -> set[str]:
+    """Hashes of the images the filter accepted; a malformed line is an error naming it."""
+    out = set()
+    for i, r in enumerate_jsonl(index):
+        if not isinstance(r, dict) or not isinstance(r.get("sha256"), str) or not isinstance(r.get("accepted"), bool):
+            raise DataError(f"{index}:{i}: a filter record needs a 'sha256' string and an 'accepted' boolean")
+        if r["accepted"]:
+            out.add(r["sha256"])
+    return out
 
 
 def _plan_contexts(p: Plan) -> list[str]:
@@ -105,7 +117,7 @@ def run(cfg, paths: Paths) -> None:
             images[(row["plan_id"], int(row["index"]))] = rec
         else:
             haystack_imgs.append(rec)
-    accepted = {r["sha256"] for r in iter_jsonl(paths.filtered / "index.jsonl") if r["accepted"]}
+    accepted = accepted_images(paths.filtered / "index.jsonl")
     boilerplate = find_boilerplate(list(images.values()) + haystack_imgs)
     wcfg = WriterConfig.from_cfg(cfg.generator)
     rejections = RejectionLog()

@@ -146,6 +146,8 @@ def evaluate_length(
         if max_items and i >= int(max_items):
             break
         items.append(item)
+    if not items:
+        raise DataError(f"the benchmark has no items at {length}: nothing to evaluate (an empty dataset file?)")
     keys = {}
     for item in items:
         if item.question_id in keys:
