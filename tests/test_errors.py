@@ -102,8 +102,15 @@ def _release(tiny_copy):
 
 def _evaluate_release(root, release, capsys):
     capsys.readouterr()
-    rc = run_stage(root, "evaluate", *TINY, "model=refuse", "data.items=official", f"data.official_dir={release}",
-                   "eval.lengths=[32k]")
+    rc = run_stage(
+        root,
+        "evaluate",
+        *TINY,
+        "model=refuse",
+        "data.items=official",
+        f"data.official_dir={release}",
+        "eval.lengths=[32k]",
+    )
     return rc, capsys.readouterr().err
 
 

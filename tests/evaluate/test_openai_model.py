@@ -109,7 +109,12 @@ def test_missing_image_fails_only_that_item(tiny_copy):
     users = [i.question_id for i in items if victim.image_ids[0] in i.image_ids]
     path.unlink()
     with FakeOpenAIServer() as server:
-        assert run_stage(root, "evaluate", *TINY, *openai_overrides(server, "eval.lengths=[32k]", "eval.max_failure_rate=0.5")) == 0
+        assert (
+            run_stage(
+                root, "evaluate", *TINY, *openai_overrides(server, "eval.lengths=[32k]", "eval.max_failure_rate=0.5")
+            )
+            == 0
+        )
         sent = server.request_count
     rows = predictions(root, "fake-vl")["32k"]
     for qid, row in rows.items():

@@ -156,9 +156,7 @@ def parse_item(item: Any, where: str) -> tuple[Question, list[tuple[str, str, li
             content = t.get("content", "")
             role = t.get("role")
             if role not in ("user", "assistant"):  # the official code sends any other value as user
-                raise SchemaError(
-                    f"{w}: haystack_sessions[{i}][{j}].role must be 'user' or 'assistant', got {role!r}"
-                )
+                raise SchemaError(f"{w}: haystack_sessions[{i}][{j}].role must be 'user' or 'assistant', got {role!r}")
             n = content.count("<image>")
             if n == 0 and paths:  # official rule: images without placeholders come before the text
                 content = " ".join(["<image>"] * len(paths)) + " " + content
