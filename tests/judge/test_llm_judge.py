@@ -346,3 +346,17 @@ def test_config_file_builds_the_judge(tmp_path):
     assert judge.resolved_cache_path() == tmp_path / ".memlens_cache" / "judge.sqlite"
     with pytest.raises(Exception, match="prompt_version"):
         LLMJudge(prompt_version="old-version")
+
+
+def test_judge_cache_commits_every_result(tmp_path):
+    """A judge process killed at any point loses no judgment it had received: each put() is committed
+    (another connection sees it at once, without close() or flush())."""
+    path = tmp_path / "judge.sqlite"
+    writer = JudgeCache(path)
+    for i in range(3):
+        writer.put(f"k{i}", 1, "[Score]: 1 point", model_id="m", prompt_version="v", task_key="IE_Entity")
+        reader = JudgeCache(path)
+        assert set(reader.get_many([f"k{j}" for j in range(3)])) == {f"k{j}" for j in range(i + 1)}
+        reader.conn.close()
+    writer.conn.close()  # no close(): like a kill -9
+    assert len(JudgeCache(path)) == 3
