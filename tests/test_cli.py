@@ -5,16 +5,19 @@ run (renders one prompt, sends nothing), quiet HTTP loggers and the filter stage
 from __future__ import annotations
 
 import logging
+import os
 import re
 import shutil
 import socket
+import subprocess
+import sys
 
 import pytest
 import yaml
 from omegaconf import OmegaConf
 
 import memlens
-from memlens.cli import HTTP_LOGGERS, STAGES, main, setup_logging
+from memlens.cli import HTTP_LOGGERS, STAGES, HttpLogFilter, main
 from memlens.clihelp import first_comment, yaml_comments
 from memlens.core.config import Paths, load_config
 from memlens.core.constants import QUESTION_TYPES, SUBTYPES, VERSION
@@ -295,24 +298,37 @@ def test_dry_run_full_text_legacy_layout_and_errors(tiny_project, capsys):
 
 
 # ------------------------------------------------------------------------------------ logs, progress
-@pytest.fixture()
-def restore_loggers():
-    saved = {n: logging.getLogger(n).level for n in HTTP_LOGGERS}
-    yield
-    for n, level in saved.items():
-        logging.getLogger(n).setLevel(level)
+def test_http_log_filter():
+    def record(name: str, level: int) -> logging.LogRecord:
+        return logging.LogRecord(name, level, __file__, 1, "HTTP Request: POST /v1/chat/completions", None, None)
+
+    quiet, verbose = HttpLogFilter(False), HttpLogFilter(True)
+    for name in HTTP_LOGGERS:
+        for sub in (name, f"{name}._client"):
+            assert not quiet.filter(record(sub, logging.INFO)) and not quiet.filter(record(sub, logging.DEBUG))
+            assert quiet.filter(record(sub, logging.WARNING))
+            assert verbose.filter(record(sub, logging.DEBUG)) and verbose.filter(record(sub, logging.INFO))
+    assert quiet.filter(record("memlens.eval.evaluate.stage", logging.INFO))
+    assert quiet.filter(record("httpx2_unrelated", logging.INFO))
 
 
-def test_http_loggers_are_quiet_unless_verbose(restore_loggers):
-    setup_logging(False)
-    for name in HTTP_LOGGERS:
-        assert not logging.getLogger(name).isEnabledFor(logging.INFO), name
-        assert logging.getLogger(name).isEnabledFor(logging.WARNING), name
-    setup_logging(True)
-    for name in HTTP_LOGGERS:
-        assert logging.getLogger(name).isEnabledFor(logging.DEBUG), name
-    setup_logging(False)
-    assert not logging.getLogger("httpx2").isEnabledFor(logging.INFO)
+def test_http_request_lines_only_with_verbose(tiny_copy):
+    """The real command in a fresh process: an evaluation's HTTP request lines reach stderr only with -v."""
+    env = {**os.environ, "PYTHONPATH": str(REPO / "src") + os.pathsep + os.environ.get("PYTHONPATH", "")}
+    with FakeOpenAIServer() as server:
+        errs = {}
+        for flag, name in (("-v", "fake-a"), ("", "fake-b")):  # another model: asked again, not reused
+            over = openai_overrides(server, "eval.max_items=1", "eval.lengths=[32k]", model=name)
+            argv = [sys.executable, "-m", "memlens.cli", "evaluate", "--root", str(tiny_copy), *TINY, *over]
+            before = server.request_count
+            done = subprocess.run(
+                [*argv, *([flag] if flag else [])], env=env, capture_output=True, text=True, timeout=300
+            )
+            assert done.returncode == 0, done.stderr[-2000:]
+            assert server.request_count == before + 1
+            errs[flag] = done.stderr
+    assert "HTTP Request: POST" in errs["-v"]
+    assert "HTTP Request" not in errs[""] and "evaluate done" in errs[""]
 
 
 def test_filter_progress_bar_leaves_the_output_byte_identical(tiny_copy, monkeypatch):

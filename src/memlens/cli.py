@@ -61,8 +61,9 @@ EXTRA: dict[str, str] = {
 DRY_RUN: dict[str, str] = {"evaluate": "memlens.eval.evaluate.dryrun:run"}
 #: what ``memlens <stage> --help`` runs (a stage's config keys, generated from dvc.yaml and the schema)
 HELP = "memlens.clihelp:stage_help"
-#: loggers kept at WARNING: HTTP clients (their request lines are INFO) unless -v, the others always
+#: HTTP client loggers (a line per request or retry): shown below WARNING only with -v
 HTTP_LOGGERS = ("httpx", "httpx2", "httpcore", "httpcore2", "openai", "urllib3")
+#: loggers kept at WARNING always
 QUIET_LOGGERS = ("alembic", "mlflow", "matplotlib", "PIL", "hydra")
 #: what the extra commands take besides overrides (their --help)
 EXTRA_USAGE: dict[str, str] = {
@@ -122,17 +123,36 @@ def build_parser() -> argparse.ArgumentParser:
     return p
 
 
+class HttpLogFilter(logging.Filter):
+    """Lets records of the HTTP client loggers (:data:`HTTP_LOGGERS`: one line per request or retry)
+    through at WARNING and above only, unless ``verbose``."""
+
+    def __init__(self, verbose: bool):
+        super().__init__()
+        self.verbose = verbose
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        return self.verbose or record.levelno >= logging.WARNING or record.name.split(".")[0] not in HTTP_LOGGERS
+
+
 def setup_logging(verbose: bool) -> None:
-    """INFO (DEBUG with -v) on stderr; HTTP request lines only with -v."""
+    """INFO (DEBUG with -v) on stderr; HTTP client records below WARNING only with -v.
+
+    The HTTP rule is a filter on the stderr handler this sets up, not a level on the loggers, so
+    a process that configured logging itself (a test capturing DEBUG records, a notebook) keeps
+    seeing what it asked for."""
+    root = logging.getLogger()
+    fresh = not root.handlers
     logging.basicConfig(
         level=logging.DEBUG if verbose else logging.INFO,
         format="%(levelname)s %(name)s: %(message)s",
         stream=sys.stderr,
     )
+    if fresh:
+        for handler in root.handlers:
+            handler.addFilter(HttpLogFilter(verbose))
     for noisy in QUIET_LOGGERS:
         logging.getLogger(noisy).setLevel(logging.WARNING)
-    for name in HTTP_LOGGERS:
-        logging.getLogger(name).setLevel(logging.DEBUG if verbose else logging.WARNING)
 
 
 def command_help(parser: argparse.ArgumentParser, args) -> int:
