@@ -3,18 +3,26 @@
 Stages are registered in :data:`STAGES`; each is a function ``run(cfg, paths) -> None``.
 Errors of the :class:`~memlens.core.errors.MemLensError` family end the command with one clear message
 and exit status 2; nothing already written is removed.
+
+``memlens <command> --help`` explains one command (for a stage: every config key it reads, with its
+value and description), ``memlens list models|agents|judges|types|images`` shows what there is to
+choose from and ``memlens evaluate --dry-run`` prints the prompt of one item without sending it.
+Help, listings and the dry run are reached by name (:data:`HELP`, :data:`EXTRA`, :data:`DRY_RUN`),
+so they are no part of a stage's code (its DVC deps and code hash).
 """
 
 from __future__ import annotations
 
 import argparse
 import importlib
+import inspect
 import logging
 import os
 import sys
 import time
 from pathlib import Path
 
+from memlens.core.constants import VERSION
 from memlens.core.errors import MemLensError
 
 for _k, _v in {
@@ -47,6 +55,22 @@ EXTRA: dict[str, str] = {
     "compose": "memlens.cli:compose",
     "deps": "memlens.cli:deps",
     "leaderboard": "memlens.eval.report.leaderboard:run_cli",
+    "list": "memlens.clihelp:run_list",
+}
+#: stage name -> "module:function(cfg, paths, *, chars)" run by ``--dry-run`` instead of the stage
+DRY_RUN: dict[str, str] = {"evaluate": "memlens.eval.evaluate.dryrun:run"}
+#: what ``memlens <stage> --help`` runs (a stage's config keys, generated from dvc.yaml and the schema)
+HELP = "memlens.clihelp:stage_help"
+#: HTTP client loggers (a line per request or retry): shown below WARNING only with -v
+HTTP_LOGGERS = ("httpx", "httpx2", "httpcore", "httpcore2", "openai", "urllib3")
+#: loggers kept at WARNING always
+QUIET_LOGGERS = ("alembic", "mlflow", "matplotlib", "PIL", "hydra")
+#: what the extra commands take besides overrides (their --help)
+EXTRA_USAGE: dict[str, str] = {
+    "compose": "memlens compose [overrides ...]",
+    "deps": "memlens deps [stage ...] [--write | --check]",
+    "leaderboard": "memlens leaderboard [--params params.yaml] [overrides ...]",
+    "list": "memlens list {models,agents,judges,types,images}",
 }
 
 log = logging.getLogger("memlens")
@@ -62,10 +86,19 @@ def build_parser() -> argparse.ArgumentParser:
         prog="memlens",
         description=__doc__.splitlines()[0],
         formatter_class=argparse.RawDescriptionHelpFormatter,
-        epilog="stages: " + " -> ".join(STAGES) + "\nextra: " + ", ".join(EXTRA),
+        add_help=False,
+        epilog="stages: "
+        + " -> ".join(STAGES)
+        + "\nextra: "
+        + ", ".join(EXTRA)
+        + "\n\nmemlens <command> --help: that command (a stage: its config keys with values and descriptions)"
+        + "\nmemlens list models|agents|judges|types|images: what there is to choose from"
+        + "\nmemlens evaluate --dry-run: the rendered prompt of one item and its request key, nothing sent",
     )
-    p.add_argument("command", choices=[*STAGES, *EXTRA])
+    p.add_argument("command", nargs="?", choices=[*STAGES, *EXTRA], metavar="command", help="a stage or extra command")
     p.add_argument("overrides", nargs="*", help="Hydra overrides, e.g. model=chance data.lengths=[32k]")
+    p.add_argument("-h", "--help", action="store_true", help="show help (of the command, if one is given)")
+    p.add_argument("--version", action="version", version=f"memlens {VERSION}")
     p.add_argument(
         "--params",
         default=None,
@@ -74,27 +107,91 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--root", default=None, help="project folder (default: $DVC_ROOT or the nearest folder with conf/)")
     p.add_argument("--write", action="store_true", help="deps: write the stages' code deps into dvc.yaml")
     p.add_argument("--check", action="store_true", help="deps: exit 1 when dvc.yaml's code deps are out of date")
-    p.add_argument("-v", "--verbose", action="store_true")
+    p.add_argument(
+        "--dry-run",
+        action="store_true",
+        help=f"{', '.join(DRY_RUN)}: print the prompt of the first item and its request key; build no client, send nothing",
+    )
+    p.add_argument(
+        "--chars",
+        type=int,
+        default=240,
+        metavar="N",
+        help="--dry-run: characters shown of each text block (first and last N/2; 0 = all)",
+    )
+    p.add_argument("-v", "--verbose", action="store_true", help="debug logs, including every HTTP request")
     return p
 
 
-def main(argv: list[str] | None = None) -> int:
-    args = build_parser().parse_intermixed_args(argv)
+class HttpLogFilter(logging.Filter):
+    """Lets records of the HTTP client loggers (:data:`HTTP_LOGGERS`: one line per request or retry)
+    through at WARNING and above only, unless ``verbose``."""
+
+    def __init__(self, verbose: bool):
+        super().__init__()
+        self.verbose = verbose
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        return self.verbose or record.levelno >= logging.WARNING or record.name.split(".")[0] not in HTTP_LOGGERS
+
+
+def setup_logging(verbose: bool) -> None:
+    """INFO (DEBUG with -v) on stderr; HTTP client records below WARNING only with -v.
+
+    The HTTP rule is a filter on the stderr handler this sets up, not a level on the loggers, so
+    a process that configured logging itself (a test capturing DEBUG records, a notebook) keeps
+    seeing what it asked for."""
+    root = logging.getLogger()
+    fresh = not root.handlers
     logging.basicConfig(
-        level=logging.DEBUG if args.verbose else logging.INFO,
+        level=logging.DEBUG if verbose else logging.INFO,
         format="%(levelname)s %(name)s: %(message)s",
         stream=sys.stderr,
     )
-    for noisy in ("alembic", "mlflow", "urllib3", "httpx", "matplotlib", "PIL", "openai", "hydra"):
+    if fresh:
+        for handler in root.handlers:
+            handler.addFilter(HttpLogFilter(verbose))
+    for noisy in QUIET_LOGGERS:
         logging.getLogger(noisy).setLevel(logging.WARNING)
+
+
+def command_help(parser: argparse.ArgumentParser, args) -> int:
+    """``memlens [command] --help``."""
+    if args.command is None:
+        parser.print_help()
+        return 0
+    if args.command in STAGES:
+        print(resolve_target(HELP)(args.command, args), end="")
+        return 0
+    fn = resolve_target(EXTRA[args.command])
+    doc = inspect.cleandoc(fn.__doc__ or "")
+    print(f"usage: {EXTRA_USAGE.get(args.command, f'memlens {args.command} [overrides ...]')}\n\n{doc}")
+    return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_intermixed_args(argv)
+    setup_logging(args.verbose)
     from memlens.core.config import Paths, load_config
 
     t0 = time.perf_counter()
     try:
+        if args.help:
+            return command_help(parser, args)
+        if args.command is None:
+            parser.print_usage(sys.stderr)
+            print("memlens: error: name a command (memlens --help lists them)", file=sys.stderr)
+            return 2
+        if args.dry_run and args.command not in DRY_RUN:
+            print(f"memlens {args.command}: error: --dry-run is only for: {', '.join(DRY_RUN)}", file=sys.stderr)
+            return 2
         if args.command in EXTRA:
             return int(resolve_target(EXTRA[args.command])(args) or 0)
         cfg = load_config(args.overrides, params=args.params, root=args.root)
         paths = Paths.from_cfg(cfg, root=args.root)
+        if args.dry_run:
+            return int(resolve_target(DRY_RUN[args.command])(cfg, paths, chars=args.chars) or 0)
         resolve_target(STAGES[args.command])(cfg, paths)
     except MemLensError as exc:
         print(f"memlens {args.command}: error: {exc}", file=sys.stderr)

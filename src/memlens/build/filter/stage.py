@@ -15,6 +15,7 @@ import logging
 import warnings
 
 from PIL import Image
+from tqdm import tqdm
 
 from memlens.build.filter.channels import build_channels
 from memlens.core.config import Paths, section
@@ -56,6 +57,15 @@ def check_image(path, rec: ImageRecord, fcfg) -> tuple[bool, str, object]:
     return True, "ok", ph
 
 
+def count_lines(path) -> int | None:
+    """Non-empty lines of a file, for the progress bar's total (None when it is missing: the reader
+    then reports it)."""
+    if not path.is_file():
+        return None
+    with open(path, "rb") as fh:
+        return sum(1 for line in fh if line.strip())
+
+
 def run(cfg, paths: Paths) -> None:
     fcfg = cfg.filter
     channels = build_channels(list(fcfg.channels))
@@ -63,7 +73,8 @@ def run(cfg, paths: Paths) -> None:
     rows = []
     kept_hashes: list = []
     n_ok = 0
-    for i, row in enumerate(iter_jsonl(index)):
+    bar = tqdm(iter_jsonl(index), total=count_lines(index), desc="filter", unit="img", leave=False, mininterval=0.5)
+    for i, row in enumerate(bar):
         rec = ImageRecord.from_dict(row["image"], where=f"{index}:{i + 1}")
         path = paths.images / "objects" / rec.filename
         ok, reason, ph = check_image(path, rec, fcfg)
