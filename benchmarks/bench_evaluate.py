@@ -60,9 +60,20 @@ def main() -> int:
         for r in range(args.runs):
             for d in (root / "data" / "predictions", root / "data" / "calls", root / ".memlens_cache"):
                 shutil.rmtree(d, ignore_errors=True)
-            cmd = [sys.executable, "-m", "memlens.cli", "evaluate", "--root", str(root), "data.scale=tiny",
-                   args.scale_key, "model=openai_compatible", f"model.base_url={server.base_url}",
-                   "model.model=fake-vl", f"model.concurrency={args.concurrency}"]
+            cmd = [
+                sys.executable,
+                "-m",
+                "memlens.cli",
+                "evaluate",
+                "--root",
+                str(root),
+                "data.scale=tiny",
+                args.scale_key,
+                "model=openai_compatible",
+                f"model.base_url={server.base_url}",
+                "model.model=fake-vl",
+                f"model.concurrency={args.concurrency}",
+            ]
             before = server.request_count
             t = time.perf_counter()
             done = subprocess.run(cmd, env=env, capture_output=True, text=True)
@@ -75,8 +86,10 @@ def main() -> int:
             stage = float(m.group(1)) if m else wall
             rates.append(n / stage)
             print(f"run {r + 1}: {n} items, stage {stage:.1f} s = {n / stage:.1f} items/s (process {wall:.1f} s)")
-    print(f"best {max(rates):.1f} items/s, median {sorted(rates)[len(rates) // 2]:.1f} "
-          f"(latency {args.latency * 1000:.0f} ms, concurrency {args.concurrency}, ideal {args.concurrency / args.latency:.0f}/s)")
+    print(
+        f"best {max(rates):.1f} items/s, median {sorted(rates)[len(rates) // 2]:.1f} "
+        f"(latency {args.latency * 1000:.0f} ms, concurrency {args.concurrency}, ideal {args.concurrency / args.latency:.0f}/s)"
+    )
     shutil.rmtree(tmp, ignore_errors=True)
     return 0
 

@@ -256,14 +256,14 @@ def test_down_server_or_rejected_key_exits_2_before_any_item(tiny_copy, capsys):
     class RejectsKey(http.server.BaseHTTPRequestHandler):
         requests = 0
 
-        def do_GET(self):  # noqa: N802
+        def do_GET(self):
             type(self).requests += 1
             self.send_response(401)
             self.send_header("Content-Type", "application/json")
             self.end_headers()
             self.wfile.write(b'{"error": {"message": "invalid api key"}}')
 
-        do_POST = do_GET  # noqa: N815
+        do_POST = do_GET
 
         def log_message(self, *a):
             pass
