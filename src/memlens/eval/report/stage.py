@@ -309,6 +309,53 @@ def description(system: str, per_length: dict[str, dict], cover: dict[str, Compl
     return "\n".join(lines)
 
 
+def evaluation(cfg, paths: Paths, source: Benchmark, ds_hash: str, manifest: dict, per_length, cover, ids, rows):
+    """What MLflow records of this report (:class:`memlens.eval.tracking.Evaluation`): params, tags,
+    the dataset, the parent's summary and one child per length (``rows``: this system's rows)."""
+    from memlens.eval.tracking import Evaluation, RunSpec, dvc_tags, git_commit
+
+    system, mode, judge = str(cfg.model.name), str(cfg.eval.mode), str(cfg.judge.name)
+    commit = git_commit(paths.root)
+    tags = {"memlens.prompt_protocol": str(manifest.get("prompt_protocol") or PROMPT_PROTOCOL), **dvc_tags()}
+    if commit != "unknown":  # not a git checkout
+        tags |= {"mlflow.source.git.commit": commit, "memlens.git_commit": commit}
+    if manifest.get("system_key"):
+        tags["memlens.system_key"] = str(manifest["system_key"])
+    params = {
+        "model": section(cfg, "model")["model"],
+        "eval": section(cfg, "eval")["eval"],
+        "judge": section(cfg, "judge")["judge"],
+        "data": {
+            "scale": str(cfg.data.scale),
+            "seed": int(cfg.data.seed),
+            "items": str(cfg.data.get("items", "built")),
+        },
+        "dataset_hash": ds_hash,
+    }
+    lengths = list(cover)
+    reasons = [f"{ln}: {cover[ln].reason or 'no verdicts'}" for ln in lengths if not cover[ln].complete]
+    complete = all(cover[ln].complete for ln in lengths)
+    summary = summary_metrics(per_length, cover)
+    return Evaluation(
+        system=system,
+        mode=mode,
+        judge=judge,
+        dataset_hash=ds_hash,
+        params=params,
+        tags=tags,
+        dataset=dataset_spec(cfg, paths, source, ds_hash, ids),
+        summary=RunSpec(
+            metrics=summary,
+            tags={
+                **_completeness_tags(complete, summary["failure_rate"] > FAILURE_FLAG, "; ".join(reasons)),
+                "memlens.lengths": ",".join(lengths),
+            },
+            description=description(system, per_length, cover),
+        ),
+        lengths={r["length"]: RunSpec(metrics=r["metrics"], tags=r["tags"]) for r in rows},
+    )
+
+
 # ----------------------------------------------------------------------------------- stdout
 def _cell(m: dict, key: str) -> str:
     if key not in m:
@@ -446,7 +493,6 @@ def run(cfg, paths: Paths) -> None:
 
         bar.set_description_str("report: MLflow")
         note = f"Benchmark `{ds_hash[:12]}`."
-        complete = all(cover[ln].complete for ln in lengths)
         local_rows = [
             {
                 "system": system,
@@ -462,46 +508,10 @@ def run(cfg, paths: Paths) -> None:
         ]
         tracker, logged = None, None
         if tcfg.enabled:
-            from memlens.eval.tracking import Evaluation, RunSpec, Tracker, dvc_tags, git_commit
+            from memlens.eval.tracking import Tracker
 
             tracker = Tracker(paths.root, tcfg, ds_hash)
-            commit = git_commit(paths.root)
-            tags = {"memlens.prompt_protocol": str(manifest.get("prompt_protocol") or PROMPT_PROTOCOL), **dvc_tags()}
-            if commit != "unknown":  # not a git checkout
-                tags |= {"mlflow.source.git.commit": commit, "memlens.git_commit": commit}
-            if manifest.get("system_key"):
-                tags["memlens.system_key"] = str(manifest["system_key"])
-            params = {
-                "model": section(cfg, "model")["model"],
-                "eval": section(cfg, "eval")["eval"],
-                "judge": section(cfg, "judge")["judge"],
-                "data": {
-                    "scale": str(cfg.data.scale),
-                    "seed": int(cfg.data.seed),
-                    "items": str(cfg.data.get("items", "built")),
-                },
-                "dataset_hash": ds_hash,
-            }
-            reasons = [f"{ln}: {cover[ln].reason or 'no verdicts'}" for ln in lengths if not cover[ln].complete]
-            summary = summary_metrics(per_length, cover)
-            ev = Evaluation(
-                system=system,
-                mode=mode,
-                judge=judge,
-                dataset_hash=ds_hash,
-                params=params,
-                tags=tags,
-                dataset=dataset_spec(cfg, paths, source, ds_hash, ids),
-                summary=RunSpec(
-                    metrics=summary,
-                    tags={
-                        **_completeness_tags(complete, summary["failure_rate"] > FAILURE_FLAG, "; ".join(reasons)),
-                        "memlens.lengths": ",".join(lengths),
-                    },
-                    description=description(system, per_length, cover),
-                ),
-                lengths={r["length"]: RunSpec(metrics=r["metrics"], tags=r["tags"]) for r in local_rows},
-            )
+            ev = evaluation(cfg, paths, source, ds_hash, manifest, per_length, cover, ids, local_rows)
             logged = tracker.log_evaluation(ev)
             rows = tracker.runs(dataset_hash=ds_hash)
             note += f" MLflow experiment `{tracker.experiment_name}` ({len({r['system'] for r in rows})} systems)."
