@@ -87,13 +87,23 @@ def test_mlflow_runs_params_metrics_artifacts(tiny_copy, capsys):
     client = MlflowClient()
     exps = [e for e in client.search_experiments() if e.name.startswith("memlens-")]
     assert len(exps) == 1
-    runs = client.search_runs([exps[0].experiment_id])
+    assert run_stage(root, "report", *TINY, "model=chance") == 0  # the same evaluation again: updated in place
+    from mlflow.entities import ViewType
+
+    runs = client.search_runs([exps[0].experiment_id], run_view_type=ViewType.ALL)
     names = sorted(r.info.run_name for r in runs)
-    assert names == ["chance@32k", "chance@64k"]
-    r = runs[0]
-    for p in ("dataset_hash", "git_commit", "lengths", "seed", "model.name", "model.seed"):
+    assert names == ["chance", "chance@32k", "chance@64k"]  # one parent, one child per length
+    parent = next(r for r in runs if r.info.run_name == "chance")
+    children = [r for r in runs if r is not parent]
+    assert all(r.data.tags["mlflow.parentRunId"] == parent.info.run_id for r in children)
+    assert {"acc_at_32k", "acc_at_64k", "acc_avg", "coverage"} <= set(parent.data.metrics)
+    r = children[0]
+    for p in ("dataset_hash", "eval.lengths", "data.seed", "model.name", "model.seed", "length"):
         assert p in r.data.params, p
-    keys = set(r.data.metrics)
+    for t in ("memlens.dataset_hash", "memlens.system_key", "memlens.judge", "memlens.prompt_protocol"):
+        assert t in r.data.tags, t
+    assert r.data.tags["memlens.complete"] == "true" and r.data.metrics["coverage"] == 1.0
+    keys = {k for x in runs for k in x.data.metrics}
     assert {"acc", "acc_ci_low", "acc_ci_high", "acc__IE", "acc__IE_ci_low", "acc__AR"} <= keys
     # no metric name is a path-prefix of another
     assert not any(k2.startswith(k1 + "/") for k1 in keys for k2 in keys)

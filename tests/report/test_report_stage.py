@@ -75,12 +75,14 @@ def test_both_judges_and_report(tiny_copy, monkeypatch):
     from memlens.eval.tracking import Tracker
 
     cfg = load_config([*TINY, "model=refuse"], root=root)
-    tracker = Tracker(root, cfg.tracking, dataset_hash(cfg, Paths(root)))
-    runs = [r for r in tracker.latest_runs() if r["system"] == "refuse"]
+    ds = dataset_hash(cfg, Paths(root))
+    tracker = Tracker(root, cfg.tracking, ds)
+    runs = [r for r in tracker.runs(dataset_hash=ds) if r["system"] == "refuse"]
     assert {r["length"] for r in runs} == {"32k", "64k"}
     for r in runs:
         names = {a.path for a in tracker.client.list_artifacts(r["run_id"])}
-        assert {"analysis", "judge", "plots", "index.html"} <= names
+        ln = r["length"]
+        assert {"analysis", "judge", "plots", "index.html", f"{ln}.jsonl", f"{ln}.deterministic.jsonl"} <= names
         judge_files = {a.path for a in tracker.client.list_artifacts(r["run_id"], "judge")}
         assert judge_files == {"judge/judge_details.json", "judge/judge_metrics.json"}
-        assert "acc_ci_low" in r["metrics"] and "coverage" in r["metrics"]
+        assert "acc_ci_low" in r["metrics"] and r["metrics"]["coverage"] == 1.0 and r["complete"]

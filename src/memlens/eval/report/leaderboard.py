@@ -1,8 +1,12 @@
-"""The leaderboard: every tracked system x mode x length, overall and per type, with 95% intervals.
+"""The leaderboard: every tracked system x mode x judge x length, overall and per type, with 95% intervals.
 
-Rows come from the MLflow store (the latest run per system, mode and length of the current
-benchmark's experiment), so the table covers every system tracked so far, not only the one the
-current pipeline run evaluated. ``memlens leaderboard`` rebuilds it from MLflow at any time.
+Rows come from the MLflow store (the child runs of :mod:`memlens.eval.tracking`, one per system,
+mode, judge and length), so the table covers every system tracked so far, not only the one the
+current pipeline run evaluated. Only runs of the current benchmark (dataset hash) are listed, and
+only *complete* runs are ranked (every item of the length predicted and judged, no
+``eval.max_items``); incomplete runs are listed apart with their coverage. A run whose failure rate
+(failed requests or judge calls, scored as wrong) is above :data:`FAILURE_FLAG` is flagged.
+``memlens leaderboard`` rebuilds the files from MLflow at any time.
 """
 
 from __future__ import annotations
@@ -14,6 +18,9 @@ from pathlib import Path
 from memlens.core.config import length_tokens
 
 TYPES = ["IE", "MSR", "TR", "KU", "AR"]
+#: a run with more failed items than this fraction is flagged
+FAILURE_FLAG = 0.05
+FLAG = "⚠"
 
 
 def _fmt(m: dict, key: str) -> str:
@@ -26,58 +33,126 @@ def _fmt(m: dict, key: str) -> str:
     return s
 
 
+def flagged(row: dict) -> bool:
+    return float(row["metrics"].get("failure_rate", 0.0)) > FAILURE_FLAG
+
+
 def sort_rows(rows: list[dict]) -> list[dict]:
     def key(r):
         try:
             lt = length_tokens(r["length"])
         except Exception:
             lt = 0
-        return (r["mode"] != "standard", lt, -r["metrics"].get("acc", 0.0), r["system"], r["mode"])
+        return (r["mode"] != "standard", r["mode"], r.get("judge", ""), lt, -r["metrics"].get("acc", 0.0), r["system"])
 
     return sorted(rows, key=key)
 
 
-def render_markdown(rows: list[dict], title: str = "MemLens leaderboard", note: str = "") -> str:
-    rows = sort_rows(rows)
+def leaderboard_rows(rows: list[dict], dataset_hash: str) -> dict[str, list[dict]]:
+    """Rows of the current benchmark, split into ``complete`` (ranked) and ``incomplete``."""
+    mine = [r for r in rows if r.get("dataset_hash") == dataset_hash]
+    return {
+        "complete": sort_rows([r for r in mine if r.get("complete")]),
+        "incomplete": sort_rows([r for r in mine if not r.get("complete")]),
+    }
+
+
+def render_markdown(board: dict[str, list[dict]], title: str = "MemLens leaderboard", note: str = "") -> str:
+    rows, partial = board["complete"], board["incomplete"]
     types = [t for t in TYPES if any(f"acc__{t}" in r["metrics"] for r in rows)]
-    head = ["system", "mode", "length", "n", "overall", *types, "refusal rate", "failed"]
+    head = ["system", "mode", "judge", "length", "n", "overall", *types, "refusal rate", "failed"]
     lines = [f"# {title}", ""]
     if note:
         lines += [note, ""]
-    lines += ["Accuracy in % with 95% bootstrap intervals (1000 question resamples, percentile).", ""]
+    lines += [
+        "Complete runs only (every item of the length predicted and judged). "
+        "Accuracy in % with 95% bootstrap intervals (question resamples, percentile).",
+        "",
+    ]
     lines.append("| " + " | ".join(head) + " |")
-    lines.append("|" + "|".join(["---"] * 3 + ["---:"] * (len(head) - 3)) + "|")
+    lines.append("|" + "|".join(["---"] * 4 + ["---:"] * (len(head) - 4)) + "|")
     for r in rows:
         m = r["metrics"]
+        failed = f"{int(m.get('n_failed', 0))} ({100 * m.get('failure_rate', 0.0):.1f}%)"
         cells = [
             r["system"],
             r["mode"],
+            r.get("judge", "-"),
             r["length"],
             str(int(m.get("n", 0))),
             _fmt(m, "acc"),
             *[_fmt(m, f"acc__{t}") for t in types],
             f"{100 * m['refusal_rate']:.1f}" if "refusal_rate" in m else "-",
-            str(int(m.get("n_failed", 0))),
+            failed + (f" {FLAG}" if flagged(r) else ""),
         ]
         lines.append("| " + " | ".join(cells) + " |")
+    if not rows:
+        lines.append("| " + " | ".join(["(no complete run yet)"] + [""] * (len(head) - 1)) + " |")
+    if any(flagged(r) for r in rows):
+        lines += [
+            "",
+            f"{FLAG} more than {100 * FAILURE_FLAG:.0f}% of the items failed (requests or judge calls that "
+            "failed are scored as wrong): the accuracy understates the system.",
+        ]
+    if partial:
+        lines += [
+            "",
+            "## Incomplete runs",
+            "",
+            "Not ranked: not every item of the length has a prediction and a verdict, or the evaluation "
+            "was cut short (`eval.max_items`). Accuracy is over the judged items only.",
+            "",
+            "| system | mode | judge | length | coverage | judged / items | why | accuracy (judged items) |",
+            "|---|---|---|---|---:|---:|---|---:|",
+        ]
+        for r in partial:
+            m = r["metrics"]
+            n_items = int(m.get("n_items", 0))
+            judged = round(m.get("coverage", 0.0) * n_items)
+            lines.append(
+                "| "
+                + " | ".join(
+                    [
+                        r["system"],
+                        r["mode"],
+                        r.get("judge", "-"),
+                        r["length"],
+                        f"{100 * m.get('coverage', 0.0):.1f}%",
+                        f"{judged} / {n_items}",
+                        r.get("tags", {}).get("memlens.incomplete_reason", "-") or "-",
+                        _fmt(m, "acc"),
+                    ]
+                )
+                + " |"
+            )
     return "\n".join(lines) + "\n"
 
 
 def render_csv(rows: list[dict]) -> str:
+    """The ranked (complete) runs, every metric as a column."""
     rows = sort_rows(rows)
     keys = sorted({k for r in rows for k in r["metrics"]})
     buf = io.StringIO()
     w = csv.writer(buf, lineterminator="\n")
-    w.writerow(["system", "mode", "length", *keys])
+    w.writerow(["system", "mode", "judge", "length", "flagged", *keys])
     for r in rows:
-        w.writerow([r["system"], r["mode"], r["length"], *[r["metrics"].get(k, "") for k in keys]])
+        w.writerow(
+            [
+                r["system"],
+                r["mode"],
+                r.get("judge", ""),
+                r["length"],
+                str(flagged(r)).lower(),
+                *[r["metrics"].get(k, "") for k in keys],
+            ]
+        )
     return buf.getvalue()
 
 
-def write_leaderboard(rows: list[dict], reports: Path, note: str = "") -> None:
+def write_leaderboard(board: dict[str, list[dict]], reports: Path, note: str = "") -> None:
     reports.mkdir(parents=True, exist_ok=True)
-    (reports / "leaderboard.md").write_text(render_markdown(rows, note=note))
-    (reports / "leaderboard.csv").write_text(render_csv(rows))
+    (reports / "leaderboard.md").write_text(render_markdown(board, note=note))
+    (reports / "leaderboard.csv").write_text(render_csv(board["complete"]))
 
 
 def run_cli(args) -> int:
@@ -89,9 +164,17 @@ def run_cli(args) -> int:
 
     cfg = load_config(args.overrides, params=args.params, root=args.root)
     paths = Paths.from_cfg(cfg, root=args.root)
-    tracker = Tracker(paths.root, cfg.tracking, dataset_hash(cfg, paths))
-    rows = tracker.latest_runs()
-    write_leaderboard(rows, paths.reports, note=f"MLflow experiment `{tracker.experiment_name}`.")
-    plot_length_curves(rows, paths.reports / "leaderboard_by_length.png")
-    print(f"leaderboard: {len(rows)} runs -> {paths.reports / 'leaderboard.md'}")
+    ds_hash = dataset_hash(cfg, paths)
+    tracker = Tracker(paths.root, cfg.tracking, ds_hash)
+    board = leaderboard_rows(tracker.runs(dataset_hash=ds_hash), ds_hash)
+    note = f"Benchmark `{ds_hash[:12]}`. MLflow experiment `{tracker.experiment_name}`."
+    write_leaderboard(board, paths.reports, note=note)
+    judge = str(cfg.judge.name)
+    plot_length_curves(
+        [r for r in board["complete"] if r["judge"] == judge], paths.reports / "leaderboard_by_length.png"
+    )
+    print(
+        f"leaderboard: {len(board['complete'])} complete runs, {len(board['incomplete'])} incomplete "
+        f"-> {paths.reports / 'leaderboard.md'}"
+    )
     return 0

@@ -1,11 +1,13 @@
 """report stage: metrics with intervals, MLflow runs, the leaderboard, analyses, figures and a page.
 
 For the configured system and mode (DVC-tracked, deterministic: they depend only on this system's
-verdicts):
+verdicts and the benchmark):
 
 * ``reports/metrics.json`` (``dvc metrics show`` / ``dvc exp show``): accuracy overall / per type
-  with 95% bootstrap intervals, refusal rate, coverage and per-answer accuracy per length, and the
-  length transitions of this system (exact McNemar p, churn, Jaccard vs random);
+  with 95% bootstrap intervals, refusal rate, answer coverage and per-answer accuracy per length,
+  completeness (``coverage``: items judged / items of the benchmark, ``complete``,
+  ``failure_rate``), and the length transitions of this system (exact McNemar p, churn, Jaccard
+  vs random);
 * ``reports/plots/accuracy_by_length.{csv,png}`` (``dvc plots show``);
 * ``reports/judge/<system>/<mode>/<length>/judge_{details,metrics}.json``: the configured judge's
   verdicts in the official MEMLENS layout.
@@ -13,25 +15,38 @@ verdicts):
 Across every system (not DVC outputs: they depend on other systems' verdicts or on MLflow state):
 
 * ``reports/analysis/``: every cross-system analysis (:mod:`memlens.eval.report.crossreport`);
-* ``reports/leaderboard.{md,csv}`` and ``reports/leaderboard_by_length.png`` from MLflow;
+* ``reports/leaderboard.{md,csv}`` and ``reports/leaderboard_by_length.png`` from MLflow: the
+  complete runs of the current benchmark, incomplete ones in a table apart;
 * ``reports/index.html``: one static page gathering all of the above.
 
-MLflow: one run per (system, mode, length) with every metric and its interval bounds; the figures,
-tables, official judge files and the page are logged as artifacts of this system's runs.
+Completeness: a length is *complete* when every item of the benchmark at that length has a
+prediction (answered or a recorded failure) and a verdict, and the evaluation was not cut short
+with ``eval.max_items`` (read from the evaluate manifest ``data/predictions/<system>/manifest.json``);
+an evaluation is complete when every length it requested is. A failure rate (failed requests or
+judge calls) above :data:`FAILURE_FLAG` is flagged.
+
+MLflow (:mod:`memlens.eval.tracking`): one parent run per (system, mode, dataset, judge) with one
+child run per length, updated in place when the same evaluation is reported again; the figures,
+tables, official judge files and the page are artifacts of the child runs. At the end, a per-type
+table of this system is printed to stdout.
 """
 
 from __future__ import annotations
 
 import logging
-import os
+from dataclasses import dataclass
 from pathlib import Path
 
+from tqdm import tqdm
+
 from memlens.core.config import Paths, length_tokens, section
+from memlens.core.constants import TYPE_ORDER
 from memlens.core.errors import DataError
-from memlens.core.io import read_records, write_json
-from memlens.core.schema import Verdict
-from memlens.eval.benchmark import dataset_hash, open_benchmark
-from memlens.eval.report.leaderboard import write_leaderboard
+from memlens.core.io import read_json, read_records, write_json
+from memlens.core.schema import TYPE_ABBREV, Verdict
+from memlens.eval.benchmark import Benchmark, open_benchmark
+from memlens.eval.prompt import PROMPT_PROTOCOL
+from memlens.eval.report.leaderboard import FAILURE_FLAG, leaderboard_rows, write_leaderboard
 from memlens.eval.report.metrics import system_metrics, type_columns
 from memlens.eval.report.plots import plot_length_curves
 
@@ -116,109 +131,399 @@ def write_official_files(paths: Paths, system: str, mode: str, by_length: dict[s
     return out
 
 
+# ----------------------------------------------------------------------------------- completeness
+def evaluate_manifest(paths: Paths, system: str, mode: str, ds_hash: str) -> dict:
+    """The evaluate manifest of ``system`` (``{}`` if there is none); ``max_items`` and ``lengths``
+    only when it describes this mode. Predictions made on another benchmark are an error."""
+    p = paths.predictions / system / "manifest.json"
+    if not p.is_file():
+        return {}
+    m = read_json(p)
+    if not isinstance(m, dict):
+        raise DataError(f"{p}: expected a JSON object")
+    if m.get("mode") != mode:
+        return {k: m[k] for k in ("system_key", "prompt_protocol") if k in m}
+    made_on = m.get("dataset_sha256")
+    if made_on and made_on != ds_hash:
+        raise DataError(
+            f"{p}: the predictions of {system!r} were made on benchmark {made_on[:12]}, the benchmark is now "
+            f"{ds_hash[:12]}; run `memlens evaluate` and `memlens judge` again"
+        )
+    return m
+
+
+def item_ids(source: Benchmark, length: str) -> list[str]:
+    """Question ids of the benchmark's items at one length."""
+    if source.kind == "built":
+        return [inst.question_id for inst in source.source.instances(length)]
+    from memlens.core.official import iter_json_array
+
+    return [str(x.get("question_id")) for x in iter_json_array(source.source.dataset_path(length))]
+
+
+@dataclass
+class Completeness:
+    """How much of one length of the benchmark an evaluation covers."""
+
+    length: str
+    n_items: int  # items of the benchmark at this length
+    n_predicted: int  # of them, with a prediction (answered or a recorded failure)
+    n_judged: int  # of them, with a prediction and a verdict
+    n_failed: int  # of them, verdicts without a decision (the request or the judge call failed)
+    max_items: int | None = None  # the evaluation was cut short with eval.max_items
+
+    @property
+    def coverage(self) -> float:
+        return self.n_judged / self.n_items if self.n_items else 0.0
+
+    @property
+    def failure_rate(self) -> float:
+        return self.n_failed / self.n_judged if self.n_judged else 0.0
+
+    @property
+    def complete(self) -> bool:
+        return self.max_items is None and self.n_items > 0 and self.n_judged == self.n_items
+
+    @property
+    def flagged(self) -> bool:
+        return self.failure_rate > FAILURE_FLAG
+
+    @property
+    def reason(self) -> str:
+        """Why the length is incomplete ("" when complete)."""
+        out = []
+        if self.max_items is not None:
+            out.append(f"eval.max_items={self.max_items}")
+        if self.n_judged < self.n_items:
+            out.append(f"{self.n_judged} of {self.n_items} items judged")
+            if self.n_predicted > self.n_judged:
+                out.append(f"{self.n_predicted - self.n_judged} predictions without a verdict")
+        return "; ".join(out)
+
+
+def completeness(
+    ids: list[str], paths: Paths, system: str, mode: str, length: str, verdicts: list[Verdict], manifest: dict
+) -> Completeness:
+    """Completeness of one length: ``ids`` are the benchmark's items there (:func:`item_ids`)."""
+    from memlens.eval.results import PredictionStore
+
+    ids = set(ids)
+    predicted = ids & set(PredictionStore(paths.predictions, system, mode, length).load())
+    judged = {v.question_id: v for v in verdicts if v.question_id in predicted}
+    mi = manifest.get("max_items")
+    return Completeness(
+        length=length,
+        n_items=len(ids),
+        n_predicted=len(predicted),
+        n_judged=len(judged),
+        n_failed=sum(v.correct is None for v in judged.values()),
+        max_items=int(mi) if mi else None,
+    )
+
+
+def check_questions(paths: Paths, system: str, mode: str, judge: str, by_length: dict, questions: dict) -> None:
+    for ln, vs in by_length.items():
+        unknown = sorted({v.question_id for v in vs} - set(questions))
+        if unknown:
+            raise DataError(
+                f"{paths.verdicts / system / mode / f'{ln}.{judge}.jsonl'}: {len(unknown)} verdicts of questions that "
+                f"are not in the benchmark (e.g. {unknown[0]}); run `memlens evaluate` and `memlens judge` again"
+            )
+
+
+# ----------------------------------------------------------------------------------- MLflow
+def _metric_safe(name: str) -> str:
+    import re
+
+    return re.sub(r"[^A-Za-z0-9_.-]", "_", name)
+
+
+def child_metrics(m: dict, c: Completeness) -> dict[str, float]:
+    """A length's MLflow metrics: accuracy columns with bounds, counts and rates, completeness."""
+    out = {k: v for k, v in m.items() if not k.endswith("_n")}  # per-column counts stay in the tables
+    out["n_items"] = float(c.n_items)
+    out["coverage"] = round(c.coverage, 6)
+    out["failure_rate"] = round(c.failure_rate, 6)
+    if "refusal_rate" in m:
+        out["answer_coverage"] = round(1.0 - m["refusal_rate"], 6)
+    return out
+
+
+def summary_metrics(per_length: dict[str, dict], cover: dict[str, Completeness]) -> dict[str, float]:
+    """The parent run's metrics: ``acc_at_<length>`` (+ bounds), ``acc_avg``, ``coverage``, ``failure_rate``."""
+    out: dict[str, float] = {}
+    for ln, m in per_length.items():
+        for suffix in ("", "_ci_low", "_ci_high"):
+            if f"acc{suffix}" in m:
+                out[f"acc_at_{_metric_safe(ln)}{suffix}"] = m[f"acc{suffix}"]
+    accs = [m["acc"] for m in per_length.values() if "acc" in m]
+    if accs:
+        out["acc_avg"] = round(sum(accs) / len(accs), 6)
+    items = sum(c.n_items for c in cover.values())
+    judged = sum(c.n_judged for c in cover.values())
+    out["coverage"] = round(judged / items, 6) if items else 0.0
+    out["failure_rate"] = round(sum(c.n_failed for c in cover.values()) / judged, 6) if judged else 0.0
+    return out
+
+
+def _completeness_tags(complete: bool, flagged: bool, reason: str) -> dict[str, str]:
+    tags = {"memlens.complete": str(complete).lower(), "memlens.high_failure_rate": str(flagged).lower()}
+    if reason:
+        tags["memlens.incomplete_reason"] = reason
+    return tags
+
+
+def dataset_spec(cfg, paths: Paths, source: Benchmark, ds_hash: str, ids: dict[str, list[str]]):
+    """The benchmark as an MLflow dataset: item counts per length, type and subtype."""
+    from collections import Counter
+
+    from memlens.eval.tracking import DatasetSpec
+
+    qs = source.questions
+    rows = []
+    for ln, qids in ids.items():
+        counts = Counter(
+            (TYPE_ABBREV.get(qs[q].question_type, qs[q].question_type), qs[q].question_subtype or "")
+            for q in qids
+            if q in qs
+        )
+        for (t, st), n in sorted(counts.items()):
+            rows.append({"length": ln, "question_type": t, "question_subtype": st, "items": n})
+    if source.kind == "official":
+        folder = source.source.folder
+        name = f"memlens-release-{folder.name}"
+    else:
+        folder, name = paths.data, f"memlens-{cfg.data.scale}"
+    return DatasetSpec(name=name, digest=ds_hash, source=str(Path(folder).resolve()), rows=rows)
+
+
+def description(system: str, per_length: dict[str, dict], cover: dict[str, Completeness]) -> str:
+    """The parent run's description (markdown): accuracy and completeness per length."""
+    lines = [f"**{system}**: accuracy per length (95% bootstrap interval) and completeness.", ""]
+    lines += ["| length | accuracy | coverage | failed | status |", "|---|---:|---:|---:|---|"]
+    for ln, c in cover.items():
+        m = per_length.get(ln, {})
+        acc = f"{100 * m['acc']:.1f} [{100 * m['acc_ci_low']:.1f}, {100 * m['acc_ci_high']:.1f}]" if "acc" in m else "-"
+        status = "complete" if c.complete else f"incomplete: {c.reason or 'no verdicts'}"
+        lines.append(f"| {ln} | {acc} | {100 * c.coverage:.1f}% | {100 * c.failure_rate:.1f}% | {status} |")
+    return "\n".join(lines)
+
+
+def evaluation(cfg, paths: Paths, source: Benchmark, ds_hash: str, manifest: dict, per_length, cover, ids, rows):
+    """What MLflow records of this report (:class:`memlens.eval.tracking.Evaluation`): params, tags,
+    the dataset, the parent's summary and one child per length (``rows``: this system's rows)."""
+    from memlens.eval.tracking import Evaluation, RunSpec, dvc_tags, git_commit
+
+    system, mode, judge = str(cfg.model.name), str(cfg.eval.mode), str(cfg.judge.name)
+    commit = git_commit(paths.root)
+    tags = {"memlens.prompt_protocol": str(manifest.get("prompt_protocol") or PROMPT_PROTOCOL), **dvc_tags()}
+    if commit != "unknown":  # not a git checkout
+        tags |= {"mlflow.source.git.commit": commit, "memlens.git_commit": commit}
+    if manifest.get("system_key"):
+        tags["memlens.system_key"] = str(manifest["system_key"])
+    params = {
+        "model": section(cfg, "model")["model"],
+        "eval": section(cfg, "eval")["eval"],
+        "judge": section(cfg, "judge")["judge"],
+        "data": {
+            "scale": str(cfg.data.scale),
+            "seed": int(cfg.data.seed),
+            "items": str(cfg.data.get("items", "built")),
+        },
+        "dataset_hash": ds_hash,
+    }
+    lengths = list(cover)
+    reasons = [f"{ln}: {cover[ln].reason or 'no verdicts'}" for ln in lengths if not cover[ln].complete]
+    complete = all(cover[ln].complete for ln in lengths)
+    summary = summary_metrics(per_length, cover)
+    return Evaluation(
+        system=system,
+        mode=mode,
+        judge=judge,
+        dataset_hash=ds_hash,
+        params=params,
+        tags=tags,
+        dataset=dataset_spec(cfg, paths, source, ds_hash, ids),
+        summary=RunSpec(
+            metrics=summary,
+            tags={
+                **_completeness_tags(complete, summary["failure_rate"] > FAILURE_FLAG, "; ".join(reasons)),
+                "memlens.lengths": ",".join(lengths),
+            },
+            description=description(system, per_length, cover),
+        ),
+        lengths={r["length"]: RunSpec(metrics=r["metrics"], tags=r["tags"]) for r in rows},
+    )
+
+
+# ----------------------------------------------------------------------------------- stdout
+def _cell(m: dict, key: str) -> str:
+    if key not in m:
+        return "-"
+    return f"{100 * m[key]:.1f} [{100 * m[key + '_ci_low']:.1f}-{100 * m[key + '_ci_high']:.1f}]"
+
+
+def results_table(
+    system: str, mode: str, judge: str, per_length: dict[str, dict], cover: dict[str, Completeness]
+) -> str:
+    """The per-type results of this system, one line per length (accuracy % [95% interval])."""
+    types = [t for t in TYPE_ORDER if any(f"acc__{t}" in m for m in per_length.values())]
+    head = ["system", "length", "n", "overall", *types, "status"]
+    rows = []
+    for ln, m in per_length.items():
+        c = cover[ln]
+        status = "complete" if c.complete else f"INCOMPLETE ({100 * c.coverage:.0f}% covered)"
+        if c.flagged:
+            status += f", {100 * c.failure_rate:.0f}% failed"
+        rows.append(
+            [system, ln, str(int(m.get("n", 0))), _cell(m, "acc"), *[_cell(m, f"acc__{t}") for t in types], status]
+        )
+    widths = [max(len(r[i]) for r in [head, *rows]) for i in range(len(head))]
+
+    def line(cells: list[str]) -> str:
+        return "  ".join(
+            c.ljust(w) if i in (0, 1, len(cells) - 1) else c.rjust(w) for i, (c, w) in enumerate(zip(cells, widths))
+        ).rstrip()
+
+    title = f"Results: {system} (mode {mode}, judge {judge}); accuracy % [95% bootstrap interval]"
+    return "\n".join([title, line(head), *[line(r) for r in rows]])
+
+
+# ----------------------------------------------------------------------------------- the stage
 def run(cfg, paths: Paths) -> None:
     system, mode, judge = str(cfg.model.name), str(cfg.eval.mode), str(cfg.judge.name)
     source = open_benchmark(cfg, paths)
     questions = source.questions
+    ds_hash = source.dataset_hash()
+    manifest = evaluate_manifest(paths, system, mode, ds_hash)
     tcfg = cfg.tracking
     n_res, seed = int(tcfg.bootstrap_resamples), int(tcfg.bootstrap_seed)
     by_length = load_verdicts(paths, system, mode, judge)
-    per_length = {ln: system_metrics(questions, vs, n_resamples=n_res, seed=seed) for ln, vs in by_length.items()}
-    reports = paths.reports
-    (reports / "plots").mkdir(parents=True, exist_ok=True)
-    # DVC metrics: the current system, per length
-    dvc_metrics = {"system": system, "mode": mode, "judge": judge}
-    for ln, m in per_length.items():
-        keep = [
-            "acc",
-            "acc_ci_low",
-            "acc_ci_high",
-            *[f"{c}{suffix}" for c in type_columns(m) for suffix in ("", "_ci_low", "_ci_high")],
-            "n",
-            "n_failed",
-            "refusal_rate",
-            "per_answer_acc",
-        ]
-        dvc_metrics[ln] = {k: m[k] for k in keep if k in m}
-        if "refusal_rate" in m:
-            dvc_metrics[ln]["coverage"] = round(1.0 - m["refusal_rate"], 6)
-    transitions = system_transitions(by_length)
-    if transitions:
-        dvc_metrics["transitions"] = transitions
-    write_json(reports / "metrics.json", dvc_metrics)
-    lines = ["length,type,accuracy,ci_low,ci_high"]
-    for ln, m in per_length.items():
-        for key in ["acc", *type_columns(m)]:
-            t = "overall" if key == "acc" else key.split("__", 1)[1]
-            lines.append(f"{ln},{t},{m[key]:.6f},{m[key + '_ci_low']:.6f},{m[key + '_ci_high']:.6f}")
-    (reports / "plots" / "accuracy_by_length.csv").write_text("\n".join(lines) + "\n")
-    # DVC-tracked figure: this system only (reproducible)
-    sys_fig = plot_length_curves(
-        [{"system": system, "mode": mode, "length": ln, "metrics": m} for ln, m in per_length.items()],
-        reports / "plots" / "accuracy_by_length.png",
-        mode=mode,
+    built = set(source.lengths())
+    for ln in [ln for ln in by_length if ln not in built]:
+        log.warning("report: verdicts at %s ignored: the benchmark has no such length", ln)
+        del by_length[ln]
+    if not by_length:
+        raise DataError(f"{paths.verdicts / system / mode}: no verdicts at a length of the benchmark")
+    check_questions(paths, system, mode, judge, by_length, questions)
+    requested = [str(x) for x in manifest.get("lengths") or []] or list(by_length)
+    lengths = sorted(set(requested) | set(by_length), key=length_tokens)
+    bar = tqdm(
+        total=len(by_length) + 3,
+        desc="report",
+        unit="step",
+        delay=1.0,  # only when the work takes longer than a second
+        disable=None,  # and only on a terminal
+        leave=False,
+        dynamic_ncols=True,
+        mininterval=0.2,
     )
-    official = write_official_files(paths, system, mode, by_length)
-
-    # cross-system analyses from every verdict file present (not DVC outputs)
-    from memlens.eval.report.crossreport import build_analyses, write_index
-
-    bundle = build_analyses(
-        paths.verdicts,
-        reports,
-        judge=judge,
-        mode="standard",
-        questions=questions,
-        n_resamples=n_res,
-        seed=seed,
-        alpha=float(_report_option(cfg, "alpha", 0.05)),
-        hard_threshold=float(_report_option(cfg, "hard_threshold", 0.2)),
-        reference_length=_report_option(cfg, "hard_reference_length", None),
-        test_direction=str(_report_option(cfg, "degradation_test_direction", "any")),
-    )
-
-    ds_hash = dataset_hash(cfg, paths)
-    rows = [{"system": system, "mode": mode, "length": ln, "metrics": m} for ln, m in per_length.items()]
-    note = f"Benchmark `{ds_hash[:12]}`."
-    tracker, run_ids = None, {}
-    if tcfg.enabled:
-        from memlens.eval.tracking import Tracker, git_commit
-
-        tracker = Tracker(paths.root, tcfg, ds_hash)
-        tags = {
-            "dataset_hash": ds_hash,
-            "git_commit": git_commit(paths.root),
-            "dvc_exp_name": os.environ.get("DVC_EXP_NAME", ""),
-            "judge": judge,
-            "dvc_baseline_rev": os.environ.get("DVC_EXP_BASELINE_REV", ""),
-        }
-        params = {
-            "model": section(cfg, "model")["model"],
-            "eval": section(cfg, "eval")["eval"],
-            "judge": section(cfg, "judge")["judge"],
-            "dataset_hash": ds_hash,
-            "lengths": ",".join(per_length),
-            "seed": int(cfg.data.seed),
-            "scale": str(cfg.data.scale),
-            "data_source": str(cfg.data.get("items", "built")),
-            **tags,
-        }
+    try:
+        ids, cover, per_length = {}, {}, {}
+        for ln in lengths:
+            ids[ln] = item_ids(source, ln) if ln in built else []
+            cover[ln] = completeness(ids[ln], paths, system, mode, ln, by_length.get(ln, []), manifest)
+        for ln, vs in by_length.items():
+            bar.set_description_str(f"report: bootstrap {ln}")
+            per_length[ln] = system_metrics(questions, vs, n_resamples=n_res, seed=seed)
+            bar.update()
+        reports = paths.reports
+        (reports / "plots").mkdir(parents=True, exist_ok=True)
+        # DVC metrics: the current system, per length
+        dvc_metrics = {"system": system, "mode": mode, "judge": judge}
         for ln, m in per_length.items():
-            arts = [
-                paths.predictions / system / mode / f"{ln}.jsonl",
-                paths.verdicts / system / mode / f"{ln}.{judge}.jsonl",
+            keep = [
+                "acc",
+                "acc_ci_low",
+                "acc_ci_high",
+                *[f"{c}{suffix}" for c in type_columns(m) for suffix in ("", "_ci_low", "_ci_high")],
+                "n",
+                "n_failed",
+                "refusal_rate",
+                "per_answer_acc",
             ]
-            metrics = dict(m)
-            if mode == bundle.mode:
-                metrics.update(bundle.per_run_metrics(system, ln))
-            run_ids[ln] = tracker.log_run(
-                system=system, mode=mode, length=ln, params=params, metrics=metrics, tags=tags, artifacts=arts
-            )
-        rows = tracker.latest_runs()
-        note += f" MLflow experiment `{tracker.experiment_name}` ({len({r['system'] for r in rows})} systems)."
-    # leaderboard files: every tracked system
-    write_leaderboard(rows, reports, note=note)
-    plot_length_curves(rows, reports / "leaderboard_by_length.png")
+            dvc_metrics[ln] = {k: m[k] for k in keep if k in m}
+            if "refusal_rate" in m:
+                dvc_metrics[ln]["answer_coverage"] = round(1.0 - m["refusal_rate"], 6)
+            c = cover[ln]
+            dvc_metrics[ln] |= {
+                "coverage": round(c.coverage, 6),
+                "complete": c.complete,
+                "failure_rate": round(c.failure_rate, 6),
+            }
+        dvc_metrics["complete"] = all(cover[ln].complete for ln in lengths)
+        transitions = system_transitions(by_length)
+        if transitions:
+            dvc_metrics["transitions"] = transitions
+        write_json(reports / "metrics.json", dvc_metrics)
+        lines = ["length,type,accuracy,ci_low,ci_high"]
+        for ln, m in per_length.items():
+            for key in ["acc", *type_columns(m)]:
+                t = "overall" if key == "acc" else key.split("__", 1)[1]
+                lines.append(f"{ln},{t},{m[key]:.6f},{m[key + '_ci_low']:.6f},{m[key + '_ci_high']:.6f}")
+        (reports / "plots" / "accuracy_by_length.csv").write_text("\n".join(lines) + "\n")
+        # DVC-tracked figure: this system only (reproducible)
+        bar.set_description_str("report: figures and official files")
+        sys_fig = plot_length_curves(
+            [{"system": system, "mode": mode, "length": ln, "metrics": m} for ln, m in per_length.items()],
+            reports / "plots" / "accuracy_by_length.png",
+            mode=mode,
+        )
+        official = write_official_files(paths, system, mode, by_length)
+        bar.update()
+
+        # cross-system analyses from every verdict file present (not DVC outputs)
+        from memlens.eval.report.crossreport import build_analyses, write_index
+
+        bar.set_description_str("report: cross-system analyses")
+        bundle = build_analyses(
+            paths.verdicts,
+            reports,
+            judge=judge,
+            mode="standard",
+            questions=questions,
+            n_resamples=n_res,
+            seed=seed,
+            alpha=float(_report_option(cfg, "alpha", 0.05)),
+            hard_threshold=float(_report_option(cfg, "hard_threshold", 0.2)),
+            reference_length=_report_option(cfg, "hard_reference_length", None),
+            test_direction=str(_report_option(cfg, "degradation_test_direction", "any")),
+        )
+        bar.update()
+
+        bar.set_description_str("report: MLflow")
+        note = f"Benchmark `{ds_hash[:12]}`."
+        local_rows = [
+            {
+                "system": system,
+                "mode": mode,
+                "judge": judge,
+                "length": ln,
+                "dataset_hash": ds_hash,
+                "complete": cover[ln].complete,
+                "metrics": child_metrics(m, cover[ln]),
+                "tags": _completeness_tags(cover[ln].complete, cover[ln].flagged, cover[ln].reason),
+            }
+            for ln, m in per_length.items()
+        ]
+        tracker, logged = None, None
+        if tcfg.enabled:
+            from memlens.eval.tracking import Tracker
+
+            tracker = Tracker(paths.root, tcfg, ds_hash)
+            ev = evaluation(cfg, paths, source, ds_hash, manifest, per_length, cover, ids, local_rows)
+            logged = tracker.log_evaluation(ev)
+            rows = tracker.runs(dataset_hash=ds_hash)
+            note += f" MLflow experiment `{tracker.experiment_name}` ({len({r['system'] for r in rows})} systems)."
+        else:
+            rows = local_rows
+        bar.update()
+    finally:
+        bar.close()
+    # leaderboard files: every tracked system's complete runs of this benchmark; incomplete ones apart
+    board = leaderboard_rows(rows, ds_hash)
+    write_leaderboard(board, reports, note=note)
+    plot_length_curves([r for r in board["complete"] if r["judge"] == judge], reports / "leaderboard_by_length.png")
     index = write_index(
         reports,
         bundle,
@@ -227,17 +532,21 @@ def run(cfg, paths: Paths) -> None:
         judge=judge,
         note=f"{note} Analyses use the verdicts of judge `{judge}` found under data/verdicts/.",
     )
-    if tracker is not None:
+    if tracker is not None and logged is not None:
         shared = [(p, "analysis") for p in bundle.files] + [
             (index, ""),
             (sys_fig, "plots"),
             (reports / "metrics.json", ""),
         ]
-        for ln, run_id in run_ids.items():
-            own = [(Path(official[ln]["details"]), "judge"), (Path(official[ln]["metrics"]), "judge")]
-            for p, sub in [*shared, *own]:
-                if p.is_file():
-                    tracker.client.log_artifact(run_id, str(p), sub or None)
+        for ln, run_id in logged.children.items():
+            own = [
+                (paths.predictions / system / mode / f"{ln}.jsonl", None),
+                (paths.verdicts / system / mode / f"{ln}.{judge}.jsonl", None),
+                (Path(official[ln]["details"]), "judge"),
+                (Path(official[ln]["metrics"]), "judge"),
+            ]
+            tracker.log_artifacts(run_id, [*shared, *own])
+        tracker.log_artifacts(logged.parent, [(index, ""), (sys_fig, "plots"), (reports / "metrics.json", "")])
     for ln, m in per_length.items():
         log.info(
             "report %s/%s@%s: acc %.1f%% [%.1f, %.1f] (n=%d)",
@@ -249,4 +558,13 @@ def run(cfg, paths: Paths) -> None:
             100 * m["acc_ci_high"],
             m["n"],
         )
+    print(results_table(system, mode, judge, per_length, cover))
+    missing = [ln for ln in lengths if ln not in per_length]
+    if missing:
+        print(f"no verdicts at {', '.join(missing)}: the evaluation is incomplete")
+    if logged is not None:
+        from memlens.eval.tracking import compare_url
+
+        runs = [logged.children[ln] for ln in per_length]
+        print(f"MLflow (make ui): {compare_url(runs, [logged.experiment_id])}")
     log.info("report: %s", index)
