@@ -230,3 +230,10 @@ class PredictionStore:
 
     def done_ids(self) -> set[str]:
         return {q for q, p in self.load().items() if p.ok}
+
+
+def verdict_archive(paths, dataset: str) -> Path:
+    """``<cache>/verdicts/<dataset hash[:16]>/<system>/<mode>/<length>.<judge>.jsonl``: every system's
+    verdicts on one benchmark build, kept outside DVC (the workspace holds one system's outputs at a
+    time), for the cross-system analyses."""
+    return paths.cache / "verdicts" / dataset[:16]

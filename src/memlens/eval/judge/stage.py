@@ -23,7 +23,7 @@ from memlens.core.config import Paths, section
 from memlens.core.errors import DataError
 from memlens.core.io import read_json, write_jsonl
 from memlens.core.store import hash_tree, write_manifest
-from memlens.eval.results import PredictionStore
+from memlens.eval.results import PredictionStore, verdict_archive
 
 log = logging.getLogger(__name__)
 
@@ -152,8 +152,3 @@ def judge_key(cfg) -> str:
         "cache_path",
     }
     return sha256_bytes(canonical_bytes({k: v for k, v in sorted(j.items()) if k not in ops}))
-
-
-def verdict_archive(paths: Paths, dataset: str) -> Path:
-    """``<cache>/verdicts/<dataset hash>/`` (see :attr:`Paths.cache`)."""
-    return paths.cache / "verdicts" / dataset[:16]

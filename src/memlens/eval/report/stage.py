@@ -472,12 +472,15 @@ def run(cfg, paths: Paths) -> None:
         official = write_official_files(paths, system, mode, by_length)
         bar.update()
 
-        # cross-system analyses from every verdict file present (not DVC outputs)
+        # cross-system analyses over every system judged on this build: the verdict archive outside
+        # DVC (the workspace holds one system's verdicts at a time after `dvc exp run -S model=...`)
         from memlens.eval.report.crossreport import build_analyses, write_index
+        from memlens.eval.results import verdict_archive
 
+        archive = verdict_archive(paths, ds_hash)
         bar.set_description_str("report: cross-system analyses")
         bundle = build_analyses(
-            paths.verdicts,
+            archive if archive.is_dir() else paths.verdicts,
             reports,
             judge=judge,
             mode="standard",
