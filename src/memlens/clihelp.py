@@ -27,12 +27,13 @@ import tokenize
 import types
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Annotated, Any, Literal, Union, get_args, get_origin
+from typing import Any, Literal, get_args, get_origin
 
 from pydantic import BaseModel
 from pydantic_core import PydanticUndefined
 
 from memlens.core.errors import MemLensError
+from memlens.core.settings import is_schema, unwrap_type
 
 __all__ = [
     "LIST_WHAT",
@@ -168,25 +169,6 @@ def _source_comments(module: types.ModuleType) -> dict[tuple[str, str], str]:
     return out
 
 
-def _unwrap(tp: Any) -> Any:
-    """``Annotated[X, ...]`` and ``X | None`` -> ``X``."""
-    while True:
-        origin = get_origin(tp)
-        if origin is Annotated:
-            tp = get_args(tp)[0]
-        elif origin in (Union, types.UnionType):
-            members = [a for a in get_args(tp) if a is not type(None)]
-            if len(members) != 1:
-                return tp
-            tp = members[0]
-        else:
-            return tp
-
-
-def _is_model(tp: Any) -> bool:
-    return isinstance(tp, type) and issubclass(tp, BaseModel)
-
-
 def _fields(schema: type[BaseModel]) -> dict[str, tuple[str, Any]]:
     """Key (alias) -> (attribute name, FieldInfo) of a schema, in declaration order."""
     return {(f.alias or name): (name, f) for name, f in schema.model_fields.items()}
@@ -209,17 +191,17 @@ class _Schemas:
             except MemLensError:
                 return None
         f = _fields(s.Settings).get(section)
-        return _unwrap(f[1].annotation) if f else None
+        return unwrap_type(f[1].annotation) if f else None
 
     def child(self, tp: Any, key: str) -> tuple[bool, Any, Any]:
         """(known, child type, FieldInfo or None) of ``key`` below a value of type ``tp``."""
-        tp = _unwrap(tp)
-        if _is_model(tp):
+        tp = unwrap_type(tp)
+        if is_schema(tp):
             f = _fields(tp).get(key)
-            return (False, None, None) if f is None else (True, _unwrap(f[1].annotation), f[1])
+            return (False, None, None) if f is None else (True, unwrap_type(f[1].annotation), f[1])
         if get_origin(tp) in (dict, Mapping):
             args = get_args(tp)
-            return True, (_unwrap(args[1]) if len(args) == 2 else None), None
+            return True, (unwrap_type(args[1]) if len(args) == 2 else None), None
         return True, None, None
 
     def describe(self, owner: Any, key: str, finfo: Any, annotation: Any) -> str:
@@ -227,13 +209,13 @@ class _Schemas:
         the allowed values of a ``Literal``."""
         if finfo is not None and finfo.description:
             return str(finfo.description)
-        if _is_model(owner):
+        if is_schema(owner):
             attr = _fields(owner).get(key, (key, None))[0]
             for cls in owner.__mro__:
                 text = self.comments.get((cls.__name__, attr))
                 if text:
                     return text
-        lit = _unwrap(annotation)
+        lit = unwrap_type(annotation)
         if get_origin(lit) is Literal:
             return "one of: " + " | ".join(str(a) for a in get_args(lit))
         return ""
@@ -396,7 +378,7 @@ def _describe_path(schemas: _Schemas, data: Mapping, dotted: str) -> tuple[Any, 
     for part in parts[1:]:
         if tp is None:
             return None, None, None, part
-        owner = _unwrap(tp)
+        owner = unwrap_type(tp)
         known, tp, finfo = schemas.child(tp, part)
         if not known:
             return None, None, None, part
@@ -416,7 +398,7 @@ def _expand(schemas: _Schemas, comments: _Comments, data: Mapping, dotted: str) 
         if isinstance(default, BaseModel):
             default = default.model_dump(by_alias=True)
         return [], [(dotted, fmt(default), comments.get(dotted) or schemas.describe(owner, last, finfo, tp))]
-    if _is_model(tp) and isinstance(value, Mapping):
+    if is_schema(tp) and isinstance(value, Mapping):
         present, addable = [], []
         for k in value:
             p, a = _expand(schemas, comments, data, f"{dotted}.{k}")

@@ -580,7 +580,8 @@ def schema_for(section: str, data: Any) -> type[BaseModel]:
 
 
 # ------------------------------------------------------------------------------------ messages
-def _unwrap(tp: Any) -> Any:
+def unwrap_type(tp: Any) -> Any:
+    """``Annotated[X, ...]`` and ``X | None`` -> ``X``."""
     while True:
         origin = get_origin(tp)
         if origin is Annotated:
@@ -594,7 +595,7 @@ def _unwrap(tp: Any) -> Any:
             return tp
 
 
-def _is_model(tp: Any) -> bool:
+def is_schema(tp: Any) -> bool:
     return isinstance(tp, type) and issubclass(tp, BaseModel)
 
 
@@ -614,8 +615,8 @@ def _field(schema: type[BaseModel], key: Any):
 def _descend(tp: Any, key: Any) -> tuple[bool, Any]:
     """(known, type of the child) for ``key`` below a value of type ``tp``; the child type is None
     when nothing more is known about it."""
-    tp = _unwrap(tp)
-    if _is_model(tp):
+    tp = unwrap_type(tp)
+    if is_schema(tp):
         f = _field(tp, key)
         return (False, None) if f is None else (True, f.annotation)
     origin = get_origin(tp)
@@ -643,7 +644,7 @@ def _walk(data: Any, path: Sequence[Any]) -> tuple[int, type[BaseModel]] | None:
             continue
         known, child = _descend(tp, key)
         if not known:
-            return i, _unwrap(tp)
+            return i, unwrap_type(tp)
         if child is None:
             return None
         tp = child
@@ -684,8 +685,8 @@ def _messages(exc: ValidationError, data: Any, prefix: tuple[Any, ...], schema: 
             tp: Any = schema
             for part in loc[:-1]:
                 tp = _descend(tp, part)[1]
-            tp = _unwrap(tp)
-            known = ", ".join(known_keys(tp)) if _is_model(tp) else "?"
+            tp = unwrap_type(tp)
+            known = ", ".join(known_keys(tp)) if is_schema(tp) else "?"
             out.append(f"unknown config key {path} (known: {known})")
         elif kind == "missing":
             out.append(f"missing config key {path}")
