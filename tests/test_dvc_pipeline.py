@@ -154,7 +154,8 @@ def test_remote_push_then_pull_in_a_fresh_clone(built, home, tmp_path):
     # DVC_REMOTE_DIR moves the remote for this clone only (.dvc/config.local, git-ignored)
     other = tmp_path / "elsewhere"
     sh(f"make -o install remote DVC_REMOTE_DIR={other}", clone, HOME=str(home))
-    assert other.is_dir() and str(other) in sh("dvc remote list", clone, HOME=str(home)).stdout
+    assert other.is_dir() and str(other) in (clone / ".dvc" / "config.local").read_text()
+    assert sh("dvc config remote.local.url", clone, HOME=str(home)).stdout.strip() == str(other)
     assert sh("git status --porcelain", clone).stdout == ""
 
 
