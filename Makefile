@@ -16,7 +16,16 @@ export TOKENIZERS_PARALLELISM := false
 # the results store (model answers, outside DVC): one per project, also for queued/temp DVC experiments
 export MEMLENS_CACHE ?= $(CURDIR)/.memlens_cache
 UI_PORT ?= 5000
+# The built-in baselines `make repro` evaluates as DVC experiments besides the default system (the
+# `model` of conf/config.yaml's defaults list, evaluated by `dvc repro`).
 BASELINES ?= chance
+DEFAULT_SYSTEM := $(shell sed -n 's/^ *- *model: *//p' conf/config.yaml)
+# Where the default DVC remote `local` keeps data (see `make remote`); empty = the url in .dvc/config.
+DVC_REMOTE_DIR ?=
+# `make exps`: the columns to show (regexes matched at the start of DVC's column names) and the format
+# (--md; --csv; empty for DVC's table, which cuts columns in a narrow terminal).
+EXPS_COLUMNS ?= Experiment$$|model\.name$$|[0-9]+k\.acc(__[A-Za-z]+)?$$
+EXPS_FORMAT ?= --md
 
 # `make test` runs `make lint` (ruff check + ruff format --check) first; LINT=0 skips it.
 LINT ?= 1
@@ -34,7 +43,7 @@ drop_pinned = awk 'function key(s) { split(s, a, "=="); s = tolower(a[1]); gsub(
 	!/^[A-Za-z0-9]/ || !(key($$1) in base)' $(1) $(2)
 LINT_PATHS := src tests benchmarks
 
-.PHONY: install install-ml install-agents lock lint repro test test-fast ui leaderboard bench params
+.PHONY: install install-ml install-agents lock lint remote repro exps test test-fast ui leaderboard bench params
 
 install: $(VENV)/.installed
 
@@ -86,15 +95,56 @@ lint: install
 	ruff check $(LINT_PATHS)
 	ruff format --check $(LINT_PATHS)
 
-# Build the benchmark and evaluate the default system (refuse) with DVC, then every other built-in
-# baseline as a DVC experiment (only evaluate/judge/report run), then refresh the leaderboard.
-repro: install
+# The default DVC remote: .dvc/config (committed) names remote `local` at ~/.cache/memlens/dvc-remote,
+# a folder outside the repository that `~` makes valid for every user and clone, so `dvc push` and
+# `dvc pull` work at once. This creates the default remote's folder when it is a local path (idempotent);
+# `make remote DVC_REMOTE_DIR=/mnt/team/memlens` moves `local` for this clone only (.dvc/config.local,
+# git-ignored; `dvc remote modify --local --unset local url` goes back). S3, GCS, SSH: README.md.
+remote: install
+	@if [ -n "$(DVC_REMOTE_DIR)" ]; then dvc remote modify --local local url "$(DVC_REMOTE_DIR)"; fi
+	@name=$$(dvc remote default 2>/dev/null) || true; \
+	if [ -z "$$name" ]; then echo "DVC: no default remote (dvc remote default NAME sets one)"; exit 0; fi; \
+	url=$$(dvc config "remote.$$name.url"); \
+	case "$$url" in *://*) ;; *) mkdir -p "$$url" ;; esac; \
+	echo "DVC remote '$$name' (default): $$url"
+
+# Build the benchmark and evaluate the default system with DVC, then every other built-in baseline as
+# a DVC experiment (only evaluate/judge/report run), then refresh the leaderboard. Idempotent: an
+# experiment is named after its system (plus a hash of uncommitted changes to tracked inputs, if any)
+# and is skipped when it already exists for the current commit (`dvc exp list`), so a second
+# `make repro` starts no experiment, runs no stage and logs no MLflow run.
+repro: install remote
 	@git rev-parse --git-dir >/dev/null 2>&1 || { echo "make repro needs a git checkout (DVC experiments)"; exit 2; }
 	dvc repro
-	@for m in $(BASELINES); do echo "== dvc exp run -S model=$$m"; dvc exp run -S model=$$m || exit 1; done
-	dvc exp run
+	@$(run_experiments)
 	memlens leaderboard
-	@echo "Leaderboard: reports/leaderboard.md   (MLflow UI: make ui)"
+	@echo "Leaderboard: reports/leaderboard.md   (MLflow UI: make ui; experiments: make exps)"
+
+# The default system's experiment comes first: right after `dvc repro` it runs no stage, it only records
+# the workspace. Then each baseline's experiment unless it exists, then `dvc exp apply` of the default
+# puts the workspace back on the default system (no stage runs). The files the pipeline writes
+# (dvc.lock, params.yaml, reports/) are not inputs of the names.
+define run_experiments
+set -e; \
+changes=$$(git diff HEAD --binary -- . ':(exclude)dvc.lock' ':(exclude)params.yaml' ':(exclude)reports'); \
+suffix=; [ -z "$$changes" ] || suffix=-$$(printf '%s' "$$changes" | sha1sum | cut -c1-8); \
+have=$$(dvc exp list --name-only); \
+exists() { printf '%s\n' "$$have" | grep -qxF -- "$$1"; }; \
+d=$(DEFAULT_SYSTEM)$$suffix; \
+if exists "$$d"; then echo "== experiment $$d exists for this commit: skipped"; \
+else echo "== dvc exp run -n $$d"; dvc exp run -n "$$d"; fi; \
+for m in $(filter-out $(DEFAULT_SYSTEM),$(BASELINES)); do \
+  if exists "$$m$$suffix"; then echo "== experiment $$m$$suffix exists for this commit: skipped"; continue; fi; \
+  echo "== dvc exp run -S model=$$m -n $$m$$suffix"; dvc exp run -S model=$$m -n "$$m$$suffix"; \
+done; \
+current=$$(awk '/^model:/ {m = 1; next} m && /^  name:/ {print $$2; exit}' params.yaml); \
+if [ "$$current" != "$(DEFAULT_SYSTEM)" ]; then \
+  echo "== dvc exp apply $$d (the workspace back on the default system)"; dvc exp apply "$$d"; fi
+endef
+
+# The experiments of the current commit: system, then overall and per-type accuracy per length.
+exps: install
+	@dvc exp show --no-pager $(EXPS_FORMAT) --drop '.*' --keep '$(EXPS_COLUMNS)'
 
 test: install install-ml
 	@if [ "$(LINT)" = 1 ]; then $(MAKE) --no-print-directory lint; fi

@@ -1,12 +1,23 @@
-"""The DVC pipeline on a fresh copy of the repository at tiny scale: `dvc repro` builds and evaluates,
-a second `dvc repro` is a no-op, `dvc exp run -S model=chance` re-runs only evaluate/judge/report,
-and `dvc exp show` lists the experiment with per-type accuracies."""
+"""The DVC pipeline on a fresh copy of the repository whose conf/ defaults are the tiny scale:
+
+* `dvc repro` builds and evaluates, a second `dvc repro` is a no-op;
+* `dvc plots show` renders accuracy by length with a categorical x axis and one line per type;
+* `dvc push` to the default remote (.dvc/config: ~/.cache/memlens/dvc-remote, here under a temporary
+  HOME) and `dvc pull` in a fresh `git clone` restore data/ byte-identical;
+* `make repro` runs each baseline as a named DVC experiment (only evaluate/judge/report run), and a
+  second `make repro` starts no experiment, runs no stage and logs no MLflow run;
+* `make exps` shows only the system and the accuracy columns.
+
+`make -o install ...` skips the venv install (the tests run in the venv they were started from)."""
 
 import json
 import os
+import re
 import shutil
+import sqlite3
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -15,9 +26,10 @@ from tests.conftest import REPO
 
 pytestmark = pytest.mark.slow
 BIN = Path(sys.executable).parent
+CONSTRUCTION = ("ontology", "crawl", "filter", "generate", "assemble", "validate", "export")
 
 
-def sh(cmd, cwd, check=True):
+def sh(cmd, cwd, check=True, **env_extra):
     env = {
         **os.environ,
         "PATH": f"{BIN}:{os.environ['PATH']}",
@@ -26,12 +38,26 @@ def sh(cmd, cwd, check=True):
         "GIT_AUTHOR_EMAIL": "t@t",
         "GIT_COMMITTER_NAME": "t",
         "GIT_COMMITTER_EMAIL": "t@t",
+        **env_extra,
     }
     env.pop("DVC_ROOT", None)
+    env.pop("MAKEFLAGS", None)
     r = subprocess.run(cmd, cwd=cwd, shell=True, capture_output=True, text=True, env=env, timeout=900)
     if check and r.returncode != 0:
         raise AssertionError(f"{cmd} failed ({r.returncode}):\n{r.stdout[-3000:]}\n{r.stderr[-3000:]}")
     return r
+
+
+def set_default(path: Path, old: str, new: str) -> None:
+    text = path.read_text()
+    assert old in text, (path, old)
+    path.write_text(text.replace(old, new, 1))
+
+
+@pytest.fixture(scope="module")
+def home(tmp_path_factory) -> Path:
+    """A HOME of its own, so the default remote (~/.cache/memlens/dvc-remote) is a temporary folder."""
+    return tmp_path_factory.mktemp("home")
 
 
 @pytest.fixture(scope="module")
@@ -45,28 +71,128 @@ def repo_copy(tmp_path_factory):
         if src.is_file():
             (dest / f).parent.mkdir(parents=True, exist_ok=True)
             shutil.copy2(src, dest / f)
-    sh(
-        "git init -q && memlens compose data.scale=tiny images.workers=1 > /dev/null && git add -A && git commit -qm init",
-        dest,
-    )
+    # the copy's defaults are the tiny scale, so `dvc exp run` (which composes conf/) stays tiny
+    set_default(dest / "conf" / "data" / "default.yaml", "\nscale: small ", "\nscale: tiny ")
+    set_default(dest / "conf" / "images" / "synthetic.yaml", "\nworkers: 0 ", "\nworkers: 1 ")
+    sh("git init -q && memlens compose > /dev/null && git add -A && git commit -qm init", dest)
     return dest
 
 
-def test_repro_noop_and_experiment(repo_copy):
+@pytest.fixture(scope="module")
+def built(repo_copy):
+    """The copy after `dvc repro`, committed like the repository's dvc.lock and reports/."""
     r = sh("dvc repro", repo_copy)
-    assert "Running stage 'crawl'" in r.stdout and "Running stage 'report'" in r.stdout
-    assert json.loads((repo_copy / "reports" / "metrics.json").read_text())["system"] == "refuse"
-    r2 = sh("dvc repro", repo_copy)
-    assert "up to date" in r2.stdout, r2.stdout
     sh("git add -A && git commit -qm baseline", repo_copy)
-    r3 = sh("dvc exp run -S data.scale=tiny -S images.workers=1 -S model=chance -n exp-chance", repo_copy)
-    out = r3.stdout
+    return repo_copy, r.stdout
+
+
+def mlflow_runs(root: Path) -> int:
+    with sqlite3.connect(root / "mlflow.db") as db:
+        return db.execute("select count(*) from runs").fetchone()[0]
+
+
+def test_repro_then_noop(built):
+    root, out = built
+    for st in (*CONSTRUCTION, "evaluate", "judge", "report"):
+        assert f"Running stage '{st}'" in out, st
+    assert json.loads((root / "reports" / "metrics.json").read_text())["system"] == "refuse"
+    r2 = sh("dvc repro", root)
+    assert "Data and pipelines are up to date" in r2.stdout, r2.stdout
+    assert "Running stage" not in r2.stdout
+
+
+def test_plots_categorical_x_one_line_per_type(built, tmp_path):
+    root, _ = built
+    shown = json.loads(sh("dvc plots show --json", root).stdout)
+    assert not shown.get("errors"), shown["errors"]
+    (vega,) = shown["data"]["reports/plots/accuracy_by_length.csv"]
+    assert vega["type"] == "vega"
+    spec = vega["content"]
+    x = spec["encoding"]["x"]
+    assert x["field"] == "length" and x["type"] in ("ordinal", "nominal"), x
+    # ordered by token count (parseFloat('128k') = 128), not alphabetically ('128k' < '32k')
+    order = next(t for t in spec["transform"] if t.get("as") == x["sort"]["field"])
+    assert order["calculate"] == "parseFloat(datum['length'])"
+    assert spec["encoding"]["color"]["field"] == "type"
+    assert spec["encoding"]["y"]["field"] == "accuracy"
+    rows = spec["data"]["values"]
+    lengths = {r["length"] for r in rows}
+    types = {r["type"] for r in rows}
+    assert lengths == {"32k", "64k"}
+    assert types == {"overall", "IE", "MSR", "TR", "KU", "AR"}
+    assert len(rows) == len(lengths) * len(types)  # one point per (type, length): one line per type
+    assert "reports/plots/accuracy_by_length.png" in shown["data"]
+    # the HTML is written offline; it only *references* the vega scripts on a CDN for viewing
+    out = tmp_path / "plots"
+    sh(f"dvc plots show -o {out}", root)
+    html = (out / "index.html").read_text()
+    assert '"field": "length", "type": "ordinal"' in html
+    urls = set(re.findall(r"https?://[^\"'\s]+", html))
+    assert urls and all(
+        u.startswith(("https://cdn.jsdelivr.net/npm/vega", "https://vega.github.io/schema/")) for u in urls
+    )
+
+
+def files_under(root: Path) -> dict[str, bytes]:
+    return {str(p.relative_to(root)): p.read_bytes() for p in sorted(root.rglob("*")) if p.is_file()}
+
+
+def test_remote_push_then_pull_in_a_fresh_clone(built, home, tmp_path):
+    root, _ = built
+    remote = home / ".cache" / "memlens" / "dvc-remote"
+    r = sh("make -o install remote", root, HOME=str(home))
+    assert remote.is_dir() and str(remote) in r.stdout
+    assert "files pushed" in sh("dvc push", root, HOME=str(home)).stdout
+    assert any(remote.rglob("*"))
+    clone = tmp_path / "clone"
+    sh(f"git clone -q {root} {clone}", tmp_path)
+    assert not (clone / ".dvc" / "cache").exists() and not (clone / "data" / "images").exists()
+    sh("dvc pull", clone, HOME=str(home))
+    want, got = files_under(root / "data"), files_under(clone / "data")
+    assert len(want) > 100 and got.keys() == want.keys()
+    assert [f for f in want if got[f] != want[f]] == []
+    # DVC_REMOTE_DIR moves the remote for this clone only (.dvc/config.local, git-ignored)
+    other = tmp_path / "elsewhere"
+    sh(f"make -o install remote DVC_REMOTE_DIR={other}", clone, HOME=str(home))
+    assert other.is_dir() and str(other) in (clone / ".dvc" / "config.local").read_text()
+    assert sh("dvc config remote.local.url", clone, HOME=str(home)).stdout.strip() == str(other)
+    assert sh("git status --porcelain", clone).stdout == ""
+
+
+def test_make_repro_is_idempotent(built, home):
+    root, _ = built
+    t0 = time.monotonic()
+    r1 = sh("make -o install repro", root, HOME=str(home))
+    first = time.monotonic() - t0
+    out = r1.stdout
+    names = set(sh("dvc exp list --name-only", root).stdout.split())
+    assert names == {"refuse", "chance"}, out
+    # the chance experiment re-runs only the evaluation stages
+    chance = out.split("== dvc exp run -S model=chance -n chance", 1)[1].split("\n== ", 1)[0]
     for st in ("evaluate", "judge", "report"):
-        assert f"Running stage '{st}'" in out, out
-    for st in ("ontology", "crawl", "filter", "generate", "assemble", "validate", "export"):
-        assert f"Running stage '{st}'" not in out, st
-    show = json.loads(sh("dvc exp show --json", repo_copy).stdout)
-    blob = json.dumps(show)
-    assert "exp-chance" in blob and "acc__IE" in blob
-    board = (repo_copy / "reports" / "leaderboard.md").read_text()
+        assert f"Running stage '{st}'" in chance, chance
+    for st in CONSTRUCTION:
+        assert f"Running stage '{st}'" not in chance, st
+    # the workspace is back on the default system
+    assert json.loads((root / "reports" / "metrics.json").read_text())["system"] == "refuse"
+    assert sh("git status --porcelain", root).stdout == ""
+    board = (root / "reports" / "leaderboard.md").read_text()
     assert "chance" in board and "refuse" in board
+    runs = mlflow_runs(root)
+
+    t0 = time.monotonic()
+    r2 = sh("make -o install repro", root, HOME=str(home))
+    second = time.monotonic() - t0
+    assert "Running stage" not in r2.stdout and "dvc exp run" not in r2.stdout, r2.stdout
+    assert set(sh("dvc exp list --name-only", root).stdout.split()) == names
+    assert mlflow_runs(root) == runs
+    print(f"make repro: first {first:.1f} s, second {second:.1f} s")
+
+    # make exps: the system and the accuracy columns only
+    table = sh("make -o install exps", root).stdout
+    header = [c.strip() for c in table.splitlines()[0].strip("|").split("|")]
+    assert header[0] == "Experiment" and header[-1] == "model.name", header
+    acc = header[1:-1]
+    assert acc and all(re.fullmatch(r"\d+k\.acc(__[A-Z]+)?", c) for c in acc), acc
+    assert {"32k.acc", "64k.acc__AR"} <= set(acc)
+    assert "[chance]" in table and "[refuse]" in table
