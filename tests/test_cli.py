@@ -18,7 +18,7 @@ from omegaconf import OmegaConf
 
 import memlens
 from memlens.cli import HTTP_LOGGERS, STAGES, HttpLogFilter, main
-from memlens.clihelp import first_comment, yaml_comments
+from memlens.clihelp import first_comment, resolve_param, yaml_comments
 from memlens.core.config import Paths, load_config
 from memlens.core.constants import QUESTION_TYPES, SUBTYPES, VERSION
 from memlens.core.items import BuiltBenchmark
@@ -81,13 +81,18 @@ def test_evaluate_help_keys_exist_in_the_composed_config(capsys):
     assert missing == []
     # every param dvc.yaml tracks for the stage is listed (a key, or a section expanded into keys)
     params = yaml.safe_load((REPO / "dvc.yaml").read_text())["stages"]["evaluate"]["params"]
+    data = OmegaConf.to_container(cfg, resolve=True)
     for p in params:
+        p = resolve_param(p, data)
         assert any(k == p or k.startswith(p + ".") for k in present), p
     # values are the composition's, comments are conf/'s
     written = {None: "null", False: "false", True: "true"}
     comments = yaml_comments(REPO / "conf" / "eval" / "default.yaml")
     assert set(comments) == set(cfg.eval)
     for key, comment in comments.items():
+        if f"eval.{key}" not in listed:  # a key DVC does not track (it changes no output)
+            assert not any(resolve_param(p, data) in ("eval", f"eval.{key}") for p in params), key
+            continue
         value = OmegaConf.to_container(cfg.eval)[key]
         expected = "[]" if value == [] else written[value] if value in written else str(value)
         assert listed[f"eval.{key}"] == (False, expected, comment), key
@@ -121,7 +126,9 @@ def test_every_stage_help_lists_the_params_dvc_tracks(capsys):
         assert code == 0, (stage, err)
         assert out.startswith(f"memlens {stage}: "), out[:80]
         listed = rows(out)
+        data = OmegaConf.to_container(cfg, resolve=True)
         for p in stages[stage].get("params") or []:
+            p = resolve_param(p, data)
             assert any(k == p or k.startswith(p + ".") for k in listed), (stage, p)
         for k, (add, _, _) in listed.items():
             assert add or in_config(cfg, k), (stage, k)

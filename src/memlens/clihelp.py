@@ -279,6 +279,19 @@ def dvc_params(root: Path, stage: str) -> list[str] | None:
     return out
 
 
+def resolve_param(name: str, data: Mapping) -> str:
+    """A dvc.yaml param name with its ``${a.b}`` templates filled from the config
+    (``data.scales.${data.scale}`` -> ``data.scales.small``)."""
+
+    def value(m: re.Match) -> str:
+        node: Any = data
+        for part in m.group(1).split("."):
+            node = node.get(part) if isinstance(node, Mapping) else None
+        return str(node)
+
+    return re.sub(r"\$\{([^}]+)\}", value, name)
+
+
 def optional_sections(stage_module: str) -> list[str]:
     """Optional sections (schema fields of the root without a ``conf/`` group, e.g. ``export``) that a
     stage module reads: ``cfg.get("export")`` or ``select(cfg, "report.alpha")``-style access."""
@@ -444,7 +457,8 @@ def stage_help(stage: str, args) -> str:
     overrides = [str(o) for o in args.overrides]
     cfg = load_config(overrides, params=args.params, root=root)
     data = OmegaConf.to_container(cfg, resolve=True)
-    params = dvc_params(root, stage)
+    tracked = dvc_params(root, stage)
+    params = None if tracked is None else [resolve_param(p, data) for p in tracked]
     optional = optional_sections(module)
     schemas = _Schemas()
     chosen = _selected_options(root, overrides, args.params, data)
