@@ -197,3 +197,57 @@ def test_make_repro_is_idempotent(built, home):
     assert acc and all(re.fullmatch(r"\d+k\.acc(__[A-Z]+)?", c) for c in acc), acc
     assert {"32k.acc", "64k.acc__AR"} <= set(acc)
     assert "[chance]" in table and "[refuse]" in table
+
+
+def _stored(root: Path) -> int:
+    return sum(p.read_bytes().count(b"\n") for p in (root / ".memlens_cache" / "results").glob("*/answers.jsonl"))
+
+
+def test_switching_systems_keeps_every_answer_and_a_killed_experiment_resumes(built):
+    """`dvc exp run -S model=...` back and forth re-asks nothing, the cross-system analyses see every
+    system judged on this build, and a `dvc exp run` killed mid-evaluation resumes where it stopped."""
+    from tests.support.fake_openai import FakeOpenAIServer
+
+    root, _ = built
+    sh("dvc exp run -S model=chance", root)
+    again = sh("dvc exp run -S model=refuse", root)
+    assert re.search(
+        r"evaluate refuse/standard@32k: 25 items, 25 reused from the results store, 0 new", again.stderr
+    ), again.stderr[-3000:]
+    archive = next((root / ".memlens_cache" / "verdicts").iterdir())
+    assert {p.name for p in archive.iterdir()} >= {"refuse", "chance"}
+    index = (root / "reports" / "index.html").read_text()
+    assert "chance" in index and "refuse" in index
+
+    n0 = _stored(root)
+    with FakeOpenAIServer(latency_s=0.3, record_requests=False) as server:
+        args = (
+            f"-S model=openai_compatible -S model.base_url={server.base_url} -S model.model=fake-vl "
+            "-S model.concurrency=2"
+        )
+        env = {**os.environ, "PATH": f"{BIN}:{os.environ['PATH']}", "DVC_NO_ANALYTICS": "1"}
+        for k in ("DVC_ROOT", "MAKEFLAGS", "MFLAGS", "MAKELEVEL"):
+            env.pop(k, None)
+        proc = subprocess.Popen(
+            f"dvc exp run {args}",
+            cwd=root,
+            shell=True,
+            env=env,
+            start_new_session=True,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+        )
+        t0 = time.monotonic()
+        while _stored(root) < n0 + 4:
+            assert proc.poll() is None, "the experiment finished before it could be killed"
+            assert time.monotonic() - t0 < 300, "no progress"
+            time.sleep(0.05)
+        os.killpg(proc.pid, 9)
+        proc.wait()
+        killed_at = _stored(root) - n0
+        before = server.request_count
+        sh(f"dvc exp run {args}", root)
+        resumed = server.request_count - before
+    total = 50  # tiny: 25 questions at 32k and 64k
+    assert killed_at < total
+    assert total - killed_at <= resumed <= total - killed_at + 2 * 2  # only in-flight requests repeat
