@@ -3,6 +3,7 @@ benchmark, with injected faults, request contents checked against the protocol."
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
@@ -277,3 +278,28 @@ def test_down_server_or_rejected_key_exits_2_before_any_item(tiny_copy, capsys):
         assert RejectsKey.requests == 1  # the health check only: no item was sent
     finally:
         httpd.shutdown()
+
+
+def test_a_changed_question_is_asked_again_and_nothing_else(tiny_copy):
+    root = tiny_copy
+    with FakeOpenAIServer(latency_s=0.01) as server:
+        ov = openai_overrides(server, "eval.lengths=[32k]")
+        assert run_stage(root, "evaluate", *TINY, *ov) == 0
+        first = predictions(root, "fake-vl")["32k"]
+        qfile = root / "data" / "generated" / "questions.jsonl"
+        rows = [json.loads(line) for line in qfile.read_text().splitlines()]
+        target = sorted(first)[3]
+        for r in rows:
+            if r["question_id"] == target:
+                r["question"] = r["question"].rstrip("?") + " exactly?"
+        qfile.write_text("".join(json.dumps(r) + "\n" for r in rows))
+        before = server.request_count
+        assert run_stage(root, "evaluate", *TINY, *ov) == 0
+        assert server.request_count - before == 1  # the same id, a new question: asked again, alone
+        asked = server.requests[-1]
+        assert request_key(asked).endswith("exactly?")
+        second = predictions(root, "fake-vl")["32k"]
+        assert second[target]["request_key"] != first[target]["request_key"]
+        assert {q: r["request_key"] for q, r in second.items() if q != target} == {
+            q: r["request_key"] for q, r in first.items() if q != target
+        }
