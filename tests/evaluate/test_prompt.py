@@ -299,3 +299,31 @@ def test_built_benchmark_item(tiny_project):
         if b["type"] == "text" and b["text"].startswith("=== Session ")
     ]
     assert headers == [f"=== Session {i} (Date: {s.date}) ===" for i, s in enumerate(item.sessions, 1)]
+
+
+#: sha256 of the canonical rendering of `_item` in every mode and layout, per prompt protocol version.
+#: When this test fails the rendered prompts changed: bump `PROMPT_PROTOCOL` (stored answers must not be
+#: reused for a prompt they were not given) and record the new hash under the new version.
+RENDERED = {"memlens-prompt-1": "252a4b06d34e2c4fe3fcecf110b3d740ecc3e49d755b567bc2869b63aae8c8f0"}
+
+
+def test_prompt_protocol_version_pins_the_rendering(tmp_path):
+    import hashlib
+    import json
+
+    from memlens.eval.prompt import PROMPT_PROTOCOL
+
+    item = _item(tmp_path)
+    rendered = []
+    for layout in ("messages", "legacy"):
+        for mode in MODES:
+            for label in (False, True):
+                msgs = build_messages(item, mode, layout=layout, label_images=label)
+                # image references are local paths of this run: keep their names only
+                text = json.dumps(msgs, sort_keys=True).replace(str(tmp_path), "<tmp>")
+                rendered.append([layout, mode, label, text])
+    digest = hashlib.sha256(json.dumps(rendered).encode()).hexdigest()
+    assert PROMPT_PROTOCOL in RENDERED, f"record the rendering of {PROMPT_PROTOCOL}: {digest}"
+    assert digest == RENDERED[PROMPT_PROTOCOL], (
+        f"the rendered prompts changed ({digest}): bump PROMPT_PROTOCOL and record the new hash"
+    )
