@@ -161,33 +161,31 @@ def _committed(text: str, finder: Finder) -> tuple[str, list]:
 # Numbers (counting)
 # --------------------------------------------------------------------------------------------
 
-_UNITS = {
-    w: i
-    for i, w in enumerate(
-        [
-            "zero",
-            "one",
-            "two",
-            "three",
-            "four",
-            "five",
-            "six",
-            "seven",
-            "eight",
-            "nine",
-            "ten",
-            "eleven",
-            "twelve",
-            "thirteen",
-            "fourteen",
-            "fifteen",
-            "sixteen",
-            "seventeen",
-            "eighteen",
-            "nineteen",
-        ]
-    )
-}
+#: number words 0..20 (counts in answers: "three receipts")
+NUMBER_WORDS = (
+    "zero",
+    "one",
+    "two",
+    "three",
+    "four",
+    "five",
+    "six",
+    "seven",
+    "eight",
+    "nine",
+    "ten",
+    "eleven",
+    "twelve",
+    "thirteen",
+    "fourteen",
+    "fifteen",
+    "sixteen",
+    "seventeen",
+    "eighteen",
+    "nineteen",
+    "twenty",
+)
+_UNITS = {w: i for i, w in enumerate(NUMBER_WORDS[:20])}
 _TENS = {
     w: 10 * i
     for i, w in enumerate(["twenty", "thirty", "forty", "fifty", "sixty", "seventy", "eighty", "ninety"], start=2)
@@ -772,34 +770,7 @@ _DROP_CAP_A_RE = re.compile(r"(?:^|(?<=[.!?:]\s))A\s+(?=[a-z])(?!" + _LETTER_VER
 _THOUSANDS_RE = re.compile(r"(?<=\d),(?=\d{3}\b)")
 _PUNCT_RE = re.compile(r"[^\w\s.:/]|_|(?<!\d)[.:/]|[.:/](?!\d)")
 _TRAILING_ZEROS_RE = re.compile(r"(\d)\.0+\b|(\.\d*?[1-9])0+\b")
-_WORD_DIGITS = {
-    w: str(i)
-    for i, w in enumerate(
-        [
-            "zero",
-            "one",
-            "two",
-            "three",
-            "four",
-            "five",
-            "six",
-            "seven",
-            "eight",
-            "nine",
-            "ten",
-            "eleven",
-            "twelve",
-            "thirteen",
-            "fourteen",
-            "fifteen",
-            "sixteen",
-            "seventeen",
-            "eighteen",
-            "nineteen",
-            "twenty",
-        ]
-    )
-}
+_WORD_DIGITS = {w: str(i) for i, w in enumerate(NUMBER_WORDS)}
 
 
 @lru_cache(maxsize=65536)

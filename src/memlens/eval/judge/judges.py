@@ -21,7 +21,9 @@ class Judge(Protocol):
     def judge_many(self, pairs: Sequence[tuple[Question, Prediction]]) -> list[Verdict]: ...
 
 
-def failed_verdict(judge: str, q: Question, p: Prediction, reason: str) -> Verdict:
+def verdict_for(judge: str, q: Question, p: Prediction, **decision) -> Verdict:
+    """A verdict on prediction ``p`` of question ``q``: the item's identity plus the judge's decision
+    (``correct``, ``reason``, ``task_key`` ...); it names the answer it scores (``request_key``)."""
     return Verdict(
         system=p.system,
         mode=p.mode,
@@ -30,9 +32,13 @@ def failed_verdict(judge: str, q: Question, p: Prediction, reason: str) -> Verdi
         question_type=q.question_type,
         question_subtype=q.question_subtype,
         judge=judge,
-        correct=None,
-        reason=reason,
+        request_key=p.request_key,
+        **decision,
     )
+
+
+def failed_verdict(judge: str, q: Question, p: Prediction, reason: str) -> Verdict:
+    return verdict_for(judge, q, p, correct=None, reason=reason)
 
 
 class DeterministicJudge:
@@ -65,14 +71,10 @@ class DeterministicJudge:
                 question=q.question,
             )
             out.append(
-                Verdict(
-                    system=p.system,
-                    mode=p.mode,
-                    length=p.length,
-                    question_id=q.question_id,
-                    question_type=q.question_type,
-                    question_subtype=q.question_subtype,
-                    judge=self.name,
+                verdict_for(
+                    self.name,
+                    q,
+                    p,
                     correct=bool(v.correct),
                     parsed=v.parsed,
                     reason=v.reason,

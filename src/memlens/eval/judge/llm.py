@@ -44,7 +44,7 @@ from memlens.core.errors import ConfigError
 from memlens.core.schema import Prediction, Question, Verdict
 from memlens.core.settings import LLMJudgeSettings
 from memlens.eval.judge import deterministic as det
-from memlens.eval.judge.judges import failed_verdict
+from memlens.eval.judge.judges import failed_verdict, verdict_for
 from memlens.eval.judge.official import official_diagnostics
 from memlens.eval.judge.parsing import parse_model_output, prepare_prediction
 from memlens.eval.judge.prompts import PROMPT_VERSION, build_messages
@@ -328,14 +328,10 @@ class LLMJudge:
         truncated: bool,
         details: dict,
     ) -> Verdict:
-        return Verdict(
-            system=p.system,
-            mode=p.mode,
-            length=p.length,
-            question_id=q.question_id,
-            question_type=q.question_type,
-            question_subtype=q.question_subtype,
-            judge=self.name,
+        return verdict_for(
+            self.name,
+            q,
+            p,
             correct=correct,
             parsed=None,
             reason=reason,
