@@ -24,6 +24,7 @@ import time
 from collections import Counter
 from typing import NamedTuple
 
+from memlens.build.images.synthetic.formats import MONTHS
 from memlens.eval.judge.deterministic import score, task_key
 
 
@@ -37,20 +38,7 @@ class Item(NamedTuple):
 
 
 _NUM_WORDS = ["zero", "one", "two", "three", "four", "five", "six", "seven", "eight", "nine", "ten", "eleven", "twelve"]
-_MONTHS = [
-    "January",
-    "February",
-    "March",
-    "April",
-    "May",
-    "June",
-    "July",
-    "August",
-    "September",
-    "October",
-    "November",
-    "December",
-]
+_MONTHS = list(MONTHS)
 _ENTITIES = [
     "Biscuit",
     "the red bicycle",
