@@ -13,6 +13,7 @@
 import json
 import os
 import re
+import shlex
 import shutil
 import sqlite3
 import subprocess
@@ -228,10 +229,11 @@ def test_switching_systems_keeps_every_answer_and_a_killed_experiment_resumes(bu
         env = {**os.environ, "PATH": f"{BIN}:{os.environ['PATH']}", "DVC_NO_ANALYTICS": "1"}
         for k in ("DVC_ROOT", "MAKEFLAGS", "MFLAGS", "MAKELEVEL"):
             env.pop(k, None)
+        # No shell in between: the killed process must be our own child so that `wait()` reaps it. A shell's
+        # orphaned `dvc` child stays a zombie where PID 1 does not reap, and DVC sees its lock as held.
         proc = subprocess.Popen(
-            f"dvc exp run {args}",
+            [str(BIN / "dvc"), "exp", "run", *shlex.split(args)],
             cwd=root,
-            shell=True,
             env=env,
             start_new_session=True,
             stdout=subprocess.DEVNULL,
