@@ -275,10 +275,28 @@ class EvalSettings(Section):
 
 
 class ValidateSettings(Section):
-    """``validate``: validity gates of the built benchmark."""
+    """``validate``: validity gates of the built benchmark and the adversaries behind them.
+
+    A gate on a noisy figure (accuracy, ROC-AUC) fails when the one-sided lower ``confidence``
+    bound of the figure exceeds its threshold, and is not evaluated below its minimum sample."""
 
     max_auc: Fraction = 0.60
     max_text_only_rate: Fraction = 0.02
+    max_text_only_excess: Fraction = 0.03
+    max_refusal_detection_excess: Fraction = 0.03
+    max_repeat_share: Fraction = 0.05
+    max_frequent_share: Fraction = 0.10
+    confidence: Annotated[float, Field(ge=0.5, lt=1)] = 0.95
+    min_questions: PositiveInt = 20
+    min_evidence: PositiveInt = 20
+    folds: Annotated[int, Field(ge=2)] = 5
+    vocab_min: PositiveInt = 3
+    min_support: PositiveInt = 2
+    top_features: PositiveInt = 8
+    text_max_features: PositiveInt = 20000
+    min_sentence_words: PositiveInt = 5
+    frequent_uses: PositiveInt = 100
+    advisory: list[Literal["text_only", "refusal_detection", "evidence_auc", "repetition"]] = ["repetition"]
     warn_only: bool = False
 
 
