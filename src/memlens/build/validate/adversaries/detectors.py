@@ -247,24 +247,27 @@ def _r(v) -> float | None:
     return None if not np.isfinite(v) else round(float(v), 3)
 
 
-def text_model(
-    docs: list[str], y: np.ndarray, groups: np.ndarray, *, k: int, seed: int, top: int, max_features: int
-) -> dict:
+def text_matrix(docs: list[str], max_features: int):
+    """Word 1-2-gram and character 3-5-gram TF-IDF of the session texts and the feature names. The
+    vectorizers see no labels: they are fitted once on every session's text (test folds included)."""
     from scipy.sparse import hstack
     from sklearn.feature_extraction.text import TfidfVectorizer
+
+    word = TfidfVectorizer(ngram_range=(1, 2), min_df=2, max_features=max_features, sublinear_tf=True)
+    char = TfidfVectorizer(
+        analyzer="char_wb", ngram_range=(3, 5), min_df=2, max_features=max_features, sublinear_tf=True
+    )
+    x = hstack([word.fit_transform(docs), char.fit_transform(docs)]).tocsr()
+    names = [f"w:{t}" for t in word.get_feature_names_out()] + [f"c:{t!r}" for t in char.get_feature_names_out()]
+    return x, names
+
+
+def text_model(x, names: list[str], y: np.ndarray, groups: np.ndarray, *, k: int, seed: int, top: int) -> dict:
     from sklearn.linear_model import LogisticRegression
     from sklearn.metrics import roc_auc_score
 
     if len(y) == 0 or y.min() == y.max() or len(set(groups.tolist())) < 2:
         return _empty(y, "needs evidence and haystack sessions from at least two questions")
-    # the vectorizers see no labels: fitted once on every session's text (the test folds' included)
-    word = TfidfVectorizer(ngram_range=(1, 2), min_df=2, max_features=max_features, sublinear_tf=True)
-    char = TfidfVectorizer(
-        analyzer="char_wb", ngram_range=(3, 5), min_df=2, max_features=max_features, sublinear_tf=True
-    )
-    xw, xc = word.fit_transform(docs), char.fit_transform(docs)
-    x = hstack([xw, xc]).tocsr()
-    names = [f"w:{t}" for t in word.get_feature_names_out()] + [f"c:{t!r}" for t in char.get_feature_names_out()]
     splits, n = _splits(y, groups, k, seed)
     probs = np.full(len(y), float(y.mean()))
     for tr, te in splits:
@@ -274,7 +277,7 @@ def text_model(
         probs[te] = clf.predict_proba(x[te])[:, 1]
     full = LogisticRegression(max_iter=2000, class_weight="balanced", random_state=seed).fit(x, y)
     coef = full.coef_[0]
-    pos, neg = np.argsort(-coef)[:top], np.argsort(coef)[:top]
+    pos, neg = np.argsort(-coef, kind="stable")[:top], np.argsort(coef, kind="stable")[:top]
     return {
         "n": int(len(y)),
         "n_evidence": int(y.sum()),
@@ -288,16 +291,21 @@ def text_model(
 def run(bench: Bench, *, k_folds: int = 5, seed: int = 0, top: int = 8, max_features: int = 20000) -> dict:
     """Every detector at every length: ``{length: {detector: result}}``."""
     out: dict[str, dict] = defaultdict(dict)
-    for ln in bench.lengths:
-        us = units(bench, ln)
+    per_len = {ln: units(bench, ln) for ln in bench.lengths}
+    sids = sorted({u.session_id for us in per_len.values() for u in us})
+    row = {sid: i for i, sid in enumerate(sids)}
+    docs = [" ".join(t.content.replace(IMAGE_PLACEHOLDER, " ") for t in bench.sessions[sid].turns) for sid in sids]
+    xt, tnames = text_matrix(docs, max_features) if docs else (None, [])
+    for ln, us in per_len.items():
         y = np.asarray([u.label for u in us], dtype=int)
         g = np.asarray([u.group for u in us])
         x, names = metadata_matrix(bench, us)
         out[ln]["metadata"] = gradient_boosting(x, y, g, names, k=k_folds, seed=seed, top=top)
-        docs = [
-            " ".join(t.content.replace(IMAGE_PLACEHOLDER, " ") for t in bench.sessions[u.session_id].turns) for u in us
-        ]
-        out[ln]["text"] = text_model(docs, y, g, k=k_folds, seed=seed, top=top, max_features=max_features)
+        if xt is None:
+            out[ln]["text"] = _empty(y, "no sessions with images")
+        else:
+            xs = xt[[row[u.session_id] for u in us]]
+            out[ln]["text"] = text_model(xs, tnames, y, g, k=k_folds, seed=seed, top=top)
         xi, yi, gi, ni = image_units(bench, us)
         out[ln]["images"] = gradient_boosting(xi, yi, gi, ni, k=k_folds, seed=seed, top=top)
     return dict(out)

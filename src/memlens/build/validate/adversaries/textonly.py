@@ -250,26 +250,31 @@ class Prior:
 
 
 class OptionTypes:
-    """Most frequent answer per (subtype, template words of option A, of option B)."""
+    """Most frequent answer per pair of option types, from fine to coarse: the options' template
+    words, their first two, their first template word (a level is used from ``min_support`` up)."""
 
-    def __init__(self, train: list[Question], tpl: Template, prior: Prior):
+    LEVELS = (None, 2, 1)
+
+    def __init__(self, train: list[Question], tpl: Template, prior: Prior, min_support: int = 3):
         self.tpl, self.prior = tpl, prior
         table: dict[tuple, list[str]] = defaultdict(list)
         for q in train:
-            k = self.key(q)
-            if k:
+            for k in self.keys(q):
                 table[k].append(q.answer)
-        self.table = {k: _majority(v) for k, v in table.items()}
+        self.table = {k: _majority(v) for k, v in table.items() if len(v) >= min_support}
 
-    def key(self, q: Question) -> tuple | None:
+    def keys(self, q: Question) -> list[tuple]:
         m = re.search(r"\(A\)(.*?)\(B\)(.*)$", q.question, re.S)
         if not m:
-            return None
-        return (subtype_of(q), self.tpl.words(m.group(1)), self.tpl.words(m.group(2)))
+            return []
+        a, b = self.tpl.words(m.group(1)), self.tpl.words(m.group(2))
+        return [(subtype_of(q), lv, a[:lv], b[:lv]) for lv in self.LEVELS]
 
     def predict(self, q: Question) -> str:
-        k = self.key(q)
-        return self.table.get(k, self.prior.predict(q)) if k else self.prior.predict(q)
+        for k in self.keys(q):
+            if k in self.table:
+                return self.table[k]
+        return self.prior.predict(q)
 
 
 # -------------------------------------------------------------------------------------------- history
@@ -375,10 +380,45 @@ def latest_timeword_image(view: TextView, hx: HistoryIndex) -> date | None:
 
 
 class Dates:
-    def __init__(self, tpl: Template, prior: Prior, hx: HistoryIndex):
+    """Date strategies, the best per question opening (first four template words) chosen on the
+    training questions: ``match``
+    (the best-matching sentence's date, orders and A/B spans from it), ``latest`` (the latest
+    session that shares an image with a time word) and ``prior``."""
+
+    STRATEGIES = ("match", "latest", "prior")
+
+    def __init__(self, tpl: Template, prior: Prior, hx: HistoryIndex, cache: dict | None = None):
         self.tpl, self.prior, self.hx = tpl, prior, hx
+        self.choice: dict[tuple, str] = {}
+        self.cache = {} if cache is None else cache  # (question id, history) -> raw candidates
+
+    def candidates(self, q: Question, view: TextView) -> dict[str, str]:
+        key = (q.question_id, len(view.history), view.history[0][0] if view.history else None)
+        raw = self.cache.get(key)
+        if raw is None:
+            raw = self.cache[key] = self.raw(q, view)
+        prior = self.prior.predict(q)
+        return {"prior": prior, **{k: prior if v is None else v for k, v in raw.items()}}
+
+    def frame(self, q: Question) -> tuple:
+        return (subtype_of(q), self.tpl.words(q.question)[:4])
+
+    def fit(self, train: list[tuple[Question, TextView]]) -> Dates:
+        score: dict[tuple, Counter] = defaultdict(Counter)
+        for q, view in train:
+            cands = self.candidates(q, view)
+            for st in self.STRATEGIES:
+                score[self.frame(q)][st] += norm(cands[st]) == norm(q.answer)
+        for fr, c in score.items():
+            self.choice[fr] = max(self.STRATEGIES, key=lambda st: (c[st], -self.STRATEGIES.index(st)))
+        return self
 
     def predict(self, q: Question, view: TextView) -> str:
+        st = self.choice.get(self.frame(q), "match")
+        return self.candidates(q, view)[st]
+
+    def raw(self, q: Question, view: TextView) -> dict[str, str | None]:
+        out: dict[str, str | None] = {"match": None, "latest": None}
         text = q.question
         items = ORDER_ITEM.findall(text)
         if len(items) >= 2 and "order" in text.lower():
@@ -386,20 +426,23 @@ class Dates:
             for num, phrase in items:
                 d, _k = event_date(view, self.tpl.content(phrase), self.hx)
                 dated.append((d or date.max, int(num)))
-            return "".join(f"({n})" for _d, n in sorted(dated))
+            out["match"] = "".join(f"({n})" for _d, n in sorted(dated))
+            return out
         m = AB_SPANS.search(text)
         if m:
             la, lb = span_days(view, m["a"], self.tpl, self.hx), span_days(view, m["b"], self.tpl, self.hx)
             if la is not None and lb is not None and la != lb:
-                return "A" if la > lb else "B"
-            return self.prior.predict(q)
+                out["match"] = "A" if la > lb else "B"
+            return out
         if "YYYY/MM/DD" in text:
             head = re.split(r"(?<=[.?])\s+Answer", text)[0]
             d, _k = event_date(view, self.tpl.rare(head) or self.tpl.content(head), self.hx)
-            d = d or latest_timeword_image(view, self.hx)
+            lt = latest_timeword_image(view, self.hx)
             if d:
-                return d.strftime("%Y/%m/%d")
-        return self.prior.predict(q)
+                out["match"] = d.strftime("%Y/%m/%d")
+            if lt:
+                out["latest"] = lt.strftime("%Y/%m/%d")
+        return out
 
 
 # -------------------------------------------------------------------------------------------- learned
@@ -478,12 +521,13 @@ def run(bench: Bench, *, k_folds: int = 5, vocab_min: int = 3, min_support: int 
             if inst is not None:
                 views[q.question_id] = bench.view(inst)
         hf = {qid: history_features(bench.questions[qid], v, tpl, hx) for qid, v in views.items()}
+        date_cache: dict = {}
         for test in parts:
             train = [q for q in allq if q.question_id not in test and q.question_id in views]
             tr_ans = [q for q in train if not is_refusal(q)]
             prior = Prior(tr_ans, tpl, min_support)
             opt = OptionTypes(tr_ans, tpl, prior)
-            dates = Dates(tpl, prior, hx)
+            dates = Dates(tpl, prior, hx, date_cache).fit([(q, views[q.question_id]) for q in tr_ans])
             learned = Learned([(q, hf[q.question_id]) for q in tr_ans], prior, seed)
             ys = [is_refusal(q) for q in train]
             arclf = None
