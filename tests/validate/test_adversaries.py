@@ -159,3 +159,14 @@ def test_cli_prints_every_adversary_for_a_data_folder(tmp_path, capsys):
     (d / "generated" / "sessions.jsonl").unlink()
     assert cli_main(["--data", str(d)]) == 2
     assert "sessions.jsonl: missing" in capsys.readouterr().err
+
+
+def test_same_benchmark_and_seed_give_identical_figures():
+    from memlens.core.io import canonical_json
+
+    runs = []
+    for _ in range(2):
+        figs = run_all(make_bench(40, leak="timing", pool=60), {**SETTINGS, "text_max_features": 2000}, seed=3)
+        figs.pop("timing")
+        runs.append(canonical_json(figs))
+    assert runs[0] == runs[1]
