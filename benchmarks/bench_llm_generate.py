@@ -6,11 +6,13 @@ the LLM leakage check) plus one question-writer request per ``--questions``, thr
 engine, simulator and request cache, against the fake OpenAI-compatible server running the scripted
 construction roles in a child process with ``--latency`` seconds per answer. The ideal rate is
 ``concurrency / latency`` requests/s; the figure to meet is >= 90 % of it. A second pass over the
-same requests is served by the cache (0 requests). The paper-scale request count is extrapolated
-from requests per session and per question.
+same requests is served by the cache (0 requests). For context on a shared machine, the evaluation
+client alone (``OpenAICompatibleClient.run_many``, no simulator, same server) is measured on
+``--baseline`` requests first: the engine cannot beat it. The paper-scale request count is
+extrapolated from requests per session and per question.
 
 Usage: python benchmarks/bench_llm_generate.py [--sessions 400] [--questions 100] [--latency 0.2]
-       [--concurrency 32]
+       [--concurrency 32] [--baseline 1000]
 """
 
 from __future__ import annotations
@@ -30,6 +32,7 @@ from memlens.build.text.llm.schemas import QA
 from memlens.build.text.llm.simulator import Simulator
 from memlens.build.text.sessions import Mention, WriterConfig
 from memlens.build.text.validators import RejectionLog
+from memlens.core.http import OpenAICompatibleClient, OpenAICompatibleConfig
 from memlens.core.reqcache import RequestCache
 from memlens.core.schema import Topic
 from tests.support.scripted_llm import ScriptedServer
@@ -95,24 +98,40 @@ def one_pass(base_url: str, cache_path: Path, n_sessions: int, n_questions: int,
     return {"elapsed": elapsed, "run": s["run"]["total"], "build": s["build"]["total"]}
 
 
+def baseline(base_url: str, n: int, concurrency: int) -> float:
+    """Requests/s of the evaluation client alone on ``n`` prompts of a session's size."""
+    c = OpenAICompatibleClient(
+        OpenAICompatibleConfig(base_url=base_url, model="bench", concurrency=concurrency, max_retries=0)
+    )
+    items = ((i, [{"role": "user", "content": f"turn {i} " + "word " * 1500}]) for i in range(n))
+    t0 = time.perf_counter()
+    c.run_many(items, lambda k, r: None, progress=False, total=n)
+    return n / (time.perf_counter() - t0)
+
+
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--sessions", type=int, default=400)
     ap.add_argument("--questions", type=int, default=100)
     ap.add_argument("--latency", type=float, default=0.2)
     ap.add_argument("--concurrency", type=int, default=32)
+    ap.add_argument("--baseline", type=int, default=1000)
     a = ap.parse_args()
     ideal = a.concurrency / a.latency
     with tempfile.TemporaryDirectory() as tmp, ScriptedServer(latency_s=a.latency, record_requests=False) as srv:
         cache = Path(tmp) / "bench.sqlite"
+        base = baseline(srv.base_url, a.baseline, a.concurrency) if a.baseline else 0.0
+        pre = srv.stats()["requests"]
         first = one_pass(srv.base_url, cache, a.sessions, a.questions, a.concurrency)
-        sent = srv.stats()["requests"]
+        sent = srv.stats()["requests"] - pre
         second = one_pass(srv.base_url, cache, a.sessions, a.questions, a.concurrency)
-        resent = srv.stats()["requests"] - sent
+        resent = srv.stats()["requests"] - pre - sent
     rate = first["run"]["requests"] / first["elapsed"]
     per_session = (first["run"]["requests"] - a.questions) / a.sessions
     paper = PAPER_QUESTIONS + PAPER_SESSIONS * per_session
     print(f"sessions {a.sessions}, questions {a.questions}, latency {a.latency}s, concurrency {a.concurrency}")
+    if a.baseline:
+        print(f"client alone: {base:.1f} req/s on {a.baseline} requests = {100 * base / ideal:.1f}% of ideal")
     print(
         f"first pass : {first['run']['requests']} requests ({sent} received by the server) in {first['elapsed']:.1f}s "
         f"= {rate:.1f} req/s; ideal {ideal:.1f} req/s -> {100 * rate / ideal:.1f}% of ideal"

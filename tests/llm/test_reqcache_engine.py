@@ -177,3 +177,30 @@ def test_cache_rows_hold_no_request_secrets(tmp_path):
         "served_model",
         "created_at",
     ]
+
+
+def test_priority_gate_grants_freed_slots_lowest_priority_first():
+    from memlens.build.text.llm.engine import PriorityGate
+
+    async def main():
+        gate = PriorityGate(1)
+        order = []
+        await gate.acquire()  # the only slot is held
+
+        async def wait(p, name):
+            await gate.acquire(p)
+            order.append(name)
+            gate.release()
+
+        tasks = [asyncio.create_task(wait(p, n)) for p, n in ((0, "short"), (-5, "long"), (-1, "mid"))]
+        await asyncio.sleep(0)
+        cancelled = asyncio.create_task(wait(-9, "cancelled"))
+        await asyncio.sleep(0)
+        cancelled.cancel()
+        await asyncio.sleep(0)
+        gate.release()
+        await asyncio.gather(*tasks)
+        return order, gate.free
+
+    order, free = asyncio.run(main())
+    assert order == ["long", "mid", "short"] and free == 1

@@ -23,6 +23,8 @@ the same endpoint share one client, so ``concurrency`` bounds the requests in fl
 from __future__ import annotations
 
 import asyncio
+import heapq
+import itertools
 import json
 import logging
 from collections.abc import Callable
@@ -101,6 +103,39 @@ def _tokens(n: int | None) -> int:
     return int(n) if isinstance(n, int) and n >= 0 else 0
 
 
+class PriorityGate:
+    """At most ``n`` holders; a freed slot goes to the waiter with the lowest priority value (ties:
+    first come). The simulator gives each session's next request the priority minus its remaining
+    work, so the longest sessions advance first and every slot stays busy until the end of a run
+    (round-robin would leave slots idle while the longest sessions finish alone)."""
+
+    def __init__(self, n: int):
+        self.free = n
+        self.waiters: list[tuple[float, int, asyncio.Future]] = []
+        self._seq = itertools.count()
+
+    async def acquire(self, priority: float = 0.0) -> None:
+        if self.free > 0 and not self.waiters:
+            self.free -= 1
+            return
+        fut = asyncio.get_running_loop().create_future()
+        heapq.heappush(self.waiters, (priority, next(self._seq), fut))
+        try:
+            await fut
+        except asyncio.CancelledError:
+            if fut.done() and not fut.cancelled():  # granted, then cancelled: pass the slot on
+                self.release()
+            raise
+
+    def release(self) -> None:
+        while self.waiters:
+            _, _, fut = heapq.heappop(self.waiters)
+            if not fut.done():
+                fut.set_result(None)
+                return
+        self.free += 1
+
+
 @dataclass
 class LLMEngine:
     """Sends construction requests for named roles (see the module docstring)."""
@@ -115,6 +150,7 @@ class LLMEngine:
     usage: dict[str, Usage] = field(default_factory=dict)
     failures: list[dict] = field(default_factory=list)
     _clients: dict[tuple, OpenAICompatibleClient] = field(default_factory=dict, repr=False)
+    _gates: dict[tuple, tuple[asyncio.AbstractEventLoop, PriorityGate]] = field(default_factory=dict, repr=False)
 
     def __post_init__(self) -> None:
         for role in self.endpoints:
@@ -138,6 +174,20 @@ class LLMEngine:
             self._clients[k] = OpenAICompatibleClient(cfg)
         return self._clients[k]
 
+    def _gate(self, ep: Endpoint) -> PriorityGate:
+        """The endpoint's gate in the running event loop (one per loop: each stage phase runs its own)."""
+        k = (ep.base_url, ep.api_key_env)
+        loop = asyncio.get_running_loop()
+        held = self._gates.get(k)
+        if held is None or held[0] is not loop:
+            held = (loop, PriorityGate(self.concurrency))
+            self._gates[k] = held
+        return held[1]
+
+    def distinct_endpoints(self, roles) -> int:
+        """How many separate endpoints (clients, each with ``concurrency`` slots) serve ``roles``."""
+        return len({(self.endpoints[r].base_url, self.endpoints[r].api_key_env) for r in roles if r in self.endpoints})
+
     async def aclose(self) -> None:
         """Release the HTTP connections (the clients rebuild them in the next event loop)."""
         for c in self._clients.values():
@@ -149,7 +199,14 @@ class LLMEngine:
         return LLMRequestError(f"LLM request {tag} ({role}, request {key[:16]}) failed: {error}")
 
     async def _complete(
-        self, role: str, tag: str, messages: list[dict], *, seed: int | None, response_format: dict | None
+        self,
+        role: str,
+        tag: str,
+        messages: list[dict],
+        *,
+        seed: int | None,
+        response_format: dict | None,
+        priority: float = 0.0,
     ) -> tuple[str, str]:
         """(text, request key) of one request, from the cache or the endpoint."""
         ep = self.endpoints[role]
@@ -178,7 +235,12 @@ class LLMEngine:
         if response_format is not None:
             overrides["response_format"] = response_format
         u.requests += 1
-        res = await self._client(ep).complete(messages, **overrides)
+        gate = self._gate(ep)
+        await gate.acquire(priority)
+        try:
+            res = await self._client(ep).complete(messages, **overrides)
+        finally:
+            gate.release()
         u.attempts += res.attempts
         if not res.ok:
             raise self._record_failure(role, tag, key, str(res.error))
@@ -203,9 +265,12 @@ class LLMEngine:
         return (pt * ep.price_prompt_per_mtok + ct * ep.price_completion_per_mtok) / 1e6
 
     # ---------------------------------------------------------------- public API
-    async def text(self, role: str, tag: str, messages: list[dict], *, seed: int | None = None) -> str:
-        """The text of one completion (raises :class:`LLMRequestError`)."""
-        text, _ = await self._complete(role, tag, messages, seed=seed, response_format=None)
+    async def text(
+        self, role: str, tag: str, messages: list[dict], *, seed: int | None = None, priority: float = 0.0
+    ) -> str:
+        """The text of one completion (raises :class:`LLMRequestError`); ``priority``: lower is sent
+        sooner when every slot is busy (see :class:`PriorityGate`)."""
+        text, _ = await self._complete(role, tag, messages, seed=seed, response_format=None, priority=priority)
         return text.strip()
 
     async def json(
@@ -217,6 +282,7 @@ class LLMEngine:
         *,
         check: Callable[[Any], list[str]] | None = None,
         seed: int | None = None,
+        priority: float = 0.0,
     ) -> Any:
         """A JSON answer valid for ``schema`` and ``check`` (a list of semantic errors), repaired
         up to ``max_repairs`` times; raises :class:`LLMRequestError` naming the request."""
@@ -230,7 +296,7 @@ class LLMEngine:
         errors: list[str] = []
         key = ""
         for attempt in range(self.max_repairs + 1):
-            text, key = await self._complete(role, tag, convo, seed=seed, response_format=rf)
+            text, key = await self._complete(role, tag, convo, seed=seed, response_format=rf, priority=priority)
             try:
                 value = parse_json(text)
             except ValueError as exc:

@@ -86,11 +86,14 @@ class Simulator:
             "photo": bool(history and "<image>" in history[-1][1]),
         }
         failed: list[str] = []
+        # remaining requests of this session, about three per turn pair (user, assistant, leakage check)
+        prio = -float(3 * (spec.n_pairs - i) - (role == "assistant"))
         for attempt in range(self.wcfg.max_regenerations + 1):
             seed = _seed(spec.seed, i, role, attempt)
             if role == "user":
+                msgs = prompts.user_turn(ctx, history)
                 text = await self.engine.text(
-                    "user", f"user_turn:{spec.session_id}:{i}", prompts.user_turn(ctx, history), seed=seed
+                    "user", f"user_turn:{spec.session_id}:{i}", msgs, seed=seed, priority=prio
                 )
                 ts = TurnSpec(
                     role="user",
@@ -104,7 +107,8 @@ class Simulator:
                 )
             else:
                 msgs = prompts.assistant_turn(ctx, history)
-                text = await self.engine.text("assistant", f"assistant_turn:{spec.session_id}:{i}", msgs, seed=seed)
+                tag = f"assistant_turn:{spec.session_id}:{i}"
+                text = await self.engine.text("assistant", tag, msgs, seed=seed, priority=prio)
                 ts = TurnSpec(
                     role="assistant", text=text, words=words, forbidden=spec.forbidden, ambiguity=spec.ambiguity
                 )
@@ -115,6 +119,7 @@ class Simulator:
                     f"leak_check:{spec.session_id}:{i}:{role}",
                     prompts.leak_check(text, spec.hidden, LEAK_CHECK),
                     LEAK_CHECK,
+                    priority=prio,
                 )
                 self.stats["llm_leak_checks"] += 1
                 if verdict["reveals"]:
