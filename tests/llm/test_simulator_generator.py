@@ -178,3 +178,62 @@ def test_check_triple_keeps_the_format_instruction():
     v = {**GOOD, "question": "When did I go there?", "answer": "2025/05/20", "evidence_facts": []}
     assert any("must end with 'Answer in YYYY/MM/DD.'" in e for e in check_triple(v, d, []))
     assert check_triple({**v, "question": "So, when did I go? Answer in YYYY/MM/DD."}, d, []) == []
+
+
+def test_a_failed_run_resumes_from_the_cache_sending_only_what_is_missing(tmp_path):
+    """A session whose requests fail (server errors) fails the run, naming it; the other sessions'
+    answers are cached, so the next run sends only the failed session's requests."""
+    from memlens.core.reqcache import RequestCache
+    from tests.support.fake_openai import faults_by_key
+
+    def build(server, cache):
+        ep = Endpoint(base_url=server.base_url, model="sim")
+        eng = LLMEngine({r: ep for r in ("user", "assistant", "leakage_checker")}, cache=cache, max_retries=0)
+        sim = Simulator(eng, WriterConfig(turns=(8, 12), max_regenerations=0), progress=False)
+        w = sim.writer(RejectionLog(), [])
+        ss = {}
+        for i, sub in enumerate(("herb pots", "broken sprinkler")):
+            s = w.write(random.Random(i), "haystack", TOPIC, sub, [])
+            ss[s.session_id] = s
+        return sim, w, ss
+
+    cache = RequestCache(tmp_path / "c.sqlite")
+    with FakeOpenAIServer(responder=ScriptedLLM(), faults=faults_by_key({"broken sprinkler": ["500"] * 50})) as srv:
+        sim, w, ss = build(srv, cache)
+        bad = next(k for k, s in sim.specs.items() if s.subtopic == "broken sprinkler")
+        with pytest.raises(DataError, match=rf"1 of 2 simulated sessions failed.*{bad}|{bad}"):
+            sim.finish(ss, w.pending_logs)
+        good_requests = srv.request_count - 1  # the failed session stopped at its first request
+    with FakeOpenAIServer(responder=ScriptedLLM()) as srv:
+        sim, w, ss = build(srv, cache)
+        out = sim.finish(ss, w.pending_logs)
+        assert all(len(s.turns) >= 8 for s in out.values())
+        sent = srv.request_count
+        bodies = srv.requests
+    assert sent == len(out[bad].turns) and all("broken sprinkler" in json.dumps(b) for b in bodies)
+    assert good_requests == len(next(s for k, s in out.items() if k != bad).turns)
+
+
+def test_template_generator_fills_from_a_corpus(tmp_path):
+    from omegaconf import OmegaConf
+
+    from memlens.build.generate.backends import TemplateGenerator
+
+    p = tmp_path / "u.jsonl"
+    p.write_text(
+        json.dumps({"data": ["How do I repot a basil plant without hurting it?", "Water it first, then ease it out."]})
+        + "\n"
+    )
+    g = OmegaConf.create({"filler": {"path": str(p)}})
+    gen = TemplateGenerator(g, seed=1)
+    s = gen.writer(WriterConfig(), RejectionLog(), []).write_filler(random.Random(0), 6)
+    assert (
+        s.kind == "filler"
+        and s.turns[0].content.startswith("How do I repot")
+        and gen.manifest()["filler_corpus"]["kept"] == 1
+    )
+    plain = TemplateGenerator(OmegaConf.create({"filler": None}), seed=1)
+    assert (
+        plain.manifest() == {}
+        and "repot" not in plain.writer(WriterConfig(), RejectionLog(), []).write_filler(random.Random(0), 6).text
+    )

@@ -265,9 +265,10 @@ class LLMGenerator:
 
     def finish(self, sessions: dict[str, Session]) -> dict[str, Session]:
         logs = {sid: lg for w in self.writers for sid, lg in w.pending_logs.items()}
-        out = self.simulator.finish(sessions, logs)
-        self._record_run()
-        return out
+        try:
+            return self.simulator.finish(sessions, logs)
+        finally:  # a failed run is recorded too (its failures name each request)
+            self._record_run()
 
     def _summary(self) -> dict:
         s = self.engine.summary()
