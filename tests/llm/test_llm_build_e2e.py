@@ -86,8 +86,8 @@ def test_llm_build_validates_and_reruns_for_free(tiny_project, tmp_path):
         snap = {p.name: p.read_bytes() for p in gen.iterdir()}
         assert run_stage(root, "generate", *ov) == 0  # re-run: everything from the request cache
         assert srv.stats()["requests"] == first["requests"]
-        for st in ("assemble", "validate"):
-            assert run_stage(root, st, *ov) == 0, st
+        for st in ("assemble", "validate", "evaluate", "judge", "report"):
+            assert run_stage(root, st, *ov, "model=refuse") == 0, st
     assert {p.name: p.read_bytes() for p in gen.iterdir()} == snap  # byte-identical, manifest included
     tasks = first["tasks"]
     assert {"qa", "text_only", "user_turn", "assistant_turn", "leak_check"} <= set(tasks)
@@ -113,3 +113,12 @@ def test_llm_build_validates_and_reruns_for_free(tiny_project, tmp_path):
     assert all(not t["content"].startswith("(pending") for s in sim for t in s["turns"])
     n_img = sum(len(t["images"]) for s in sim for t in s["turns"])
     assert 1.0 <= n_img / len(sim) <= 3.0 and 8 <= sum(len(s["turns"]) for s in sim) / len(sim) <= 12
+    # the build's models and token accounting reach MLflow with the evaluation
+    from mlflow.tracking import MlflowClient
+
+    client = MlflowClient(tracking_uri=f"sqlite:///{root / 'mlflow.db'}")
+    exp = next(e for e in client.search_experiments() if e.name.startswith("memlens-"))
+    parent = next(r for r in client.search_runs([exp.experiment_id]) if r.info.run_name == "refuse")
+    p = parent.data.params
+    assert p["build.generator"] == "llm" and p["build.models.assistant"] == "gemini-3-pro-preview"
+    assert int(p["build.usage.prompt_tokens"]) == total["prompt_tokens"] and p["build.prompt_version"] == "llmgen-v1"
