@@ -134,6 +134,9 @@ def test_money_references_of_knowledge_update(pred, correct):
         ("B", "B took 21 days, longer than A", True),
         ("B", "The trip to Oslo (B) took longer.", True),
         ("B", "I can't tell for sure, but I think B.", True),
+        ("A", "Rome took 21 days and Oslo 9. Overall, A lasted longer than B.", True),
+        ("B", "Rome took 21 days and Oslo 9. Overall, A lasted longer than B.", False),
+        ("B", "So A lasted 9 days and B lasted 21 days.", False),  # a conclusion that commits to nothing
         # no committed choice: a trace without a conclusion, or a comparative against the question
         ("B", "A lasted 9 days and B lasted 21 days.", False),
         ("A", "A lasted 9 days and B lasted 21 days.", False),

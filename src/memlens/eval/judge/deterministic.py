@@ -778,7 +778,7 @@ def _resolve_choice(text: str, allow_ordinals: bool = True, direction: str | Non
     """The option(s) an A/B answer commits to; two distinct letters mean it is ambiguous.
 
     1. The choice after the last concluding marker that is followed by one ("A lasted 9 days and
-       B lasted 21 days, so B." -> B; "..., therefore the answer is B, not A" -> B).
+       B lasted 21 days, so B." -> B; "..., therefore the answer is B, not A" -> B), read as in 2.
     2. An answer-first reply: a leading option followed by punctuation, a justification or a
        comparative agreeing with the question ("B, because ...", "A is longer than B"; for a
        "longer" question "B is shorter than A" does not commit to B). "A or B" stays ambiguous.
@@ -794,26 +794,34 @@ def _resolve_choice(text: str, allow_ordinals: bool = True, direction: str | Non
     marks = list(_CONCLUSION_RE.finditer(kept))
     for i in range(len(marks) - 1, -1, -1):
         end = marks[i + 1].start() if i + 1 < len(marks) else len(kept)
-        got = _mentions(kept[marks[i].end() : end], allow_ordinals)
+        got = _segment_choice(kept[marks[i].end() : end].lstrip(" ,:;-\u2013\u2014"), allow_ordinals, direction)
         if got:
             return got
-    lead = _LEADING_CHOICE_RE.match(kept)
+    got = _segment_choice(kept, allow_ordinals, direction)
+    if not got and len(set(negated)) == 1:
+        return ["B" if negated[0] == "A" else "A"]
+    return got
+
+
+def _segment_choice(text: str, allow_ordinals: bool, direction: str | None) -> list[str]:
+    """Steps 2 and 3 of :func:`_resolve_choice` on one stretch of text (rejections already blanked)."""
+    bare = text.strip(" \t\n.()*_\"'`").upper()
+    if bare in ("A", "B"):
+        return [bare]
+    lead = _LEADING_CHOICE_RE.match(text)
     if lead:
         letter = (lead.group("p") or lead.group("l")).upper()
-        alt = _ALTERNATIVE_RE.match(kept, lead.end())
+        alt = _ALTERNATIVE_RE.match(text, lead.end())
         if alt:
             return [letter, alt.group(1).upper()]
-        rest = kept[lead.end() :]
+        rest = text[lead.end() :]
         nxt = _CHOICE_RE.search(rest)
         span = rest[: nxt.start()] if nxt else rest
         agrees = _MORE_RE.search(span) if direction != "less" else _LESS_RE.search(span)
         opposes = (_LESS_RE if direction != "less" else _MORE_RE).search(span) if direction else None
         if nxt is None or _LEAD_PUNCT_RE.match(rest) or _JUSTIFY_RE.search(span) or (agrees and not opposes):
             return [letter]
-    got = _mentions(kept, allow_ordinals)
-    if not got and len(set(negated)) == 1:
-        return ["B" if negated[0] == "A" else "A"]
-    return got
+    return _mentions(text, allow_ordinals)
 
 
 def _FIND_CHOICE(text: str) -> list[str]:
