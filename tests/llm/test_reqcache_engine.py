@@ -204,3 +204,21 @@ def test_priority_gate_grants_freed_slots_lowest_priority_first():
 
     order, free = asyncio.run(main())
     assert order == ["long", "mid", "short"] and free == 1
+
+
+def test_reasoning_api_settings_reach_the_request_body():
+    """GPT-5-style endpoints: no temperature, max_completion_tokens instead of max_tokens."""
+    with FakeOpenAIServer(responder=lambda b: "ok") as srv:
+        ep = Endpoint(
+            base_url=srv.base_url,
+            model="gpt-x",
+            temperature=None,
+            token_param="max_completion_tokens",
+            max_new_tokens=77,
+            extra_body={"reasoning_effort": "low"},
+        )
+        e = LLMEngine({"user": ep}, max_retries=0)
+        assert asyncio.run(e.text("user", "t", MSGS, seed=5)) == "ok"
+        body = srv.requests[0]
+        assert "temperature" not in body and "max_tokens" not in body and body["max_completion_tokens"] == 77
+        assert body["reasoning_effort"] == "low" and body["seed"] == 5 and body["model"] == "gpt-x"
