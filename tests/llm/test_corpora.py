@@ -175,3 +175,30 @@ def test_filler_draws_are_seeded_without_replacement_and_skip_forbidden(tmp_path
     g = CorpusFiller(c, seed=1)
     s = g.session(random.Random(0), 12, PhraseIndex([word]), log)
     assert g.skipped == 1 and s.session_id == s2.session_id
+
+
+def test_a_hugging_face_dataset_is_read_through_datasets(monkeypatch):
+    """The ``hf_dataset`` path (no network here: ``datasets.load_dataset`` is replaced by a stand-in
+    returning rows in the ultrachat_200k layout)."""
+    import datasets
+
+    calls = []
+
+    def fake_load(name, split):
+        calls.append((name, split))
+        return [
+            {"prompt": "p", "messages": [{"role": "user", "content": EN_Q}, {"role": "assistant", "content": EN_A}]}
+        ]
+
+    monkeypatch.setattr(datasets, "load_dataset", fake_load)
+    c = FillerCorpus.load(hf_dataset="HuggingFaceH4/ultrachat_200k", hf_split="train_sft")
+    assert calls == [("HuggingFaceH4/ultrachat_200k", "train_sft")] and c.conversations == [
+        [("user", EN_Q), ("assistant", EN_A)]
+    ]
+
+    def broken(name, split):
+        raise ConnectionError("no network")
+
+    monkeypatch.setattr(datasets, "load_dataset", broken)
+    with pytest.raises(DataError, match=r"'HuggingFaceH4/ultrachat_200k' \(train_sft\): cannot load it \(no network\)"):
+        FillerCorpus.load(hf_dataset="HuggingFaceH4/ultrachat_200k", hf_split="train_sft")

@@ -256,7 +256,7 @@ class FillerCorpus:
         return cls([kept[k] for k in sorted(kept)], stats)
 
 
-def _hf_records(name: str, split: str) -> Iterator[tuple[str, Any]]:  # pragma: no cover - needs the network
+def _hf_records(name: str, split: str) -> Iterator[tuple[str, Any]]:
     try:
         import datasets
     except ImportError as exc:
