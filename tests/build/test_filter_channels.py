@@ -155,7 +155,13 @@ def test_the_best_passing_candidate_of_each_request_is_accepted(tmp_path, monkey
         MetadataChannel(role="secondary"),
     ]
     monkeypatch.setattr(F, "build_channels", lambda spec: chans)
-    cfg = OmegaConf.create({"filter": {**LIMITS, "phash_max_distance": 12, "channels": [], "rule": "paper"}})
+    uri = f"sqlite:///{tmp_path / 'mlflow.db'}"
+    cfg = OmegaConf.create(
+        {
+            "filter": {**LIMITS, "phash_max_distance": 12, "channels": [], "rule": "paper"},
+            "tracking": {"enabled": True, "uri": uri},
+        }
+    )
     F.run(cfg, Paths(tmp_path))
     out = list(iter_jsonl(tmp_path / "data" / "filtered" / "index.jsonl"))
     acc = [(r["candidate"], r["accepted"]) for r in out]
@@ -173,3 +179,13 @@ def test_the_best_passing_candidate_of_each_request_is_accepted(tmp_path, monkey
         "min": 0.2,
         "max": 0.5,
     }
+    from mlflow.tracking import MlflowClient
+
+    client = MlflowClient(tracking_uri=uri)
+    exp = client.get_experiment_by_name("memlens-build")
+    (run,) = client.search_runs([exp.experiment_id])
+    m = run.data.metrics
+    assert (m["accepted"], m["rejected"], m["channel.clip.mean"], m["channel.caption.passed"]) == (2, 2, 0.3625, 3)
+    assert run.data.params["filter.rule"] == "paper" and run.info.run_name == "filter"
+    (art,) = client.list_artifacts(run.info.run_id)
+    assert art.path == "index.jsonl"

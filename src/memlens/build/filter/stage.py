@@ -18,6 +18,7 @@ from PIL import Image
 from tqdm import tqdm
 
 from memlens.build.filter.channels import build_channels, passes, score_many
+from memlens.build.filter.tracking import log_filter_run
 from memlens.core.config import Paths, section
 from memlens.core.errors import ImageError
 from memlens.core.io import iter_jsonl, sha256_file, write_jsonl
@@ -208,5 +209,15 @@ def run(cfg, paths: Paths) -> None:
         },
     )
     log.info("filter: %d/%d images accepted %s", n_ok, len(rows), rejected or "")
+    if not offline_default:
+        counts = {"accepted": n_ok, "rejected": len(rows) - n_ok}
+        log_filter_run(
+            cfg.get("tracking"),
+            paths.root,
+            section(cfg, "filter")["filter"],
+            counts,
+            channel_summary(channels, rows),
+            out / "index.jsonl",
+        )
     if n_ok == 0 and rows:
         raise ImageError(index, "every image was rejected; see data/filtered/index.jsonl")

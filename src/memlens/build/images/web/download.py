@@ -17,6 +17,11 @@ Every fetch is bounded and checked before anything is kept:
   full (truncated files fail) and its sides checked against ``min_side``/``max_side``. GIF and WebP
   are re-encoded as PNG (the pipeline stores JPEG and PNG).
 
+Memory: a fetch holds at most ``max_bytes`` (+ one 64 KiB chunk) of body, and at most
+``decode_slots`` images are decoded at once (up to 4 bytes per pixel, ``max_pixels`` each), so with
+``n`` threads the peak is about ``n * max_bytes + decode_slots * 4 * max_pixels``
+(``benchmarks/bench_download.py`` measures it).
+
 The result of a fetch is a :class:`Fetched` (ok with the bytes, or the reason it was refused); it
 never raises for a bad URL or a bad server, so one bad candidate never ends a crawl.
 """
@@ -131,6 +136,7 @@ class SafeDownloader:
         max_redirects: int = 5,
         allow_private: bool = False,
         user_agent: str = "memlens-crawler/1 (+https://github.com/memlens)",
+        decode_slots: int = 2,
     ):
         import requests
         import urllib3
@@ -148,6 +154,8 @@ class SafeDownloader:
         self.limiter = RateLimiter(float(rate_per_host))
         self._local = threading.local()
         self.requests_made = 0  # HTTP requests sent (every attempt and redirect hop)
+        # decoding holds up to 4 bytes per pixel: at most ``decode_slots`` images are decoded at once
+        self._decode = threading.BoundedSemaphore(max(1, int(decode_slots)))
         self._count_lock = threading.Lock()
 
     # ------------------------------------------------------------------ plumbing
@@ -259,7 +267,8 @@ class SafeDownloader:
         if body is None:
             return out
         try:
-            data, ext, w, h = self.check_image(body)
+            with self._decode:
+                data, ext, w, h = self.check_image(body)
         except _Refused as exc:
             out.reason = str(exc)
             return out

@@ -31,6 +31,7 @@ import logging
 import os
 import random
 import time
+from collections import deque
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from datetime import UTC, datetime
@@ -217,14 +218,37 @@ class IcrawlerSource:
         self.stats["cache_hits"] = self.stats.get("cache_hits", 0) + len(out)
         self.stats["image_requests"] = self.stats.get("image_requests", 0) + len(todo)
         if todo:
-            with ThreadPoolExecutor(self.workers) as pool:
-                done = pool.map(self.dl.fetch_image, todo)
-                for f in tqdm(done, total=len(todo), desc="download", unit="img", leave=False, mininterval=0.5):
-                    rec = self._record(f)
-                    if f.ok:
-                        rec["phash"] = str(phash_of(f.data))
-                    out[f.url] = cache.put("image", f.url, rec, f.data if f.ok else None)
+
+            def fetch_hashed(url: str) -> tuple[Fetched, str]:
+                f = self.dl.fetch_image(url)
+                return f, str(phash_of(f.data)) if f.ok else ""
+
+            for f, ph in tqdm(
+                self.fetch_bounded(todo, fetch_hashed),
+                total=len(todo),
+                desc="download",
+                unit="img",
+                leave=False,
+                mininterval=0.5,
+            ):
+                rec = self._record(f)
+                if f.ok:
+                    rec["phash"] = ph
+                out[f.url] = cache.put("image", f.url, rec, f.data if f.ok else None)
         return out
+
+    def fetch_bounded(self, urls: list[str], fetch=None) -> Iterator:
+        """``fetch(url)`` (default: ``fetch_image``) of each URL in ``download_workers`` threads, in order, with at most
+        ``download_workers`` fetches in flight or waiting to be consumed (memory stays bounded by
+        ``download_workers * max_bytes`` however slow the consumer is)."""
+        window: deque = deque()
+        with ThreadPoolExecutor(self.workers) as pool:
+            for u in urls:
+                if len(window) >= self.workers:
+                    yield window.popleft().result()
+                window.append(pool.submit(fetch or self.dl.fetch_image, u))
+            while window:
+                yield window.popleft().result()
 
     # ------------------------------------------------------------------ candidates per query
     def _pages(self, cache: CandidateCache, urls: list[str]) -> dict[str, bytes]:
