@@ -189,3 +189,79 @@ def test_the_best_passing_candidate_of_each_request_is_accepted(tmp_path, monkey
     assert run.data.params["filter.rule"] == "paper" and run.info.run_name == "filter"
     (art,) = client.list_artifacts(run.info.run_id)
     assert art.path == "index.jsonl"
+
+
+def tiny_blip2(folder: Path) -> None:
+    """A random-weight BLIP-2 (OPT decoder) with a word-level tokenizer, saved like a real model."""
+    import torch
+    from tokenizers import Tokenizer, models, pre_tokenizers
+    from transformers import (
+        Blip2Config,
+        Blip2ForConditionalGeneration,
+        Blip2Processor,
+        BlipImageProcessor,
+        PreTrainedTokenizerFast,
+    )
+
+    words = ["<pad>", "</s>", "<unk>", "<image>", "a", "photo", "of", "red", "car", "street", "cat", "tree"]
+    tok = Tokenizer(models.WordLevel({w: i for i, w in enumerate(words)}, unk_token="<unk>"))
+    tok.pre_tokenizer = pre_tokenizers.Whitespace()
+    ptok = PreTrainedTokenizerFast(
+        tokenizer_object=tok, pad_token="<pad>", eos_token="</s>", unk_token="<unk>", bos_token="</s>"
+    )
+    ptok.image_token = "<image>"
+    small = {"hidden_size": 32, "intermediate_size": 64, "num_hidden_layers": 1, "num_attention_heads": 2}
+    text = {"model_type": "opt", "vocab_size": len(words), "hidden_size": 32, "num_hidden_layers": 1}
+    text |= {"ffn_dim": 64, "num_attention_heads": 2, "word_embed_proj_dim": 32, "max_position_embeddings": 64}
+    cfg = Blip2Config(
+        vision_config={**small, "image_size": 32, "patch_size": 8},
+        qformer_config={**small, "encoder_hidden_size": 32, "vocab_size": len(words)},
+        text_config={**text, "pad_token_id": 0, "bos_token_id": 1, "eos_token_id": 1},
+        num_query_tokens=4,
+        image_token_index=3,
+    )
+    torch.manual_seed(0)
+    Blip2ForConditionalGeneration(cfg).save_pretrained(folder)
+    ip = BlipImageProcessor(size={"height": 32, "width": 32})
+    Blip2Processor(image_processor=ip, tokenizer=ptok, num_query_tokens=4).save_pretrained(folder)
+
+
+def test_blip2_caption_channel_in_process_from_a_local_folder(tmp_path):
+    tiny_blip2(tmp_path / "blip2")
+    spec = {"name": "caption", "backend": "transformers", "model_path": str(tmp_path / "blip2"), "max_new_tokens": 5}
+    ch = build_channels([spec])[0]
+    items = []
+    for n in "ab":
+        p = tmp_path / f"{n}.png"
+        p.write_bytes(encode(pattern_image(n)))
+        items.append((p, rec_of(p, truth={"query": "red car"}), {}))
+    s1 = ch.score_many(items)
+    caps = [ch.captions[r.sha256] for _, r, _ in items]
+    assert all(set(c.split()) <= {"a", "photo", "of", "red", "car", "street", "cat", "tree", "<unk>"} for c in caps)
+    assert all(-1.0 <= s <= 1.0 for s in s1) and ch.score_many(items) == pytest.approx(s1)  # greedy: repeatable
+    assert ch.role == "secondary" and ch.threshold == 0.30
+    with pytest.raises(ConfigError, match="not a saved BLIP-2 model folder"):
+        build_channels([{**spec, "model_path": str(tmp_path / "none")}])
+
+
+@pytest.mark.parametrize(
+    "spec,why",
+    [
+        ({"name": "caption"}, "caption channel needs base_url and model"),
+        ({"name": "caption", "backend": "transformers"}, "needs model_path"),
+        ({"name": "caption", "backend": "heuristic"}, "backend is openai or transformers"),
+        ({"name": "watermark", "pretrained": "x.pt"}, "watermark channel takes no pretrained"),
+        ({"name": "watermark", "backend": "openai"}, "watermark channel needs base_url and model"),
+        ({"name": "clip", "model": "ViT-B-32", "pretrained": "w.pt", "size": 3}, "clip channel takes no size"),
+        ({"name": "caption", "base_url": "http://x/v1", "model": "m", "api_key": "sk"}, "api_key is not accepted"),
+    ],
+)
+def test_channel_settings_name_what_is_wrong(spec, why):
+    from pydantic import ValidationError
+
+    from memlens.core.settings import ChannelSettings
+
+    with pytest.raises(ValidationError, match=why):
+        ChannelSettings.model_validate(spec)
+    ok = {"name": "caption", "backend": "transformers", "model_path": "m/", "role": "secondary", "threshold": 0.2}
+    assert ChannelSettings.model_validate(ok).model_path == "m/"

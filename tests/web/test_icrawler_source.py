@@ -53,7 +53,7 @@ def test_engine_mode_serves_web_images_with_provenance_and_a_rerun_sends_nothing
     assert name == "icrawler" and ext == "png" and data == server.image_bytes(truth["url"].rsplit("/", 1)[1][:-4])
     assert truth["engine"] == "bing" and truth["license"] == "unknown" and truth["family"] == "photo"
     assert truth["page"].startswith(server.base + "/page/") and truth["result_page"].startswith(server.base)
-    assert truth["query"] in ("mountain hiking photo", "city breaks photo") and truth["fetched_at"].endswith("Z")
+    assert truth["query"] == "Travel photo" and truth["fetched_at"].endswith("Z")
     assert src.stats["refused"] == {"not an image": 1} and src.stats["requests_made"] == len(server.requests) - n0
     first = len(server.requests)
     again = list(source(server, candidates_per_request=2, overfetch=1.5).fetch_all(jobs(4), tmp_path / "web"))
@@ -116,7 +116,11 @@ def test_bad_configuration_is_refused(tmp_path):
     with pytest.raises(ConfigError, match=r"url_list .* is not a file"):
         list(IcrawlerSource(mode="urls", url_list=str(tmp_path / "none.txt")).fetch_all(jobs(1), tmp_path))
     with pytest.raises(ConfigError, match=r"unknown field 'nope'"):
-        IcrawlerSource(query_template="{nope}").query_for(jobs(1)[0])
+        IcrawlerSource(haystack_query_template="{nope}").query_for(jobs(1)[0])
+    sub = IcrawlerSource(haystack_query_template=None).query_for(jobs(1)[0])
+    assert sub in ("mountain hiking photo", "city breaks photo")
+    ev = {**jobs(1, "evidence")[0], "subtopic": "city breaks"}
+    assert IcrawlerSource().query_for(ev) == "city breaks photo"
     with pytest.raises(ConfigError, match="not known"):
         page_urls("altavista", "x", 10, {})
 

