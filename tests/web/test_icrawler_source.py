@@ -150,3 +150,31 @@ def test_dedupe_by_url_content_and_phash(server):
     near = phash_of(server.image_bytes("a", "JPEG"))
     assert "near-duplicate" in d.why_not("http://h/z.jpg", "sha-c", near)
     assert d.why_not("http://h/w.png", "sha-d", phash_of(server.image_bytes("b"))) is None
+
+
+def test_an_interrupted_crawl_resumes_from_what_it_fetched(server, tmp_path):
+    b = server.base
+    lst = tmp_path / "urls.txt"
+    lst.write_text("".join(f"{b}/img/resume{i}.png\n" for i in range(3)))
+    list(source(server, mode="urls", url_list=str(lst)).fetch_all(jobs(2), tmp_path / "web"))
+    n = len(server.requests)
+    lst.write_text("".join(f"{b}/img/resume{i}.png\n" for i in range(6)))  # the crawl goes on with more
+    src = source(server, mode="urls", url_list=str(lst))
+    out = list(src.fetch_all(jobs(4), tmp_path / "web"))
+    assert len(server.requests) - n == 3 and src.stats["cache_hits"] == 3  # only the new URLs
+    assert len({c[0][2]["url"] for c in out}) == 4
+
+
+def test_the_cache_builds_paths_from_hashes_only(tmp_path):
+    from memlens.build.images.web.cache import CandidateCache
+
+    cache = CandidateCache(tmp_path / "web")
+    rec = cache.put("image", "http://h/../../x.png", {"ok": True, "ext": "png"}, b"\x89PNG data")
+    assert cache.object_path(rec["sha256"], "png").parent == (tmp_path / "web" / "objects").resolve()
+    written = sorted(p.relative_to(tmp_path) for p in tmp_path.rglob("*") if p.is_file())
+    assert [str(p).split("/")[1] for p in written] == ["fetches", "objects"]
+    for sha, ext in (("../" * 3 + "a" * 55, "png"), ("a" * 64, "png/../../x"), ("A" * 64, "png")):
+        with pytest.raises(ValueError, match="not a content hash"):
+            cache.object_path(sha, ext)
+    assert cache.get("image", "http://h/../../x.png")["sha256"] == rec["sha256"]
+    assert cache.get("image", "http://other/") is None
