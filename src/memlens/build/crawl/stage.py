@@ -2,7 +2,9 @@
 
 "Fetch" means: ask the configured image source (``conf/images/``). The offline default
 (``images=synthetic``) does not crawl anything: it *renders* each requested image with Pillow and
-records exactly what it shows; ``images=directory`` serves a folder of the user's own images.
+records exactly what it shows; ``images=directory`` serves a folder of the user's own images;
+``images=icrawler`` crawls the web for the requests it serves (``fetch_all``: all at once, cached by
+URL outside DVC) and the others are rendered; its rows carry a ``candidate`` number.
 
 Plans come from the question-type modules (:mod:`memlens.build.abilities`), so each image is requested
 for a purpose (its constraints say what it must show). Images are stored once by SHA-256 in

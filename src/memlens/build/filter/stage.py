@@ -1,12 +1,16 @@
-"""filter stage: validate every crawled image and score its relevance per configured channel.
+"""filter stage: validate every crawled image, score it per configured channel, keep the best candidate.
 
 Checks (each rejection records its reason): the file exists and its SHA-256 matches its name; it
-decodes; its size, pixel count and byte size are within limits; it is not a near-duplicate (64-bit
-perceptual hash within ``phash_max_distance``) of an image kept before it. Relevance channels:
-``metadata`` (offline: the share of the requested constraint values that the image's ground truth
-shows), and ``clip``/``siglip`` (image-text alignment; need model weights, see
-:mod:`memlens.build.filter.channels`). Writes ``data/filtered/index.jsonl``: one record per image with
-``accepted``, ``reason`` and ``scores``.
+decodes; its size, pixel count and byte size are within limits; it is not a near-duplicate (256-bit
+perceptual hash within ``phash_max_distance``) of an image kept before it. Channels
+(:mod:`memlens.build.filter.channels`): ``metadata`` (offline: the share of the requested constraint
+values that the image's ground truth shows), ``clip``/``siglip`` (open_clip, local weights), ``caption``
+(a VLM or local BLIP-2 caption against the query, MiniLM cosine) and ``watermark`` (negative content),
+combined by ``rule`` (``all`` or ``paper``, see :func:`verdict`). Rows of the image index that are
+candidates of one request (a ``candidate`` field, from a crawling source) compete: the best-scoring
+passing one is accepted. Writes ``data/filtered/index.jsonl``: one record per image with
+``accepted``, ``reason`` and ``scores`` (and ``captions``); the manifest and an MLflow run summarise the
+channels when the filter is not the offline default.
 """
 
 from __future__ import annotations
