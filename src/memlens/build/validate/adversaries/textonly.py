@@ -32,6 +32,7 @@ from __future__ import annotations
 
 import math
 import re
+import warnings
 from collections import Counter, defaultdict
 from dataclasses import dataclass
 from datetime import date
@@ -466,7 +467,9 @@ class Learned:
                 continue
             vec = TfidfVectorizer(ngram_range=(1, 2), min_df=1, sublinear_tf=True)
             x = self._x(vec.fit_transform([q.question for q, _ in rows]), [f for _, f in rows])
-            clf = LogisticRegression(max_iter=2000, C=1.0, random_state=seed).fit(x, ys)
+            with warnings.catch_warnings():  # many classes for few questions (counts, orders) is expected here
+                warnings.simplefilter("ignore", UserWarning)
+                clf = LogisticRegression(max_iter=2000, C=1.0, random_state=seed).fit(x, ys)
             self.models[sub] = (vec, clf)
 
     def _x(self, tf, feats):
