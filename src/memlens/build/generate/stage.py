@@ -167,7 +167,7 @@ def run(cfg, paths: Paths) -> None:
             rec = next(hay_iter, None)
             if rec is None:
                 break
-            thing, ctx = thing_for(rng, rec.family, reserved)
+            thing, ctx = thing_for(rng, rec.family, reserved, truth=rec.truth)  # agrees with the image
             text = mention_for(rng, rec.family, thing)
             text = _anaphor_mention(seed, rec, ctx, boilerplate) or text
             out.append(Mention(text, [rec.sha256], False, drawn_values(rec.truth, boilerplate)))
