@@ -312,13 +312,15 @@ def test_brand_counting_fallback(ab, topics):
     rng = random.Random(5)
     latent = {"theme": "the flea market with Maya", "n": 5}
     images = ab._plan_counting(rng, "brand", 5, latent)
-    latent["mention_seeds"] = [1, 2, 3, 4, 5]
+    ab._plan_outing(rng, images, latent)
+    n = len(images)
+    latent["mention_seeds"] = list(range(1, n + 1))
     plan = msr_mod.Plan("p_b", MSR, "counting", "brand", topics[0].topic_id, "x", images, latent)
     truths = [get_family(r.family).sample(random.Random(k), **r.constraints) for k, r in enumerate(images)]
     d = ab.build(random.Random(1), plan, truths)
     assert d.derivation["op"] == "count" and d.derivation["value"] == "Yes"
     assert msr_mod.evaluate_local(d.derivation, truths) == d.answer == str(len(latent["matching"]))
-    assert msr_mod.evaluate_local(d.derivation, [None] * 5) is None
+    assert msr_mod.evaluate_local(d.derivation, [None] * n) is None
     assert ("brand" in ab.variants["counting"]) == msr_mod.COUNT_BY_VALUE
 
 
@@ -340,4 +342,5 @@ def test_answer_refusal_wraps_msr(topics):
             {"source": inner.to_dict()},
         )
         d = ar.build(random.Random(2), plan, [])
-        assert d.facts == [] and d.contexts == [inner.latent["theme"]]
+        assert d.contexts == [inner.latent["theme"]]
+        assert [f.image_idx for f in d.facts] == [[]] and inner.latent["theme"] in d.facts[0].mention

@@ -260,7 +260,10 @@ def test_answer_refusal_wraps_tr(ability, topics):
     for i in range(6):
         p = ar.plan(rng, topics[i], "", "from_answerable", f"ar{i}", set())
         d = ar.build(random.Random(i), p, [])
-        assert d.answer == REFUSAL_REFERENCE and not d.facts
+        assert d.answer == REFUSAL_REFERENCE
+        # only a named context (a calendar page) is discussed; no fact ever shows an image
+        assert all(f.image_idx == [] and "<image>" not in f.mention for f in d.facts)
+        assert len(d.facts) == (1 if [c for c in d.contexts if c in d.question] else 0)
 
 
 def test_images_render(ability, topics):

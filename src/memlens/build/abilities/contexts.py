@@ -22,6 +22,7 @@ PEOPLE = list(_BANK.phrases("people"))
 PLANS = list(_BANK.phrases("plans"))
 APPS = list(_BANK.phrases("apps"))
 WHEN = list(_BANK.phrases("when"))
+DISCUSSED = list(_BANK.templates("discussed", slots=("ctx",)))
 #: family -> textbank mention kind
 FAMILY_KIND = textbank.FAMILY_KIND
 #: families whose images print a date or a time of day: a "when" that places them relative to the
@@ -31,6 +32,9 @@ FAMILY_KIND = textbank.FAMILY_KIND
 DATED_FAMILIES = frozenset({"receipt", "ticket", "chat_screenshot", "app_screenshot", "clock", "calendar_page"})
 #: "when" phrases that place the image relative to the session that shares it
 RELATIVE_WHEN = frozenset({"this morning", "yesterday evening", "the other day", "last weekend", "last week"})
+#: undated families whose mentions often say when the image was taken relative to the session
+#: (share of their mentions); temporal questions anchor named things the same way
+SESSION_DATED = {"named_sign": 0.25}
 #: the noun a named_sign mention uses for its kind ("the place from ..." is a shop front only)
 SIGN_NOUN = {
     "shop_sign": "the place from",
@@ -127,4 +131,14 @@ def when_for(rng: random.Random, family: str) -> str:
 def mention_for(rng: random.Random, family: str, thing: str, tail: str | None = None) -> str:
     """A mention sentence for an image (one ``<image>`` right after the thing it shows)."""
     kind = FAMILY_KIND.get(family, "photo")
+    if family in SESSION_DATED and rng.random() < SESSION_DATED[family]:
+        # places and things seen "this morning" / "yesterday evening" are everyday in any session,
+        # as in the temporal questions that date them by their session: the phrase points at none
+        when = rng.choice(["this morning", "yesterday evening"])
+        return textbank.render_mention(rng, kind=kind, thing=thing, when=when, tail=tail, require_when=True)
     return textbank.render_mention(rng, kind=kind, thing=thing, when=when_for(rng, family), tail=tail)
+
+
+def discussed_mention(rng: random.Random, ctx: str) -> str:
+    """A sentence that talks about ``ctx`` without sharing any image of it (no ``<image>``)."""
+    return rng.choice(DISCUSSED).format(ctx=ctx) + "."

@@ -188,6 +188,8 @@ def run(cfg, paths: Paths) -> None:
             ids = [recs[k].sha256 for k in fact.image_idx]
             vals = [v for k in fact.image_idx for v in drawn_values(recs[k].truth, boilerplate)]
             m = Mention(fact.mention, ids, has_answer=True, image_values=vals)
+            if not ids:  # a context talked about without its evidence (answer refusal): nothing to acknowledge
+                m.has_answer, m.acknowledge = False, None
             extra = distractors(rng, rng.choice(EXTRA_MENTIONS))
             mentions = [m, *extra]
             rng.shuffle(mentions)
