@@ -156,3 +156,18 @@ def test_session_anchored_dates_have_decoys(topics):
         from memlens.build.abilities.derive import derive
 
         assert derive(d.derivation, [None] * len(facts), {"evidence_dates": [f["at"] for f in facts]}) is None
+
+
+def test_mention_phrasing_fits_the_family():
+    """A wall calendar is photographed, never "found in my bag" or "filed away" like a receipt."""
+    from memlens.build.text import textbank
+
+    rng = random.Random(8)
+    kept = re.compile(r"in my bag|filing it away|holding on to|scanned")
+    photo = {t.split("{thing}")[0] for t in textbank.mention_templates("photo")}
+    for _ in range(100):
+        thing, _ctx = contexts.thing_for(rng, "calendar_page", set())
+        m = contexts.mention_for(rng, "calendar_page", thing)
+        assert not kept.search(m), m
+        assert any(m.startswith(p.strip()) for p in photo if p.strip()) or m.startswith(("This", "Here"))
+    assert contexts.mention_kind("receipt") == textbank.FAMILY_KIND["receipt"] == "document"

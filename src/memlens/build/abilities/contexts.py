@@ -128,9 +128,19 @@ def when_for(rng: random.Random, family: str) -> str:
     return rng.choice(WHEN)
 
 
+#: families whose images are photographed where they are, whatever ``FAMILY_KIND`` files them
+#: under (a wall calendar is not "found in my bag" or "filed away" like a receipt)
+PHOTOGRAPHED = frozenset({"calendar_page"})
+
+
+def mention_kind(family: str) -> str:
+    """The textbank mention kind whose phrasings fit an image of ``family``."""
+    return "photo" if family in PHOTOGRAPHED else FAMILY_KIND.get(family, "photo")
+
+
 def mention_for(rng: random.Random, family: str, thing: str, tail: str | None = None) -> str:
     """A mention sentence for an image (one ``<image>`` right after the thing it shows)."""
-    kind = FAMILY_KIND.get(family, "photo")
+    kind = mention_kind(family)
     if family in SESSION_DATED and rng.random() < SESSION_DATED[family]:
         # places and things seen "this morning" / "yesterday evening" are everyday in any session,
         # as in the temporal questions that date them by their session: the phrase points at none

@@ -382,7 +382,7 @@ def _render_mention(
 ) -> str:
     """A mention in the shared haystack phrasing (``textbank`` templates); ``force_when`` picks a
     template that states ``when`` (mode D: the session's own day is the anchor)."""
-    kind = ctxs.FAMILY_KIND.get(family, "photo")
+    kind = ctxs.mention_kind(family)
     return textbank.render_mention(rng, kind=kind, thing=thing, when=when, tail=tail, require_when=force_when)
 
 
