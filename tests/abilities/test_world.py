@@ -156,6 +156,16 @@ def test_session_anchored_dates_have_decoys(topics):
         from memlens.build.abilities.derive import derive
 
         assert derive(d.derivation, [None] * len(facts), {"evidence_dates": [f["at"] for f in facts]}) is None
+        if i < 2:  # same-kind images stay apart for the near-duplicate filter (pHash distance > 12)
+            import io
+
+            import imagehash
+            from PIL import Image
+
+            hs = [
+                imagehash.phash(Image.open(io.BytesIO(render_bytes(t)[0])).convert("RGB"), hash_size=16) for t in truths
+            ]
+            assert min(a - b for j, a in enumerate(hs) for b in hs[j + 1 :]) > 12
 
 
 def test_mention_phrasing_fits_the_family():

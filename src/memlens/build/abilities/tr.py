@@ -1056,6 +1056,15 @@ class TemporalReasoning(Ability):
                 if danchor == "friday":
                     dday = dday - timedelta(days=(dday.weekday() - 4) % 7)
                 b.entity_d(dday, danchor, kind=kind)
+            # same-kind signs or covers of one layout are perceptual near-duplicates (the filter
+            # drops them): all but one (any of them) are photographed with strong effects
+            from memlens.build.images.synthetic.photo import sample_photo_effects
+
+            ents = [f for f in b.facts if f["family"] == "named_sign"]
+            flat = rng.randrange(len(ents))
+            for i, f in enumerate(ents):
+                if i != flat:
+                    f["constraints"]["photo"] = sample_photo_effects(rng, mode="scene", strength="strong")
             q = f"When did I {ev['qphrase']}? Answer in YYYY/MM/DD."
         else:
             raise ValueError(f"TR: unknown variant {variant!r}")
