@@ -34,7 +34,7 @@ DATED_FAMILIES = frozenset({"receipt", "ticket", "chat_screenshot", "app_screens
 RELATIVE_WHEN = frozenset({"this morning", "yesterday evening", "the other day", "last weekend", "last week"})
 #: undated families whose mentions often say when the image was taken relative to the session
 #: (share of their mentions); temporal questions anchor named things the same way
-SESSION_DATED = {"named_sign": 0.25}
+SESSION_DATED = {"named_sign": 0.5, "object_scene": 0.3, "price_tag": 0.3}
 #: the noun a named_sign mention uses for its kind ("the place from ..." is a shop front only)
 SIGN_NOUN = {
     "shop_sign": "the place from",
