@@ -275,13 +275,22 @@ def test_chance_answers_valid(sub, v):
 def test_answer_refusal_wraps_every_variant():
     ar = AnswerRefusal([(AB, sub, v) for sub, v in CASES])
     reserved: set[str] = set()
+    discussed = 0
     for i in range(24):
         rng = random.Random(i)
         p = ar.plan(rng, TOPICS[i], "", "from_answerable", f"ar{i}", reserved)
         d = ar.build(random.Random(i), p, [])
-        assert d.answer == "Insufficient information" and not d.facts
-        assert d.question and d.forbidden == d.contexts
+        assert d.answer == "Insufficient information"
+        # the context is discussed in one session, without any image; it is not forbidden any more
+        # (a question that names an entity only an image would show, not its context, needs none)
+        named = [c for c in d.contexts if c in d.question]
+        assert len(d.facts) == (1 if named else 0)
+        for f in d.facts:
+            assert f.image_idx == [] and "<image>" not in f.mention and named[0] in f.mention
+            discussed += 1
+        assert not any(c in f or f in c for f in d.forbidden for c in d.contexts)
         assert d.details["source_type"] == IE
+    assert discussed >= 12
 
 
 def test_contexts_never_inside_other_phrases():

@@ -30,6 +30,7 @@ from memlens.build.abilities.ku import (
 )
 from memlens.build.filter.channels import MetadataChannel
 from memlens.build.images.synthetic import get_family, render_bytes
+from memlens.build.images.truth import printed_strings
 from memlens.build.ontology.stage import build_topics, load_ontology_file
 from memlens.build.text.validators import contains_token_bounded
 from memlens.core.schema import KU, ImageRecord, Question
@@ -104,9 +105,14 @@ def test_mentions_keep_identity_in_images_only(topics):
     for _variant, _seed, _plan, truths, d in cases(topics):
         cat = next(c for c in CATEGORIES if c.key == d.details["category"])
         name_words = set().union(*(distinctive(cat, n) for n in d.forbidden))
-        drawn = {str(v) for t in truths for v in t["texts"] if len(str(v).strip()) > 2}
+        # what only the images show (a chat's contact is shown and named: it links text and image)
+        drawn = {v for t in truths for v in printed_strings(t, min_len=2)}
         for j, f in enumerate(d.facts):
             m = f.mention
+            if cat.family == "chat_screenshot":  # the chat is with the person the mention names
+                t = truths[f.image_idx[0]]
+                assert not t["is_group"] and t["named_in_text"] == [t["title"]]
+                assert f"my chat with {t['title']} about" in m, (m, t["title"])
             assert m.count("<image>") == 1 == len(f.image_idx)
             desc = d.details["descriptors"][j]
             assert desc.split()[0] in ("this", "that", "the") and len(desc.split()) <= MAX_DESCRIPTOR_WORDS

@@ -169,7 +169,14 @@ def test_details_labels(built):
         if det["mode"] in ("C", "D"):
             assert "named_sign" in fams
             ents = [r.constraints["text"] for r in plan.images if r.family == "named_sign"]
-            assert len(set(ents)) == len(ents) and all(e in d.question for e in ents)
+            named = [e for e in ents if e in d.question]
+            assert len(set(ents)) == len(ents)
+            if sub == "temporal_info_extraction":  # one target; the decoys are never named
+                assert len(named) == 1 and len(ents) == 1 + T.D_DECOYS
+                kinds = {r.constraints["kind"] for r in plan.images if r.family == "named_sign"}
+                assert len(kinds) == 1  # decoys of the target's kind: a noun cannot single it out
+            else:
+                assert named == ents
         if det["mode"] == "D":
             assert "session_timestamp" in det["temporal_sources"]
         if v.endswith("clock"):
@@ -253,7 +260,10 @@ def test_answer_refusal_wraps_tr(ability, topics):
     for i in range(6):
         p = ar.plan(rng, topics[i], "", "from_answerable", f"ar{i}", set())
         d = ar.build(random.Random(i), p, [])
-        assert d.answer == REFUSAL_REFERENCE and not d.facts
+        assert d.answer == REFUSAL_REFERENCE
+        # only a named context (a calendar page) is discussed; no fact ever shows an image
+        assert all(f.image_idx == [] and "<image>" not in f.mention for f in d.facts)
+        assert len(d.facts) == (1 if [c for c in d.contexts if c in d.question] else 0)
 
 
 def test_images_render(ability, topics):

@@ -1,13 +1,18 @@
 """Answer Refusal (AR): an answerable question whose evidence is removed from the history.
 
 The plan wraps a plan of another type; the question is written from the ground truth its images
-would have (sampled, never rendered or shown). The history never contains the question's context,
-so no answer is supported; the reference is the official convention, ``Insufficient information``.
+would have (sampled, never rendered or shown). The question's context is discussed in the history
+(one evidence session talks about it in a sentence without any image, ``FactDraft.image_idx == []``)
+but its evidence is never shown, so no answer is supported and the context's presence in the text
+does not tell an answer-refusal question from an answerable one; the reference is the official
+convention, ``Insufficient information``. The source question's forbidden strings (the values its
+images would show) stay out of every text.
 """
 
 from __future__ import annotations
 
-from memlens.build.abilities.base import OPEN_FORM_GUESSES, Ability, Draft, Plan
+from memlens.build.abilities.base import OPEN_FORM_GUESSES, Ability, Draft, FactDraft, Plan
+from memlens.build.abilities.contexts import discussed_mention
 from memlens.core.schema import AR, REFUSAL_REFERENCE, Question
 
 
@@ -52,13 +57,22 @@ class AnswerRefusal(Ability):
             "source_variant": inner.variant,
             **{f"source_{k}": v for k, v in d.details.items()},
         }
+        ctxs = [c for c in d.contexts if c and c in d.question]
+        facts = [FactDraft(discussed_mention(rng, ctxs[0]), [])] if ctxs else []
+        details["discussed_context"] = ctxs[0] if ctxs else None
         return Draft(
             question=d.question,
             answer=REFUSAL_REFERENCE,
-            facts=[],
+            facts=facts,
             details=details,
             image_essential=False,
-            forbidden=list(d.contexts),
+            # names the source would show (not its short closed-form or numeric answers, which the
+            # shared text may say for other reasons)
+            forbidden=[
+                f
+                for f in d.forbidden
+                if len(f) >= 4 and not f.replace(".", "").isdigit() and not any(f in c or c in f for c in d.contexts)
+            ],
             contexts=list(d.contexts),
         )
 

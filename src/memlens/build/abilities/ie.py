@@ -40,6 +40,7 @@ from memlens.build.abilities.base import Ability, Draft, FactDraft, ImageRequest
 from memlens.build.abilities.contexts import PEOPLE, PLANS, mention_for, thing_for
 from memlens.build.abilities.derive import derive, money
 from memlens.build.images.synthetic.object_scene import KIND_PLURALS as PLURAL
+from memlens.build.images.truth import printed_strings
 from memlens.core.schema import IE, Question
 
 SCENE_KINDS = ["mug", "book", "candle", "vase", "bottle", "plant pot", "cup", "gift box", "ball"]
@@ -183,12 +184,6 @@ EXTRA_OCCASIONS = [
     "the marina stroll",
 ]
 OCC_SUFFIXES = (" last month", " in spring", " on Friday")
-OCC_NOUN = {
-    "receipt": "the receipt from",
-    "price_tag": "the price label I saw on",
-    "named_sign": "the place from",
-    "ticket": "the ticket for",
-}
 
 # ---- chat screenshots: script -> (plans it fits, activity shown for that plan or None)
 CHAT_PLANS = {
@@ -339,22 +334,35 @@ def _turn(reserved: set[str], key: str, options: list) -> list:
     return list(options[k:]) + list(options[:k])
 
 
-def _occasion(rng: random.Random, family: str, reserved: set[str]) -> tuple[str, str]:
+def _occasion(rng: random.Random, family: str, reserved: set[str], kind: str | None = None) -> tuple[str, str]:
     """(thing, context) for an occasion family (receipt, price_tag, named_sign, ticket).
 
     Drawn from the shared phrase space of :func:`contexts.thing_for` (an occasion plus a time
     suffix), but never the bare occasion: a bare context ("the flea market") is a token-bounded
     substring of the suffixed phrases other mentions use ("the flea market on Friday"), so an answer
     refusal built on it could never be written around them. Falls back on ``EXTRA_OCCASIONS`` when the
-    shared space is used up."""
-    from memlens.build.abilities.contexts import OCCASIONS
+    shared space is used up. Images that print a date (receipts, tickets) take a companion instead
+    of a time suffix (a suffix could contradict the printed date); a named_sign's noun fits its
+    ``kind`` (:func:`contexts.occasion_noun`)."""
+    from memlens.build.abilities.contexts import DATED_FAMILIES, OCCASIONS, occasion_noun
 
+    sfx = [f" with {p}" for p in PEOPLE] if family in DATED_FAMILIES else list(OCC_SUFFIXES)
+    # a ticket's occasion never names an event type (tickets print "FESTIVAL", "CONCERT", ...)
+    avoid = [w for w in EVENT_WORDS] if family == "ticket" else []
     for pool in (OCCASIONS, EXTRA_OCCASIONS):
-        free = [o + s for o in pool for s in OCC_SUFFIXES if o + s not in reserved and o not in reserved]
+        free = [
+            o + s
+            for o in pool
+            for s in sfx
+            if o + s not in reserved
+            and o not in reserved
+            and not (" with " in o and " with " in s)
+            and not any(w in o.lower() for w in avoid)
+        ]
         if free:
             ctx = pick(rng, free)
             reserved.add(ctx)
-            return f"{OCC_NOUN[family]} {ctx}", ctx
+            return f"{occasion_noun(family, kind)} {ctx}", ctx
     raise RuntimeError("IE: occasion context space exhausted (contexts.OCCASIONS + EXTRA_OCCASIONS)")
 
 
@@ -425,7 +433,7 @@ def _anaphor_mention(rng: random.Random, mention: str, truth: dict, ctx: str, fo
         return mention
     cat = abstraction.classify(str(truth.get("text", "")), truth.get("kind"))
     m = abstraction.mention(rng, abstraction.anaphor(rng, cat), ctx)
-    drawn = [str(x) for x in truth.get("texts", []) if isinstance(x, (str, int, float)) and len(str(x).strip()) > 1]
+    drawn = printed_strings(truth)
     if m.count("<image>") != 1 or any(contains_token_bounded(m, s) for s in forbidden + drawn):
         return mention
     return m
@@ -493,7 +501,7 @@ class InformationExtraction(Ability):
             reserved, "disambiguation", ["shop_sign", "book_cover", "license_plate", "street_sign", "product_box"]
         )[0]
         n = 2 if kind == "product_box" else rng.choice([2, 3])
-        thing, ctx = _occasion(rng, "named_sign", reserved)
+        thing, ctx = _occasion(rng, "named_sign", reserved, kind)
         reqs = []
         if kind == "shop_sign":
             stype = pick(rng, SIGN_TYPES)
@@ -553,7 +561,7 @@ class InformationExtraction(Ability):
         kind = _turn(reserved, "alignment", ["price_tag", "receipt", "license_plate", "ticket"])[0]
         family = {"license_plate": "named_sign"}.get(kind, kind)
         n = rng.choice([2, 3])
-        thing, ctx = _occasion(rng, family, reserved)
+        thing, ctx = _occasion(rng, family, reserved, kind)
         target = rng.randrange(n)
         latent = {"kind_q": kind, "context": ctx, "target_image": target, "wording": rng.randrange(2)}
         if kind == "price_tag":
@@ -612,11 +620,8 @@ class InformationExtraction(Ability):
 
     # ---- previnfo: chat screenshots
     def _plan_chat_screenshot(self, rng, topic, reserved):
-        # only contacts whose names no chat screenshot can show (the mention never repeats a drawn string)
-        from memlens.build.images.synthetic import vocab
-        from memlens.build.text.validators import contains_token_bounded
-
-        people = [p for p in PEOPLE if not any(contains_token_bounded(p, n) for n in vocab.FIRST_NAMES)]
+        # the chat is with the contact the mention names, and shows that contact in its header
+        people = list(PEOPLE)
         keys = _turn(reserved, "chat_screenshot", list(CHAT_QUESTIONS))
         ctx = None
         for script, slot in keys:  # noqa: B007 - the pair that fits is used after the loop
@@ -631,9 +636,8 @@ class InformationExtraction(Ability):
         if ctx is None:
             raise RuntimeError("IE chat_screenshot: context space exhausted (contexts.PEOPLE x PLANS)")
         reserved.add(ctx)
-        plan_name = ctx.split(" about ", 1)[1]
-        # a fixed header (a contact name, never a group title such as "Book club" that could echo the plan)
-        shown = pick(rng, vocab.FIRST_NAMES)
+        shown, plan_name = ctx[len("my chat with ") :].split(" about ", 1)
+        # a one-to-one chat whose header is the contact (never a group title that could echo the plan)
         req = {"topic": script, "contact": shown, "title": shown}
         if script in ("meetup", "reschedule") and plan_name in PLAN_ACTIVITY:
             req["activity"] = PLAN_ACTIVITY[plan_name]
@@ -684,7 +688,7 @@ class InformationExtraction(Ability):
                 latent = {"kind": obj, "color": col}
             latent.update({"kind_q": kind, "context": ctx, "mentions": [mention]})
             return [ImageRequest("object_scene", cons)], latent
-        thing, ctx = _occasion(rng, "named_sign", reserved)
+        thing, ctx = _occasion(rng, "named_sign", reserved, "license_plate")
         req = {
             "kind": "license_plate",
             "style": rng.choice(["us", "eu", "uk"]),

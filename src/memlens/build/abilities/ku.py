@@ -37,6 +37,7 @@ from memlens.build.abilities.base import Ability, Draft, FactDraft, ImageRequest
 from memlens.build.abilities.contexts import OCCASIONS, PEOPLE, WHEN, mention_for
 from memlens.build.images.synthetic import vocab
 from memlens.build.images.synthetic.named_sign import EU_COUNTRIES, US_STATES
+from memlens.build.images.truth import printed_strings
 from memlens.core.schema import KU, Question
 
 CHAIN = 4
@@ -1173,6 +1174,9 @@ class KnowledgeUpdate(Ability):
             for k, req in enumerate(images):
                 req.constraints["photo"] = k != flat
         slots = [self._slots(rng, cat, reserved) for _ in range(CHAIN)]
+        if cat.family == "chat_screenshot":  # each chat is with the person its mention names
+            for req, slot in zip(images, slots):
+                req.constraints.update({"contact": slot["p"], "title": slot["p"]})
         latent = {
             "category": cat.key,
             "attribute": attr,
@@ -1221,13 +1225,15 @@ class KnowledgeUpdate(Ability):
         question = plan.latent["question"]
         if any(_bounded(question, n) for n in names):
             raise ValueError("KU: the question names a chain value")
-        drawn = sorted({str(v) for t in truths for v in t.get("texts", []) if len(str(v).strip()) > 2})
+        drawn = sorted({v for t in truths for v in printed_strings(t, min_len=2)})
         name_words = set().union(*(distinctive(cat, n) for n in names))
         tails = [pick(rng, FIRST_TAILS)] + rng.sample(UPDATE_TAILS, CHAIN - 1)
         facts = []
         for j in range(CHAIN):
             for attempt in range(40):
-                thing = self._thing(rng, plan.latent["slots"][j], descriptors[j], drawn, attempt)
+                # a chat's person is the contact it shows: never re-drawn
+                retry = attempt if cat.family != "chat_screenshot" else 0
+                thing = self._thing(rng, plan.latent["slots"][j], descriptors[j], drawn, retry)
                 mention = mention_for(rng, cat.family, thing, tail=tails[j].format(attr=attr))
                 if (
                     mention.count("<image>") == 1

@@ -6,7 +6,10 @@ introduced with the shared mention phrasing ("Here's the receipt from <theme> <i
 sessions are found through the theme while what counts is visible only in the images. Themes
 extend the shared occasion space of :mod:`memlens.build.abilities.contexts` with a companion, are
 reserved, and never occur in haystack mentions. Facts are ``ordered`` (their relative order in
-time is kept).
+time is kept). The outing happened once, in one city, a day or two before its first session: the
+plan fixes the question date and session timestamps (:mod:`memlens.build.abilities.timeline`) and
+every receipt of the outing prints that date and a shop of that city; a shop front seen again keeps
+its board and awning colours.
 
 Official subtypes and finer variants (``details.variant``):
 
@@ -17,29 +20,33 @@ Official subtypes and finer variants (``details.variant``):
   $12.50 there"), at least one is visible only in an image. ``details.operand_sources`` lists
   ``image``/``text`` per evidence session.
 - ``counting`` (answer an integer): how many of the theme's items match a criterion visible only
-  in their image; non-matching items are among the evidence. ``on_sale``: price labels showing a
+  in their image; the count is uniform over 1-8 (then 3-8 sessions that hold it), so no answer is
+  likelier than another for a template. ``on_sale``: price labels showing a
   sale; ``paid_cash``: receipts paid in cash; ``brand`` (price labels of one brand) needs a
   ``count`` op that counts a given value (see ``COUNT_VALUE_OP``) and is enabled only when the
   derivation engine supports it.
 - ``entity_resolution``: whether cross-session references denote the same entity, the name being
   readable only in the images (names are ``forbidden`` in any text). ``details.er_form`` is
-  ``yes_no`` ("was the last place the same as the first one?", answer Yes/No) or
-  ``count_distinct`` ("how many different places ...?", answer an integer); ``details.entity_kind``
+  ``yes_no`` ("was the last place the same as the first one?", answer Yes/No, even odds) or
+  ``count_distinct`` ("how many different places ...?", answer an integer uniform over 1-8); ``details.entity_kind``
   is ``shop_sign`` (named_sign shop fronts) or ``receipt_store`` (the shop printed on receipts).
 """
 
 from __future__ import annotations
 
 import random
+from datetime import timedelta
 from decimal import Decimal
 
 from memlens.build.abilities import derive as _derive
+from memlens.build.abilities import timeline
 from memlens.build.abilities.base import Ability, Draft, FactDraft, ImageRequest, Plan, pick
 from memlens.build.abilities.contexts import OCCASIONS, PEOPLE, mention_for, thing_for
 from memlens.build.images.synthetic.formats import PRICE_SCALE  # a currency's amounts relative to USD
 from memlens.build.images.synthetic.vocab import BRANDS  # the brands price labels show
+from memlens.build.images.truth import printed_strings
 from memlens.build.text.validators import contains_token_bounded
-from memlens.core.schema import Question
+from memlens.core.schema import Question, format_date
 
 MSR = "multi_session_reasoning"
 
@@ -65,6 +72,7 @@ def _engine_counts_values() -> bool:
 
 COUNT_BY_VALUE = _engine_counts_values()
 
+MIN_SESSIONS, MAX_SESSIONS = 3, 8  # evidence sessions of one question
 CURRENCY_POOL = ["USD", "USD", "USD", "EUR", "EUR", "GBP", "DKK", "JPY", "CHF"]
 NON_CASH = ["VISA", "Mastercard", "Amex", "Debit card", "Apple Pay", "Google Pay", "Contactless"]
 SHOP_SIGN_TYPES = [
@@ -158,8 +166,7 @@ def _money_text(value, currency: str) -> str:
 
 
 def _image_values(truth: dict) -> list[str]:
-    vals = [str(t) for t in truth.get("texts", []) if isinstance(t, (str, int, float))]
-    return sorted({v for v in vals if len(v.strip()) > 1})
+    return sorted(set(printed_strings(truth)))
 
 
 def _clashes(text: str, truth: dict) -> bool:
@@ -190,12 +197,10 @@ def _cluster_days(rng: random.Random, n: int) -> list[float]:
     return [round(d, 3) for d in out]
 
 
-def _store_identity(rng: random.Random, name: str, stype: str, currency: str) -> dict:
+def _store_identity(rng: random.Random, name: str, stype: str, currency: str, city: str) -> dict:
     """Fixed receipt header of a store (same name, address and phone on every receipt from it)."""
-    from memlens.build.images.synthetic import vocab
     from memlens.build.images.synthetic.common import phone_number, street_address
 
-    city = rng.choice(vocab.CURRENCY_CITIES.get(currency) or [c[0] for c in vocab.CITIES])
     for _ in range(50):
         address = street_address(rng, city)
         if len(address) <= 34:
@@ -245,11 +250,33 @@ class MultiSessionReasoning(Ability):
             images = self._plan_counting(rng, variant, n, latent)
         else:
             images = self._plan_er(rng, variant, n, latent)
+        self._plan_outing(rng, images, latent)
         # the mention sentences (drawn now so that plan and build stay independent of the truths)
         latent["mention_seeds"] = [rng.getrandbits(32) for _ in images]
         return Plan(
             plan_id, MSR, subtype, variant, topic.topic_id, pick(rng, topic.subtopics or [topic.title]), images, latent
         )
+
+    @staticmethod
+    def _plan_outing(rng, images: list[ImageRequest], latent: dict) -> None:
+        """The outing happened once, in one city, a day or two before its first session: every
+        receipt of it is printed with that date and a shop of that city, and the sessions that share
+        them follow it in order (the question date and session timestamps are fixed here)."""
+        from memlens.build.images.synthetic import vocab
+
+        n = len(images)
+        qdate = timeline.question_date(rng)
+        at = timeline.sessions_before(rng, qdate, _cluster_days(rng, n))
+        outing = timeline.day_of(at[0]) - timedelta(days=rng.randint(1, 2))
+        cur = latent.get("currency") or next(
+            (r.constraints["currency"] for r in images if r.constraints.get("currency")), "USD"
+        )
+        city = latent.get("city") or pick(rng, vocab.CURRENCY_CITIES.get(cur) or [c[0] for c in vocab.CITIES])
+        for r in images:
+            if r.family == "receipt":
+                r.constraints.setdefault("city", city)
+                r.constraints["date"] = outing.strftime("%Y/%m/%d")
+        latent.update({"qdate": format_date(qdate), "at": at, "outing_day": outing.strftime("%Y/%m/%d"), "city": city})
 
     def _plan_arithmetic(self, rng, variant, n, latent) -> list[ImageRequest]:
         cur = pick(rng, CURRENCY_POOL)
@@ -274,7 +301,11 @@ class MultiSessionReasoning(Ability):
         return images
 
     def _plan_counting(self, rng, variant, n, latent) -> list[ImageRequest]:
-        k = rng.randint(1, n - 1)
+        # the count first, uniform over its whole range, then enough sessions to hold it: the answer
+        # is not predictable from the template (n is redrawn, so the caller's draw is not used)
+        k = rng.randint(1, MAX_SESSIONS)
+        n = rng.randint(max(MIN_SESSIONS, k), MAX_SESSIONS)
+        latent["n"] = n
         match = sorted(rng.sample(range(n), k))
         images = []
         if variant == "on_sale":
@@ -309,19 +340,26 @@ class MultiSessionReasoning(Ability):
             ids[0] = 0
             ids[-1] = 0 if same else rng.randrange(1, n_names)
             latent["same"] = same
-        else:
-            d = rng.randint(2, n - 1)
+        else:  # the number of different entities first, uniform over its whole range (see counting)
+            d = rng.randint(1, MAX_SESSIONS)
+            n = rng.randint(max(MIN_SESSIONS, d), MAX_SESSIONS)
+            latent["n"] = n
             ids = _spread(rng, n, d)
             n_names = d
         if kind == "shop_sign":
             stype = pick(rng, SHOP_SIGN_TYPES)
             names = _names(rng, n_names, stype)
+            from memlens.build.images.synthetic.named_sign import AWNINGS, BOARDS
+
+            # a shop front seen again keeps its lettering, door number, board and awning
             looks = [
                 {
                     "subtitle": pick(
                         rng, ["FRESH DAILY", "OPEN 7 DAYS", "FAMILY OWNED", f"EST. {rng.randint(1952, 2021)}"]
                     ),
                     "number": str(rng.randint(1, 199)),
+                    "board_color": list(pick(rng, BOARDS)),
+                    "awning_color": list(pick(rng, AWNINGS)),
                 }
                 for _ in names
             ]
@@ -342,7 +380,9 @@ class MultiSessionReasoning(Ability):
             suffix = pick(rng, vocab.STORES[stype][0])
             names = _names(rng, n_names, suffix)
             cur = pick(rng, CURRENCY_POOL)
-            stores = [_store_identity(rng, nm, stype, cur) for nm in names]
+            city = pick(rng, vocab.CURRENCY_CITIES.get(cur) or [c[0] for c in vocab.CITIES])
+            latent.update({"currency": cur, "city": city})
+            stores = [_store_identity(rng, nm, stype, cur, city) for nm in names]
             images = [ImageRequest("receipt", {**stores[e], "n_items": rng.randint(1, 3)}) for e in ids]
         latent.update({"er_form": form, "entity_kind": kind, "entity_ids": ids, "names": names})
         return images
@@ -382,10 +422,10 @@ class MultiSessionReasoning(Ability):
             if _clashes(m, truths[i]):
                 raise ValueError(f"MSR: mention {m!r} repeats a string drawn in its image")
             facts.append(FactDraft(m, [i]))
-        # the outing happened once: its sessions follow it within a few weeks, in order
-        days = _cluster_days(random.Random(plan.latent["mention_seeds"][0] ^ 0x5F3759DF), len(facts))
-        for f, d in zip(facts, days):
-            f.days_before = d
+        # the outing happened once: its sessions follow it within a few weeks, in order, at the
+        # timestamps the plan fixed (its receipts print the outing's date)
+        for f, at in zip(facts, plan.latent["at"]):
+            f.at = at
         return facts
 
     def _base_details(self, plan, fmt: str) -> dict:
@@ -483,6 +523,7 @@ class MultiSessionReasoning(Ability):
             facts=facts,
             details=details,
             ordered=True,
+            question_date=plan.latent["qdate"],
             forbidden=[answer],
             contexts=[theme],
             derivation=prog,
@@ -530,8 +571,8 @@ class MultiSessionReasoning(Ability):
         else:
             raise ValueError(f"MSR counting: unknown variant {v!r}")
         k = sum(truth_vals)
-        if not 0 < k < len(truths):
-            raise ValueError("MSR counting: the evidence needs matching and non-matching items")
+        if not 0 < k <= len(truths):
+            raise ValueError("MSR counting: the evidence needs at least one matching item")
         answer = str(k)
         got = evaluate_local(prog, truths)
         if got != answer:
@@ -545,6 +586,7 @@ class MultiSessionReasoning(Ability):
             facts=facts,
             details=details,
             ordered=True,
+            question_date=plan.latent["qdate"],
             forbidden=[answer],
             contexts=[theme],
             derivation=prog,
@@ -628,6 +670,7 @@ class MultiSessionReasoning(Ability):
             facts=facts,
             details=details,
             ordered=True,
+            question_date=plan.latent["qdate"],
             forbidden=forbidden,
             contexts=[theme],
             derivation=prog,

@@ -53,6 +53,7 @@ from memlens.build.abilities.base import Ability, Draft, FactDraft, ImageRequest
 from memlens.build.abilities.derive import derive
 from memlens.build.images.synthetic import vocab
 from memlens.build.images.synthetic.formats import MONTHS
+from memlens.build.images.truth import printed_strings
 from memlens.build.text import textbank
 from memlens.build.text.validators import contains_token_bounded
 from memlens.core.constants import HISTORY_SPAN_DAYS
@@ -381,7 +382,7 @@ def _render_mention(
 ) -> str:
     """A mention in the shared haystack phrasing (``textbank`` templates); ``force_when`` picks a
     template that states ``when`` (mode D: the session's own day is the anchor)."""
-    kind = ctxs.FAMILY_KIND.get(family, "photo")
+    kind = ctxs.mention_kind(family)
     return textbank.render_mention(rng, kind=kind, thing=thing, when=when, tail=tail, require_when=force_when)
 
 
@@ -418,9 +419,9 @@ class _Builder:
         self.used_ctx: set[str] = set()
         self.forbidden: list[str] = []
         self.sources: set[str] = set()
-        # the user: one home airport and one name on every pass and ticket of the question
+        # the user: one home airport; the name on every pass and ticket is the benchmark's persona
+        # (memlens.build.images.persona, set by the crawl stage)
         self.home = pick(rng, vocab.CITIES)
-        self.me = f"{pick(rng, vocab.FIRST_NAMES)} {pick(rng, vocab.LAST_NAMES)}"
 
     # ---------------------------------------------------------------- names
     def _word(self) -> str:
@@ -445,6 +446,7 @@ class _Builder:
         event_day: date | None = None,
         session_day: date | None = None,
         reserve: bool = False,
+        kind: str | None = None,
     ) -> tuple[str, str]:
         """(thing, context phrase) drawn like ``contexts.thing_for`` draws them.
 
@@ -479,7 +481,7 @@ class _Builder:
                     + pick(self.rng, ["", f" with {pick(self.rng, ctxs.PEOPLE)}"])
                     + pick(self.rng, suffixes)
                 )
-                return f"{OCCASION_NOUN[family]} {occ}", occ
+                return f"{ctxs.occasion_noun(family, kind)} {occ}", occ
         else:
 
             def draw():
@@ -504,7 +506,7 @@ class _Builder:
             self.new_ctx.append(ctx)
         return thing, ctx
 
-    def _friday_ctx(self, avoid: list[str]) -> tuple[str, str]:
+    def _friday_ctx(self, avoid: list[str], kind: str | None = None) -> tuple[str, str]:
         for _ in range(300):
             occ = (
                 pick(self.rng, ctxs.OCCASIONS)
@@ -513,7 +515,7 @@ class _Builder:
             )
             if not any(a in occ.lower() for a in avoid) and not _clashes(occ, self.used_ctx):
                 self.used_ctx.add(occ)
-                return f"{OCCASION_NOUN['named_sign']} {occ}", occ
+                return f"{ctxs.occasion_noun('named_sign', kind)} {occ}", occ
         raise RuntimeError("TR: no 'on Friday' context free of clashes")
 
     # ---------------------------------------------------------------- sessions
@@ -570,7 +572,6 @@ class _Builder:
         cons = {
             "kind": "boarding_pass",
             "date": _ds(day),
-            "passenger": self.me,
             "from_code": code if back else hcode,
             "from_city": name if back else hname,
             "to_code": hcode if back else code,
@@ -599,7 +600,7 @@ class _Builder:
         name = self._fresh(lambda: pick(self.rng, SHOWS[etype]))
         sday = self._share_day(day, shared, before=(2, 25), after=(1, 15))
         thing, ctx = self._ctx("ticket", [], day, sday)
-        cons = {"kind": "event_ticket", "event": name, "event_type": etype, "date": _ds(day), "holder": self.me}
+        cons = {"kind": "event_ticket", "event": name, "event_type": etype, "date": _ds(day)}
         k = self._fact(
             "ticket", cons, self._session_at(sday), thing, ctx, when=self._loose_when(day, sday) if sday > day else None
         )
@@ -678,9 +679,10 @@ class _Builder:
         return self.calendar([day], [lab], extra_marks=self.rng.choice([0, 0, 1]))[0]
 
     # ---------------------------------------------------------------- entities (modes C and D)
-    def _entity_kind(self) -> tuple[str, dict, str, str, list[str]]:
-        """(name, named_sign constraints, event phrase for lists, question phrase, clash words)."""
-        if self.rng.random() < 0.7:
+    def _entity_kind(self, kind: str | None = None) -> tuple[str, dict, str, str, list[str]]:
+        """(name, named_sign constraints, event phrase for lists, question phrase, clash words);
+        ``kind`` forces a shop sign or a book cover."""
+        if kind == "shop_sign" or (kind is None and self.rng.random() < 0.7):
             stype = pick(self.rng, sorted(ENTITY_SHOPS))
             name = self._fresh(lambda: f"{self._word()} {stype}")
             return (
@@ -704,7 +706,7 @@ class _Builder:
         self._in_window(day)
         name, cons, desc, qphrase, avoid = self._entity_kind()
         sday = day + timedelta(days=self.rng.randint(3, 45))
-        thing, ctx = self._ctx("named_sign", avoid)
+        thing, ctx = self._ctx("named_sign", avoid, kind=cons["kind"])
         dw = date_words(day, sday)
         tail = pick(self.rng, [f"— that was on {dw}", f"(from {dw})", f", taken on {dw}", f"; that was back on {dw}"])
         k = self._fact("named_sign", cons, self._session_at(sday), thing, ctx, tail=tail)
@@ -712,24 +714,25 @@ class _Builder:
         self.sources.add("textual_date")
         return self._event(fact=k, src="textual", day=_ds(day), desc=desc, qphrase=qphrase, entity=name)
 
-    def entity_d(self, day: date, anchor: str = "today") -> dict:
+    def entity_d(self, day: date, anchor: str = "today", kind: str | None = None) -> dict:
         """Mode D: the session's own timestamp dates the entity ('... from this morning')."""
         self._in_window(day)
-        name, cons, desc, qphrase, avoid = self._entity_kind()
+        name, cons, desc, qphrase, avoid = self._entity_kind(kind)
+        k = cons["kind"]
         if anchor == "today":
             back, when, force = 0, "this morning", True
-            thing, ctx = self._ctx("named_sign", avoid)
+            thing, ctx = self._ctx("named_sign", avoid, kind=k)
             at = self._session_at(day, hours=(12, 22))
         elif anchor == "yesterday":
             back, when, force = 1, "yesterday evening", True
-            thing, ctx = self._ctx("named_sign", avoid)
+            thing, ctx = self._ctx("named_sign", avoid, kind=k)
             at = self._session_at(day + timedelta(days=1))
         elif anchor == "friday":
             if day.weekday() != 4:
                 raise _Retry("friday")
             back = self.rng.randint(1, 6)
             when, force = None, False
-            thing, ctx = self._friday_ctx(avoid)
+            thing, ctx = self._friday_ctx(avoid, kind=k)
             at = self._session_at(day + timedelta(days=back))
         else:
             raise ValueError(anchor)
@@ -810,6 +813,8 @@ def _sample(rng: random.Random, make):
 # The ability
 # --------------------------------------------------------------------------------------------------
 _TIE_VARIANTS = ["B_calendar", "D_session", "B_ticket", "D_relative", "B_receipt"]
+#: other entities shown, like the target, in sessions anchored by a time word (D_* variants)
+D_DECOYS = 4
 
 
 class TemporalReasoning(Ability):
@@ -879,7 +884,9 @@ class TemporalReasoning(Ability):
         if kind == "calendar_span":
             start = b.rand_day(lo_pad=40, hi_pad=20)
             ndays = _calendar.monthrange(start.year, start.month)[1]
-            if start.day + dur > ndays:
+            if start.day + dur > ndays:  # move the span back into its month (a retry would make
+                start -= timedelta(days=start.day + dur - ndays)  # long spans rarer than short ones)
+            if start.day < 1 or start.day + dur > ndays:
                 raise _Retry("span month")
             l1, l2, noun = pick(rng, CAL_SPANS)
             if l1 in b.used_names:
@@ -915,8 +922,11 @@ class TemporalReasoning(Ability):
             other = pick(rng, ["trip", "calendar_span", "between:E:A", "between:A:E"])
             kinds = ["between:E:E", other]
             rng.shuffle(kinds)
+        # one duration law for both options (the tighter cap of the two kinds), so which option is
+        # longer says nothing about the kinds of interval the question lists
         cap = {"trip": 45, "calendar_span": 24}
-        da, db = self._durations(rng, cap.get(kinds[0], 90), cap.get(kinds[1], 90))
+        m = min(cap.get(kinds[0], 90), cap.get(kinds[1], 90))
+        da, db = self._durations(rng, m, m)
         ia = self._interval(b, kinds[0], da, mode)
         ib = self._interval(b, kinds[1], db, mode)
         q = f"Which lasted longer: (A) {ia[2]}, or (B) {ib[2]}? Answer A or B."
@@ -1037,6 +1047,24 @@ class TemporalReasoning(Ability):
                 if anchor == "friday":
                     day = day - timedelta(days=(day.weekday() - 4) % 7)
             ev = b.entity_d(day, anchor)
+            # decoys: other entities of the same kind, each in its own session with a time word drawn
+            # like the target's (this morning / yesterday evening / on Friday), so the session dates
+            # and time words of the history do not single out the answer: only the image does
+            kind = b.facts[ev["fact"]]["constraints"]["kind"]
+            for dday in b.distinct_days(D_DECOYS, gap=2, lo_pad=40, hi_pad=3):
+                danchor = pick(rng, ["today", "today", "yesterday", "friday"])
+                if danchor == "friday":
+                    dday = dday - timedelta(days=(dday.weekday() - 4) % 7)
+                b.entity_d(dday, danchor, kind=kind)
+            # same-kind signs or covers of one layout are perceptual near-duplicates (the filter
+            # drops them): all but one (any of them) are photographed with strong effects
+            from memlens.build.images.synthetic.photo import sample_photo_effects
+
+            ents = [f for f in b.facts if f["family"] == "named_sign"]
+            flat = rng.randrange(len(ents))
+            for i, f in enumerate(ents):
+                if i != flat:
+                    f["constraints"]["photo"] = sample_photo_effects(rng, mode="scene", strength="strong")
             q = f"When did I {ev['qphrase']}? Answer in YYYY/MM/DD."
         else:
             raise ValueError(f"TR: unknown variant {variant!r}")
@@ -1157,7 +1185,7 @@ class TemporalReasoning(Ability):
 
     @staticmethod
     def _mention(rng: random.Random, f: dict, truth: dict, forbidden: list[str]) -> str:
-        drawn = [str(x) for x in truth.get("texts", []) if isinstance(x, (str, int, float)) and len(str(x).strip()) > 1]
+        drawn = printed_strings(truth)
         from memlens.build.text import abstraction
 
         # entity images (modes C/D): a share phrased with an anaphor; its category is the generic

@@ -27,6 +27,7 @@ from tqdm import tqdm
 
 from memlens.build.abilities import ability_for
 from memlens.build.abilities.base import ImageRequest, Plan
+from memlens.build.images.persona import persona_for, with_user
 from memlens.build.ontology.stage import load_topics
 from memlens.core.config import Paths, section
 from memlens.core.errors import ConfigError
@@ -161,13 +162,18 @@ def run(cfg, paths: Paths) -> None:
     families = source.families()
     plans = make_plans(cfg, topics)
     seed = int(cfg.data.seed)
+    user = persona_for(seed)  # one user per benchmark: the name on every pass, ticket and own chat
+
+    def job(req: ImageRequest) -> dict:
+        return {**req.__dict__, "constraints": with_user(req.family, req.constraints, user)}
+
     jobs, meta = [], []
     for p in plans:
         for k, req in enumerate(p.images):
-            jobs.append(((seed, "image", p.plan_id, k), req.__dict__))
+            jobs.append(((seed, "image", p.plan_id, k), job(req)))
             meta.append({"plan_id": p.plan_id, "index": k, "topic_id": p.topic_id, "request": req.__dict__})
     for i, (tid, req) in enumerate(haystack_requests(cfg, topics, families, plans)):
-        jobs.append(((seed, "haystack-image", i, "render"), req.__dict__))
+        jobs.append(((seed, "haystack-image", i, "render"), job(req)))
         meta.append({"plan_id": None, "index": i, "topic_id": tid, "request": req.__dict__})
     store = ObjectStore(paths.images / "objects")
     rows = []

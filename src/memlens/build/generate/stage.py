@@ -169,7 +169,7 @@ def run(cfg, paths: Paths) -> None:
             rec = next(hay_iter, None)
             if rec is None:
                 break
-            thing, ctx = thing_for(rng, rec.family, reserved)
+            thing, ctx = thing_for(rng, rec.family, reserved, truth=rec.truth)  # agrees with the image
             text = mention_for(rng, rec.family, thing)
             text = _anaphor_mention(seed, rec, ctx, boilerplate) or text
             out.append(Mention(text, [rec.sha256], False, drawn_values(rec.truth, boilerplate)))
@@ -190,6 +190,8 @@ def run(cfg, paths: Paths) -> None:
             ids = [recs[k].sha256 for k in fact.image_idx]
             vals = [v for k in fact.image_idx for v in drawn_values(recs[k].truth, boilerplate)]
             m = Mention(fact.mention, ids, has_answer=True, image_values=vals)
+            if not ids:  # a context talked about without its evidence (answer refusal): nothing to acknowledge
+                m.has_answer, m.acknowledge = False, None
             extra = distractors(rng, rng.choice(EXTRA_MENTIONS))
             mentions = [m, *extra]
             rng.shuffle(mentions)

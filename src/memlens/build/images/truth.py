@@ -12,11 +12,29 @@ from collections.abc import Iterable
 
 def drawn_values(truth: dict, boilerplate: frozenset[str] = frozenset()) -> list[str]:
     """Strings only this image shows (its drawn text), for the semantic-leakage check: boilerplate
-    printed on many images of the family and very short codes are not image-specific."""
-    vals = [str(t).strip() for t in truth.get("texts", []) if isinstance(t, (str, int, float))]
+    printed on many images of the family and very short codes are not image-specific. Strings the
+    conversation itself says about the image (``named_in_text``: the contact of "my chat with Leo")
+    are what links the text to the image, not a leak of what only the image shows."""
+    said = {str(t).strip().lower() for t in truth.get("named_in_text", []) or []}
+    vals = [
+        str(t).strip()
+        for t in truth.get("texts", [])
+        if isinstance(t, (str, int, float)) and str(t).strip().lower() not in said
+    ]
     return sorted(
         {v for v in vals if (len(v) >= 5 or any(c.isdigit() for c in v) or " " in v) and v.lower() not in boilerplate}
     )
+
+
+def printed_strings(truth: dict, min_len: int = 1) -> list[str]:
+    """Every string an image prints (longer than ``min_len`` characters), except what the
+    conversation itself says about it (``named_in_text``): what a mention must not repeat."""
+    said = {str(t).strip().lower() for t in truth.get("named_in_text", []) or []}
+    return [
+        str(x)
+        for x in truth.get("texts", [])
+        if isinstance(x, (str, int, float)) and len(str(x).strip()) > min_len and str(x).strip().lower() not in said
+    ]
 
 
 def find_boilerplate(records: Iterable) -> frozenset[str]:

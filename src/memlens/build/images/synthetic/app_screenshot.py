@@ -54,6 +54,7 @@ def _add_month(d: dt.date) -> dt.date:
 
 class AppScreenshot(FamilyBase):
     name = "app_screenshot"
+    takes_user = True
     track = "document"
     photo_prob = 0.0
 
@@ -61,6 +62,9 @@ class AppScreenshot(FamilyBase):
         kind = c.pop("kind", None) or rng.choice(KINDS)
         if kind not in KINDS:
             raise ValueError(f"unknown app_screenshot kind {kind!r}; kinds: {', '.join(KINDS)}")
+        user = c.pop("user", None)  # the history's user: the guest on a booking unless given
+        if user and kind == "booking_confirmation":
+            c.setdefault("guest_name", user)
         spec = getattr(self, f"_s_{kind}")(rng, **c)
         spec["kind"] = kind
         spec["size"] = list(PHONE_SIZE)

@@ -76,10 +76,16 @@ class FamilyBase:
     photo_mode: str = "document"
     photo_like: bool = False
     canvas_color: tuple[int, int, int] = (226, 226, 229)  # behind transparent parts of RGBA drawings
+    #: the family prints the user's own name (passenger, ticket holder, chat owner, hotel guest):
+    #: ``sample(..., user="First Last")`` puts the history's persona there; other families ignore it
+    takes_user: bool = False
 
     # -- public API -------------------------------------------------------------------------------
     def sample(self, rng: random.Random, **constraints: Any) -> dict:
         photo = constraints.pop("photo", None)
+        user = constraints.pop("user", None)
+        if user and self.takes_user:
+            constraints["user"] = user
         spec = self._sample(rng, **constraints)
         spec["family"] = self.name
         spec.setdefault("texts", [])

@@ -100,12 +100,14 @@ class ChatScreenshot(FamilyBase):
     tracks = ("document", "experience")
     photo_prob = 0.0
     photo_mode = "document"
+    takes_user = True
 
     def _sample(self, rng: random.Random, **c) -> dict:
         style = c.pop("style", None) or rng.choice(sorted(STYLES))
         if style not in STYLES:
             raise ValueError(f"unknown chat style {style!r}")
-        me = c.pop("me", None) or rng.choice(vocab.FIRST_NAMES)
+        user = c.pop("user", None)  # the history's user ("First Last"): the phone's owner unless given
+        me = c.pop("me", None) or (str(user).split(" ")[0] if user else rng.choice(vocab.FIRST_NAMES))
         d = parse_date(c.pop("date")) if c.get("date") else random_date(rng)
         title = c.pop("title", None)
         contact = c.pop("contact", None)
@@ -140,7 +142,8 @@ class ChatScreenshot(FamilyBase):
         if c:
             raise TypeError(f"chat_screenshot: unknown constraints {sorted(c)}")
         if is_group is None:
-            is_group = (title is not None and contact is None) or (given is None and rng.random() < 0.3)
+            # a chat with a given contact is a one-to-one chat with them
+            is_group = contact is None and (title is not None or (given is None and rng.random() < 0.3))
         members = rng.sample([n for n in vocab.FIRST_NAMES if n != me], 3)
         contact = contact or members[0]
         if is_group:
@@ -215,6 +218,8 @@ class ChatScreenshot(FamilyBase):
             "facts": used,
             "messages": messages,
             "texts": texts,
+            # what the conversation may say about this chat: the contact a 1:1 chat is with
+            "named_in_text": [] if is_group else [title],
         }
         _, total = self._layout(spec, PHONE_SIZE[0], 13)
         if total > PHONE_SIZE[1] - 74 - 12 - (38 + 66 + 16):

@@ -90,7 +90,13 @@ def pick_date_format(rng: random.Random, d: dt.date, choices, fallback="YYYY/MM/
     return fallback if is_ambiguous(d, fmt) else fmt
 
 
-def random_date(rng: random.Random, start=dt.date(2019, 1, 1), end=dt.date(2025, 12, 31)) -> dt.date:
+#: the default span of printed dates: before any history starts (histories begin 2024/01/01), so an
+#: image no plan dated is never dated after the session that shares it; plans that fix a time line
+#: (temporal reasoning, multi-session outings) constrain their dates explicitly
+DEFAULT_DATES = (dt.date(2021, 6, 1), dt.date(2023, 11, 30))
+
+
+def random_date(rng: random.Random, start=DEFAULT_DATES[0], end=DEFAULT_DATES[1]) -> dt.date:
     return start + dt.timedelta(days=rng.randrange((end - start).days + 1))
 
 

@@ -1,13 +1,13 @@
 """named_sign: things whose name is readable only in the image.
 
 Kinds and ground truth (besides size/seed/kind/texts/photo; `text` is always the primary name):
-  shop_sign      text=name, subtitle, number (house number on the door), board_color
+  shop_sign      text=name, subtitle, number (house number on the door), board_color, awning_color
   book_cover     text=title, author, publisher, subtitle | null, cover_color
   product_box    text=product, brand, weight, badge | null, box_color
   street_sign    text=street (exactly as printed), number (block or house number, string), style "us"|"eu"
   license_plate  text=plate (exact characters incl. spaces/dashes), region, country_code | null,
                  style "us"|"eu"|"uk", vanity (bool), car_color (palette name)
-Constraints: kind, text (the name), and per kind: subtitle, number, author, publisher, brand, weight, badge,
+Constraints: kind, text (the name), and per kind: subtitle, number, board_color, awning_color, author, publisher, brand, weight, badge,
 style, region, vanity, car_color.
 """
 
@@ -25,6 +25,10 @@ from .fonts import fit_font, fit_wrapped, font
 from .palette import COLORS, ink_for, mix, shade
 
 KINDS = ("shop_sign", "book_cover", "product_box", "street_sign", "license_plate")
+#: board colours of a shop sign
+BOARDS = [(24, 64, 44), (20, 36, 72), (30, 30, 34), (110, 26, 36), (244, 240, 228), (60, 40, 30)]
+#: awning stripe colours of a shop front (part of the ground truth: a shop keeps its colours)
+AWNINGS = [(200, 40, 40), (30, 90, 60), (30, 60, 130), (60, 60, 60)]
 
 US_STATES = [  # (state, pattern, plate colour, text colour, slogan)
     ("California", "DLLLDDD", (250, 250, 250), (20, 40, 120), "DMV.CA.GOV"),
@@ -104,7 +108,9 @@ class NamedSign(FamilyBase):
         return spec
 
     # ------------------------------------------------------------------ samplers
-    def _sample_shop_sign(self, rng, text=None, subtitle=None, number=None, shop_type=None, board_color=None):
+    def _sample_shop_sign(
+        self, rng, text=None, subtitle=None, number=None, shop_type=None, board_color=None, awning_color=None
+    ):
         stype = shop_type or rng.choice(vocab.SHOP_TYPES_SIGN)
         name = text or f"{rng.choice(vocab.SHOP_WORDS)} {stype}"
         if subtitle is None:
@@ -118,15 +124,19 @@ class NamedSign(FamilyBase):
                 ]
             )
         number = str(number if number is not None else rng.randint(1, 199))
-        board = rng.choice([(24, 64, 44), (20, 36, 72), (30, 30, 34), (110, 26, 36), (244, 240, 228), (60, 40, 30)])
+        board = rng.choice(BOARDS)
         if board_color is not None:  # a shop front seen again keeps its board
             board = tuple(int(x) for x in board_color)
+        awning = rng.choice(AWNINGS)
+        if awning_color is not None:  # ... and its awning
+            awning = tuple(int(x) for x in awning_color)
         return {
             "size": [1000, 720],
             "text": name,
             "subtitle": subtitle,
             "number": number,
             "board_color": list(board),
+            "awning_color": list(awning),
             "texts": [name, subtitle, number],
         }
 
@@ -264,7 +274,7 @@ class NamedSign(FamilyBase):
         d.text(((bx0 + bx1) / 2, by0 + (by1 - by0) * 0.8), spec["subtitle"], font=fs, fill=ink, anchor="mm")
         # awning
         ay0, ay1 = by1 + 16, by1 + int(H * 0.1)
-        acol = jr.choice([(200, 40, 40), (30, 90, 60), (30, 60, 130), (60, 60, 60)])
+        acol = tuple(spec["awning_color"]) if spec.get("awning_color") else jr.choice(AWNINGS)
         n = 14
         for i in range(n):
             x0 = bx0 + (bx1 - bx0) * i / n

@@ -1,7 +1,7 @@
 """receipt: a thermal-printer shop receipt in a monospace layout.
 
 Ground truth (spec keys):
-  store, store_type, address, phone, receipt_no, cashier
+  store, store_type, address, city (the shop's town, printed in its address), phone, receipt_no, cashier
   date "YYYY/MM/DD", date_printed, date_format, time "HH:MM" (24 h), time_printed
   currency (ISO code), currency_symbol
   items [{name, qty, unit_price, line_total, line_total_printed, unit_price_printed}]  amounts are
@@ -241,6 +241,7 @@ class Receipt(FamilyBase):
             "store": store,
             "store_type": stype,
             "address": address,
+            "city": city,
             "phone": phone,
             "receipt_no": receipt_no,
             "cashier": cashier,

@@ -46,10 +46,15 @@ class Ticket(FamilyBase):
     photo_prob = 0.4
     photo_mode = "document"
 
+    takes_user = True
+
     def _sample(self, rng: random.Random, **c) -> dict:
         kind = c.pop("kind", None) or rng.choice(KINDS)
         if kind not in KINDS:
             raise ValueError(f"unknown ticket kind {kind!r}; kinds: {', '.join(KINDS)}")
+        user = c.pop("user", None)  # the history's user: the passenger / holder unless given
+        if user:
+            c.setdefault("passenger" if kind == "boarding_pass" else "holder", user)
         spec = self._sample_boarding(rng, **c) if kind == "boarding_pass" else self._sample_event(rng, **c)
         spec["kind"] = kind
         spec["seed"] = rng.getrandbits(32)
