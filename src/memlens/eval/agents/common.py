@@ -53,9 +53,10 @@ _ANSWER_RE = re.compile(r"^\s*\**\s*answer\s*\**\s*[:：]\s*(.*)$", re.IGNORECAS
 
 
 def answer_line(text: str) -> str:
-    """The content of the last ``Answer: ...`` line (the whole text, stripped, when there is none)."""
+    """The content of the last ``Answer: ...`` line, markdown bold removed (the whole text, stripped,
+    when there is none)."""
     for line in reversed((text or "").strip().splitlines()):
         m = _ANSWER_RE.match(line)
         if m:
-            return m.group(1).strip()
+            return m.group(1).strip().strip("*").strip()
     return (text or "").strip()

@@ -105,7 +105,7 @@ class _PixelMemory(Memory):
         depth = max(a.top_k * 4, 20)
         rankings = [self._channel(c, question, before, depth) for c in a.channels]
         fused = rrf(rankings, a.rrf_k)[: a.top_k]
-        overhead = self.ctx.tokens(SYSTEM_PROMPT + QUESTION_TEMPLATE + question) + 16
+        overhead = self.ctx.tokens(SYSTEM_PROMPT) + self.ctx.tokens(QUESTION_TEMPLATE) + self.ctx.tokens(question) + 16
         budget, used, kept = a.prompt_budget_tokens - overhead, 0, []
         for sid, _ in fused:
             s = self.sessions[sid]

@@ -57,9 +57,18 @@ class _T1Memory(Memory):
         retriever.index(docs)
         hits = retriever.search(question, a.top_k, before=question_date if a.temporal_filter else None)
         by_id = {s.session_id: s for s in self.sessions}
-        blocks = [session_text(by_id[h.session_id], self.texts) for h in hits]
-        overhead = self.ctx.tokens(PROMPTS["system"] + PROMPTS["user"] + question) + 16
-        kept, used = pack(blocks, max(0, a.prompt_budget_tokens - overhead), self.ctx.tokens)
+        # a block = header + body; the body (the same in every history holding the session) is
+        # counted once per run, the short header each time
+        bodies = {h.session_id: session_text(by_id[h.session_id], self.texts, header=False) for h in hits}
+
+        def cost(sid: str) -> int:
+            s = by_id[sid]
+            return self.ctx.tokens(f"Session {s.session_id} ({s.date}):") + self.ctx.tokens(bodies[sid]) + 1
+
+        overhead = (
+            self.ctx.tokens(PROMPTS["system"]) + self.ctx.tokens(PROMPTS["user"]) + self.ctx.tokens(question) + 16
+        )
+        kept, used = pack([h.session_id for h in hits], max(0, a.prompt_budget_tokens - overhead), cost)
         shown = sorted((hits[i] for i in kept), key=lambda h: (by_id[h.session_id].date, h.session_id))
         memory = "\n\n".join(session_text(by_id[h.session_id], self.texts) for h in shown) or "(empty)"
         messages = [

@@ -9,9 +9,10 @@ session of the role-stripped view (:mod:`memlens.eval.agents.view`), then
 * **Isolation.** One memory object per question, created after the previous question's memory
   is no longer reachable from it; nothing is shared between memories except the call cache
   (keyed by the full request) and the adapter cache (keyed by image hash and adapter id).
-* **Concurrency across questions.** Questions run as coroutines on one event loop (at most
-  ``concurrency`` at once), their backbone calls through one client
-  (:class:`~memlens.eval.agents.llm.Backbone`) whose semaphore caps requests in flight.
+* **Concurrency across questions.** Questions run as coroutines on one event loop (``2 x
+  concurrency`` at once, so that the CPU work of some overlaps the calls of others), their
+  backbone calls through one client (:class:`~memlens.eval.agents.llm.Backbone`) whose semaphore
+  caps requests in flight at ``concurrency``.
   Input-adapter work (OCR, captions) runs in a worker thread, one call at a time.
 * **Results.** Each finished question goes to the evaluate stage's callback at once (results
   store, resume, failure records are the stage's). ``ModelOutput.meta`` carries ``retrieved``
@@ -267,6 +268,7 @@ class MemoryAgent(Model):
         self._backbone: Backbone | None = None
         self._adapter = None
         self._tokenizer = None
+        self._token_memo: dict[str, int] = {}
         self._text_encoder = None
         self._images: ImageStore | None = None
         self._adapter_lock = threading.Lock()
@@ -317,11 +319,20 @@ class MemoryAgent(Model):
         return str(self.adapter.id)
 
     def count_tokens(self, text: str) -> int:
+        """Tokens of ``text`` with the agent's tokenizer, memoised (haystack sessions recur across
+        questions and lengths; the memo is cleared past 200,000 texts)."""
+        n = self._token_memo.get(text)
+        if n is not None:
+            return n
         if self._tokenizer is None:
             from memlens.build.assemble.tokens import load_tokenizer
 
             self._tokenizer = load_tokenizer(self.tokenizer_name)
-        return len(self._tokenizer.encode(text, add_special_tokens=False).ids)
+        n = len(self._tokenizer.encode(text, add_special_tokens=False).ids)
+        if len(self._token_memo) >= 200_000:
+            self._token_memo.clear()
+        self._token_memo[text] = n
+        return n
 
     async def describe(self, images: Sequence[AgentImage]) -> dict[str, str]:
         todo = list({im.sha256: im for im in images}.values())
@@ -363,8 +374,10 @@ class MemoryAgent(Model):
                 out = await self.answer_item(item)
                 on_result(item, out)
 
+        # twice as many questions as requests in flight: while some questions ingest and retrieve
+        # (CPU, on this loop), others' requests keep the client's `concurrency` slots full
         try:
-            await asyncio.gather(*(worker() for _ in range(max(1, self.concurrency))))
+            await asyncio.gather(*(worker() for _ in range(2 * max(1, self.concurrency))))
         finally:
             if self._backbone is not None:
                 await self._backbone.aclose()
