@@ -94,7 +94,10 @@ def test_evaluate_help_keys_exist_in_the_composed_config(capsys):
             assert not any(resolve_param(p, data) in ("eval", f"eval.{key}") for p in params), key
             continue
         value = OmegaConf.to_container(cfg.eval)[key]
-        expected = "[]" if value == [] else written[value] if value in written else str(value)
+        if value == [] or value == {}:
+            expected = str(value)
+        else:
+            expected = written[value] if isinstance(value, (bool, type(None))) else str(value)
         assert listed[f"eval.{key}"] == (False, expected, comment), key
     assert listed["model.name"][:2] == (False, str(cfg.model.name))
 

@@ -210,7 +210,11 @@ def evaluate_length(
                 el = time.perf_counter() - t0
                 bar.set_postfix(failed=stats["failed"], rate=f"{stats['new'] / el:.1f}/s" if el > 0 else "-")
 
-            stream = iter(pending) if prepare is None else (prepare(it) for it in pending)
+            # a system sees the item without its answer key and with neutral ids (EvalItem.for_system);
+            # mode caption then adds the images' adapter texts
+            stream = (it.for_system(mode, answer_space=model.answer_space) for it in pending)
+            if prepare is not None:
+                stream = (prepare(it) for it in stream)
             try:
                 model.run(stream, mode, on_result)
             finally:

@@ -45,6 +45,9 @@ class Model(ABC):
     Config: ClassVar[type | None] = None
     #: the question subset evaluated under ``eval.subset=auto`` (None: every question)
     default_subset: ClassVar[str | None] = None
+    #: True only for calibration baselines that draw from the answer space: their items keep the
+    #: question type and the answer-format hints (:meth:`memlens.core.items.EvalItem.for_system`)
+    answer_space: ClassVar[bool] = False
 
     def __init__(self, name: str, kind: str | None = None, options: Mapping[str, Any] | None = None):
         """``options``: the settings reported by :meth:`describe` (subclasses pass their own)."""
