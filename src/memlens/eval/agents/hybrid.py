@@ -19,6 +19,8 @@ question template), while they fit in ``prompt_budget_tokens`` (text counted wit
 
 from __future__ import annotations
 
+import asyncio
+
 from memlens.core.constants import INSTRUCTIONS, QUESTION_TEMPLATE, SESSION_HEADER, SYSTEM_PROMPT
 from memlens.core.settings import HybridSettings
 from memlens.eval.agents.common import session_doc, session_text
@@ -103,7 +105,12 @@ class _PixelMemory(Memory):
         a = self.agent
         before = question_date if a.temporal_filter else None
         depth = max(a.top_k * 4, 20)
-        rankings = [self._channel(c, question, before, depth) for c in a.channels]
+
+        def retrieve():  # CPU work, off the event loop; the shared image encoder one call at a time
+            with a.encoder_lock:
+                return [self._channel(c, question, before, depth) for c in a.channels]
+
+        rankings = await asyncio.to_thread(retrieve)
         fused = rrf(rankings, a.rrf_k)[: a.top_k]
         overhead = self.ctx.tokens(SYSTEM_PROMPT) + self.ctx.tokens(QUESTION_TEMPLATE) + self.ctx.tokens(question) + 16
         budget, used, kept = a.prompt_budget_tokens - overhead, 0, []

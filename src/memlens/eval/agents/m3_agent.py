@@ -147,7 +147,13 @@ class _GraphMemory(Memory):
 
         a = self.agent
         retriever = build_retriever("dense", encoder=a.text_encoder())
-        retriever.index([Doc(doc_id=e, session_id=s, date=d, text=f"({d}) {t}") for e, s, d, t in self.entries])
+        docs = [Doc(doc_id=e, session_id=s, date=d, text=f"({d}) {t}") for e, s, d, t in self.entries]
+
+        def locked(fn, *args):
+            with a.encoder_lock:
+                return fn(*args)
+
+        await asyncio.to_thread(locked, retriever.index, docs)  # CPU work, off the event loop
         text_of = {e: f"({d}) {t}" for e, s, d, t in self.entries}
         messages = [
             {
@@ -169,7 +175,7 @@ class _GraphMemory(Memory):
                 answer = content
                 break
             searches += 1
-            hits = retriever.search(content, a.search_top_k) if self.entries else []
+            hits = await asyncio.to_thread(locked, retriever.search, content, a.search_top_k) if self.entries else []
             for h in hits:
                 if h.session_id not in best or h.score > best[h.session_id]:
                     best[h.session_id] = h.score

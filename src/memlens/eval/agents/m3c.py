@@ -12,6 +12,8 @@ first ``encode_turns`` turns; the context is cut at ``max_context_chars``.
 
 from __future__ import annotations
 
+import asyncio
+
 from memlens.core.settings import M3CSettings
 from memlens.eval.agents.common import session_doc, session_text
 from memlens.eval.agents.runtime import AgentAnswer, Memory, MemoryAgent, QuestionContext, Retrieved
@@ -51,9 +53,14 @@ class _M3CMemory(Memory):
             session_doc(s, session_text(s, self.texts, max_turns=n, header=False), turn_ids=range(min(n, len(s.turns))))
             for s in self.sessions.values()
         ]
-        retriever = build_retriever("dense", encoder=a.text_encoder())
-        retriever.index(docs)
-        hits = retriever.search(question, a.top_k)
+
+        def retrieve():  # CPU work, off the event loop; the shared encoder one call at a time
+            with a.encoder_lock:
+                retriever = build_retriever("dense", encoder=a.text_encoder())
+                retriever.index(docs)
+                return retriever.search(question, a.top_k)
+
+        hits = await asyncio.to_thread(retrieve)
         context, shown = "", []
         for h in hits:
             s = self.sessions[h.session_id]

@@ -15,6 +15,8 @@ is one cached call, so a crashed run resumes where it stopped.
 
 from __future__ import annotations
 
+import asyncio
+
 from memlens.core.settings import MemAgentSettings
 from memlens.eval.agents.common import session_text
 from memlens.eval.agents.runtime import AgentAnswer, Memory, MemoryAgent, QuestionContext
@@ -69,7 +71,7 @@ class _RecurrentMemory(Memory):
         a = self.agent
         text = "\n\n".join(self.parts)
         a.count_tokens("")  # loads the tokenizer
-        chunks = chunk_text(text, a.chunk_tokens, a.tokenizer)
+        chunks = await asyncio.to_thread(chunk_text, text, a.chunk_tokens, a.tokenizer)  # CPU, off the loop
         limit = max(1, a.max_context_tokens // a.chunk_tokens)
         skipped = max(0, len(chunks) - limit)
         chunks = chunks[skipped:]

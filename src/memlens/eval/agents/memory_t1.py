@@ -13,6 +13,8 @@ Here: every session is one BM25 document (``memlens.eval.memory.retrieval``); th
 
 from __future__ import annotations
 
+import asyncio
+
 from memlens.core.settings import MemoryT1Settings
 from memlens.eval.agents.common import answer_line, pack, session_doc, session_text
 from memlens.eval.agents.runtime import AgentAnswer, Memory, MemoryAgent, QuestionContext, Retrieved
@@ -52,10 +54,14 @@ class _T1Memory(Memory):
         from memlens.eval.memory.retrieval import build_retriever
 
         a = self.agent
-        docs = [session_doc(s, session_text(s, self.texts, header=False)) for s in self.sessions]
-        retriever = build_retriever("bm25")
-        retriever.index(docs)
-        hits = retriever.search(question, a.top_k, before=question_date if a.temporal_filter else None)
+
+        def retrieve():  # CPU work, off the event loop (which keeps handling other questions' calls)
+            docs = [session_doc(s, session_text(s, self.texts, header=False)) for s in self.sessions]
+            retriever = build_retriever("bm25")
+            retriever.index(docs)
+            return retriever.search(question, a.top_k, before=question_date if a.temporal_filter else None)
+
+        hits = await asyncio.to_thread(retrieve)
         by_id = {s.session_id: s for s in self.sessions}
         # a block = header + body; the body (the same in every history holding the session) is
         # counted once per run, the short header each time

@@ -12,8 +12,9 @@ session of the role-stripped view (:mod:`memlens.eval.agents.view`), then
 * **Concurrency across questions.** Questions run as coroutines on one event loop (``2 x
   concurrency`` at once, so that the CPU work of some overlaps the calls of others), their
   backbone calls through one client (:class:`~memlens.eval.agents.llm.Backbone`) whose semaphore
-  caps requests in flight at ``concurrency``.
-  Input-adapter work (OCR, captions) runs in a worker thread, one call at a time.
+  caps requests in flight at ``concurrency``. Input-adapter work (OCR, captions) and the agents'
+  CPU work (indexing, search, chunking) run in worker threads, so the loop keeps sending and
+  receiving other questions' calls meanwhile (shared encoders and adapters one call at a time).
 * **Results.** Each finished question goes to the evaluate stage's callback at once (results
   store, resume, failure records are the stage's). ``ModelOutput.meta`` carries ``retrieved``
   (benchmark session ids with score, rank and turn ids, in retrieval order; translated back from
@@ -272,6 +273,8 @@ class MemoryAgent(Model):
         self._text_encoder = None
         self._images: ImageStore | None = None
         self._adapter_lock = threading.Lock()
+        #: held while a shared encoder (dense text, image) runs in a worker thread
+        self.encoder_lock = threading.Lock()
 
     # ------------------------------------------------------------------ set-up
     def attach(self, paths: Any, benchmark: Any) -> None:
