@@ -94,7 +94,10 @@ def test_evaluate_help_keys_exist_in_the_composed_config(capsys):
             assert not any(resolve_param(p, data) in ("eval", f"eval.{key}") for p in params), key
             continue
         value = OmegaConf.to_container(cfg.eval)[key]
-        expected = "[]" if value == [] else written[value] if value in written else str(value)
+        if value == [] or value == {}:
+            expected = str(value)
+        else:
+            expected = written[value] if isinstance(value, (bool, type(None))) else str(value)
         assert listed[f"eval.{key}"] == (False, expected, comment), key
     assert listed["model.name"][:2] == (False, str(cfg.model.name))
 
@@ -195,8 +198,16 @@ def test_list_models_judges_images(capsys):
 
 def test_list_agents_none_yet_then_one(tmp_path, capsys):
     code, out, _ = run(capsys, "list", "agents", "--root", str(REPO))
-    assert code == 0 and "none yet" in out
+    agents = sorted(
+        f.stem for f in (REPO / "conf" / "model").glob("*.yaml") if yaml.safe_load(f.read_text()).get("kind") == "agent"
+    )
+    assert code == 0 and "none yet" not in out and len(agents) >= 7
+    assert sorted(line.split()[0] for line in out.splitlines()[2:]) == agents
     root = make_project(tmp_path / "proj")
+    for stem in agents:  # a project without agents
+        (root / "conf" / "model" / f"{stem}.yaml").unlink()
+    code, out, _ = run(capsys, "list", "agents", "--root", str(root))
+    assert code == 0 and "none yet" in out
     (root / "conf" / "model" / "my-agent.yaml").write_text(
         "# A retrieval memory agent.\nname: my-agent\n_target_: memlens.eval.systems.baselines.RefuseBaseline\n"
         "kind: agent\n"

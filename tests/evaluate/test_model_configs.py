@@ -23,7 +23,9 @@ from tests.conftest import REPO
 
 MODEL_DIR = REPO / "conf" / "model"
 ALL = sorted(p.stem for p in MODEL_DIR.glob("*.yaml"))
-ROSTER = [n for n in ALL if n not in GENERIC and n not in ("refuse", "chance")]
+#: memory agents (kind: agent) are systems of their own (tests/agents), not roster LVLMs
+AGENTS = {n for n in ALL if (yaml.safe_load((MODEL_DIR / f"{n}.yaml").read_text()) or {}).get("kind") == "agent"}
+ROSTER = [n for n in ALL if n not in GENERIC and n not in ("refuse", "chance") and n not in AGENTS]
 APIS = {"gpt-5.4", "claude-sonnet-4.5", "gemini-3.1-pro", "kimi-k2.5"}
 REQUIRED = {
     "gpt-5.4",

@@ -272,11 +272,21 @@ def test_unknown_layout_and_mode(tmp_path):
         build_messages(item, "bogus")
 
 
+def _for_mode(item: EvalItem, mode: str) -> EvalItem:
+    """Mode ``caption`` needs the images' adapter texts on the item."""
+    if mode != "caption":
+        return item
+    from memlens.eval.prompt import CaptionedItem
+
+    texts = {i: f"[image; text read: {i}]" for i in item.image_ids}
+    return CaptionedItem(item.question, item.length, item.sessions, item.resolve_image, image_texts=texts)
+
+
 def test_every_mode_builds(tmp_path):
     item = _item(tmp_path)
     for mode in MODES:
         for layout in ("messages", "legacy"):
-            msgs = build_messages(item, mode, layout=layout)
+            msgs = build_messages(_for_mode(item, mode), mode, layout=layout)
             assert msgs[-1]["role"] == "user"
             assert msgs[-1]["content"][-1]["text"].endswith("Question: What colour was the mug in <image>?\n")
 
@@ -305,6 +315,10 @@ def test_built_benchmark_item(tiny_project):
 #: When this test fails the rendered prompts changed: bump `PROMPT_PROTOCOL` (stored answers must not be
 #: reused for a prompt they were not given) and record the new hash under the new version.
 RENDERED = {"memlens-prompt-1": "252a4b06d34e2c4fe3fcecf110b3d740ecc3e49d755b567bc2869b63aae8c8f0"}
+#: the modes whose rendering the hash above pins (a mode added later is pinned by its own hash, so
+#: adding one cannot hide a change to these)
+PINNED_MODES = ("standard", "cot", "reasoning", "text_only", "no_context", "label_images", "oracle_evidence")
+ADDED_MODES = {"caption": "memlens-prompt-1"}
 
 
 def test_prompt_protocol_version_pins_the_rendering(tmp_path):
@@ -315,8 +329,9 @@ def test_prompt_protocol_version_pins_the_rendering(tmp_path):
 
     item = _item(tmp_path)
     rendered = []
+    assert set(MODES) == set(PINNED_MODES) | set(ADDED_MODES), "pin a new mode's rendering"
     for layout in ("messages", "legacy"):
-        for mode in MODES:
+        for mode in PINNED_MODES:
             for label in (False, True):
                 msgs = build_messages(item, mode, layout=layout, label_images=label)
                 # image references are local paths of this run: keep their names only
@@ -327,3 +342,25 @@ def test_prompt_protocol_version_pins_the_rendering(tmp_path):
     assert digest == RENDERED[PROMPT_PROTOCOL], (
         f"the rendered prompts changed ({digest}): bump PROMPT_PROTOCOL and record the new hash"
     )
+
+
+CAPTION_RENDERED = "7531834ec4fbbafe0352c0db68c9f4cf451b404d176c15ed815f4a03e2109eca"
+
+
+def test_caption_mode_replaces_each_image_by_its_text_and_is_pinned(tmp_path):
+    import hashlib
+    import json
+
+    item = _for_mode(_item(tmp_path), "caption")
+    rendered = []
+    for layout in ("messages", "legacy"):
+        msgs = build_messages(item, "caption", layout=layout)
+        text = json.dumps(msgs, sort_keys=True)
+        assert "image_url" not in text and "<image>" not in text.split("Question:")[0]
+        assert "Look at my mug [image; text read: a] and my cat [image; text read: b]" in text
+        rendered.append(text.replace(str(tmp_path), "<tmp>"))
+    digest = hashlib.sha256(json.dumps(rendered).encode()).hexdigest()
+    assert digest == CAPTION_RENDERED, f"the caption rendering changed ({digest}): bump PROMPT_PROTOCOL"
+    bare = _item(tmp_path)  # a plain item has no texts: a clear error, not a silent image drop
+    with pytest.raises(ValueError, match="CaptionedItem"):
+        build_messages(bare, "caption")

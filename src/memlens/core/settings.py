@@ -88,7 +88,10 @@ __all__ = [
 ]
 
 #: eval.mode values (the same tuple as :data:`memlens.eval.systems.base.MODES`)
-EVAL_MODES = ("standard", "cot", "reasoning", "text_only", "no_context", "label_images", "oracle_evidence")
+EVAL_MODES = ("standard", "cot", "reasoning", "text_only", "no_context", "label_images", "oracle_evidence", "caption")
+#: eval.subset values: ``auto`` (the system's default: the agent subset for memory agents, every
+#: question otherwise), ``all``, or ``agent_subset_195`` (the stratified agent subset of the export)
+EVAL_SUBSETS = ("auto", "all", "agent_subset_195")
 #: prompt layouts (the same tuple as :data:`memlens.eval.prompt.LAYOUTS`)
 LAYOUTS = ("messages", "legacy")
 
@@ -450,6 +453,9 @@ class EvalSettings(Section):
     max_items: PositiveInt | None = None
     wait_for_lock: bool = False  # a second evaluation of the same system waits (true) or stops at once
     max_failure_rate: Fraction = 0.05  # more failed requests (after retries) than this share: exit status 1
+    subset: Literal[EVAL_SUBSETS] = "auto"  # type: ignore[valid-type]
+    caption_adapter: str = "ocr"  # mode caption: the input adapter whose text replaces each image
+    caption_adapter_options: dict[str, Any] = {}
 
 
 class ValidateSettings(Section):
@@ -705,6 +711,100 @@ class LLMJudgeSettings(Targeted):
         return _reject_api_key("judge", data)
 
 
+# ------------------------------------------------------------------------------------ memory agents
+class _AgentBase(_Descriptive):
+    """Keys of every memory agent (:class:`memlens.eval.agents.runtime.MemoryAgent`): the backbone
+    endpoint (flat, like :class:`OpenAICompatibleSettings`, so endpoint and concurrency stay out of
+    the system identity), the input adapter and the token counter of the budgets."""
+
+    base_url: str = "http://127.0.0.1:8000/v1"
+    model: str = "qwen3-8b"
+    api_key_env: str | None = None
+    concurrency: PositiveInt = 8  # questions (and requests) in flight
+    max_new_tokens: PositiveInt = 2048
+    temperature: NonNegFloat | None = 0.0
+    timeout_s: PositiveFloat = 600
+    max_retries: NonNegInt = 5
+    backoff_base_s: NonNegFloat = 1.0
+    backoff_max_s: NonNegFloat = 30.0
+    image_transport: Literal["base64", "url"] = "base64"
+    max_image_side: PositiveInt | None = 800
+    extra_body: dict[str, Any] | None = None
+    top_p: Fraction | None = None
+    seed: int | None = None
+    token_param: Literal["max_tokens", "max_completion_tokens"] = "max_tokens"
+    adapter: str = "markers"  # markers | ocr | caption | oracle_caption | render | interleaved
+    adapter_options: dict[str, Any] | None = None
+    tokenizer: str = "minilm"  # token counter of the budgets: minilm or a tokenizer.json path
+    cache_calls: bool = True  # backbone answers cached by request (a resumed run repeats no call)
+
+    @model_validator(mode="before")
+    @classmethod
+    def _no_api_key(cls, data: Any) -> Any:
+        return _reject_api_key("model", data)
+
+
+class MemoryT1Settings(_AgentBase):
+    """``model`` with ``_target_: memlens.eval.agents.memory_t1.MemoryT1Agent``."""
+
+    top_k: PositiveInt = 10
+    temporal_filter: bool = True
+    prompt_budget_tokens: PositiveInt = 30000
+
+
+class M3CSettings(_AgentBase):
+    """``model`` with ``_target_: memlens.eval.agents.m3c.M3CAgent``."""
+
+    top_k: PositiveInt = 3
+    encode_turns: PositiveInt = 4
+    max_turns_per_session: PositiveInt = 20
+    max_context_chars: PositiveInt = 12000
+    retriever_options: dict[str, Any] | None = None
+
+
+class MemAgentSettings(_AgentBase):
+    """``model`` with ``_target_: memlens.eval.agents.memagent.MemAgent``."""
+
+    chunk_tokens: PositiveInt = 5000
+    memory_tokens: PositiveInt = 1024
+    max_context_tokens: PositiveInt = 300000
+
+
+class M3AgentSettings(_AgentBase):
+    """``model`` with ``_target_: memlens.eval.agents.m3_agent.M3Agent``: ``memorizer_model`` (served
+    at ``base_url``; null = ``model``) memorizes the rendered sessions, ``model`` controls."""
+
+    adapter: Literal["interleaved", "render"] = "interleaved"
+    memorizer_model: str | None = None
+    batch_sessions: PositiveInt = 10
+    max_rounds: PositiveInt = 5
+    search_top_k: PositiveInt = 5
+    retriever_options: dict[str, Any] | None = None
+
+
+class HybridSettings(_AgentBase):
+    """``model`` with ``_target_: memlens.eval.agents.hybrid.HybridPixelAgent``."""
+
+    adapter: str = "ocr"  # the text channel of the images (ocr, caption, oracle_caption ...)
+    top_k: PositiveInt = 5
+    channels: list[Literal["bm25", "ocr", "image"]] = ["bm25", "ocr", "image"]
+    rrf_k: PositiveInt = 60
+    temporal_filter: bool = True
+    prompt_budget_tokens: PositiveInt = 32000
+    image_tokens: PositiveInt = 1024  # budget charged per image
+    retriever_options: dict[str, Any] | None = None
+
+
+class ImportedSettings(_System):
+    """``model`` with ``_target_: memlens.eval.agents.exchange.ImportedAnswers``: the answers an
+    upstream runner (MemOS, M2A) wrote, imported (``answers``: the file, relative to the project)."""
+
+    answers: str = "exports/answers.jsonl"
+    upstream: Literal["memos", "m2a"] = "memos"
+    backbone: str | None = None
+    notes: str | None = None
+
+
 # ------------------------------------------------------------------------------------ registry
 MODEL_SCHEMAS: dict[str, type[BaseModel]] = {
     "memlens.eval.systems.baselines.RefuseBaseline": RefuseSettings,
@@ -712,6 +812,12 @@ MODEL_SCHEMAS: dict[str, type[BaseModel]] = {
     "memlens.eval.systems.openai_model.OpenAICompatibleModel": OpenAICompatibleSettings,
     "memlens.eval.systems.vllm_server.VLLMServerModel": VLLMServerSettings,
     "memlens.eval.systems.hf_transformers.TransformersModel": TransformersSettings,
+    "memlens.eval.agents.memory_t1.MemoryT1Agent": MemoryT1Settings,
+    "memlens.eval.agents.m3c.M3CAgent": M3CSettings,
+    "memlens.eval.agents.memagent.MemAgent": MemAgentSettings,
+    "memlens.eval.agents.m3_agent.M3Agent": M3AgentSettings,
+    "memlens.eval.agents.hybrid.HybridPixelAgent": HybridSettings,
+    "memlens.eval.agents.exchange.ImportedAnswers": ImportedSettings,
 }
 JUDGE_SCHEMAS: dict[str, type[BaseModel]] = {
     "memlens.eval.judge.judges.DeterministicJudge": DeterministicJudgeSettings,

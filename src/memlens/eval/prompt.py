@@ -33,8 +33,11 @@ Modes (:data:`memlens.eval.systems.base.MODES`)
     ``standard`` (instruction: answer only), ``cot`` (think step by step), ``reasoning``
     (``[REASONING]`` / ``[ANSWER]`` format), ``text_only`` (image ablation: no image blocks,
     ``<image>`` removed from the text, headers kept), ``no_context`` (system + question only),
-    ``label_images`` (``[Image N]`` labels, standard instruction) and ``oracle_evidence`` (only
-    the evidence sessions, in their history order, numbered 1..k). ``label_images=True`` adds
+    ``label_images`` (``[Image N]`` labels, standard instruction), ``oracle_evidence`` (only
+    the evidence sessions, in their history order, numbered 1..k; for every question type: the
+    evidence flags come from the instance's ``answer_session_ids``) and ``caption`` (every image
+    replaced by the text an input adapter made of it (``[image; text read: ...]``), standard instruction;
+    a :class:`CaptionedItem` carries the texts). ``label_images=True`` adds
     labels to any mode. The instruction strings reproduce the official constants verbatim
     (``INSTRUCTION_DEFAULT``, ``INSTRUCTION_COT``, ``INSTRUCTION_REASONING``), as do
     :data:`SYSTEM_PROMPT` and the templates: changing a character changes the benchmark.
@@ -82,12 +85,13 @@ Deliberate differences from the official code (its behaviour in brackets)
 from __future__ import annotations
 
 from collections.abc import Iterator
+from dataclasses import dataclass, field
 from typing import Any
 
 from memlens.core.constants import INSTRUCTIONS, QUESTION_TEMPLATE, SESSION_HEADER, SYSTEM_PROMPT
 from memlens.core.errors import ImageError
 from memlens.core.items import EvalItem, HistorySession
-from memlens.core.schema import IMAGE_PLACEHOLDER
+from memlens.core.schema import IMAGE_PLACEHOLDER, Turn
 
 __all__ = [
     "HEADER",
@@ -99,6 +103,8 @@ __all__ = [
     "QUESTION_TEMPLATE",
     "SYSTEM_PROMPT",
     "ImageRef",
+    "CAPTION_TEMPLATE",
+    "CaptionedItem",
     "build_messages",
     "history_key",
     "instruction_for",
@@ -121,7 +127,10 @@ PROMPT_PROTOCOL = "memlens-prompt-1"
 IMAGE_LABEL = "[Image {n}]"
 LAYOUTS = ("messages", "legacy")
 _LEGACY_ROLE = {"user": "[User]: ", "assistant": "[Assistant]: "}
-_KNOWN_MODES = ("standard", "cot", "reasoning", "text_only", "no_context", "label_images", "oracle_evidence")
+_KNOWN_MODES = ("standard", "cot", "reasoning", "text_only", "no_context", "label_images", "oracle_evidence", "caption")
+#: mode ``caption``: the text that replaces each ``<image>`` placeholder (the adapter's text, which
+#: is already bracketed: ``[image; text read: ...]``, ``[image: <caption>]`` ...)
+CAPTION_TEMPLATE = "{text}"
 
 
 class ImageRef(str):
@@ -148,12 +157,48 @@ def instruction_for(mode: str) -> str:
 
 
 def sessions_for(item: EvalItem, mode: str) -> list[HistorySession]:
-    """The sessions shown in ``mode``: none (no_context), the evidence ones (oracle_evidence), or all."""
+    """The sessions shown in ``mode``: none (no_context), the evidence ones (oracle_evidence), or all
+    (``caption``: with every image replaced by its text, see :class:`CaptionedItem`)."""
     if mode == "no_context":
         return []
     if mode == "oracle_evidence":
         return [s for s in item.sessions if s.is_evidence]
+    if mode == "caption":
+        return _captioned_sessions(item)
     return item.sessions
+
+
+@dataclass
+class CaptionedItem(EvalItem):
+    """An item for mode ``caption``: ``image_texts`` maps each image id of the history to the text
+    an input adapter made of it (``adapter_id``); the prompt shows that text instead of the image."""
+
+    image_texts: dict[str, str] = field(default_factory=dict)
+    adapter_id: str = ""
+
+
+def _captioned_sessions(item: EvalItem) -> list[HistorySession]:
+    texts = getattr(item, "image_texts", None)
+    if texts is None:
+        raise ValueError(f"question {item.question_id}: mode caption needs a CaptionedItem (image texts)")
+    out = []
+    for s in item.sessions:
+        turns = []
+        for t in s.turns:
+            content = t.content
+            if t.images:
+                pieces = content.split(IMAGE_PLACEHOLDER)
+                if len(pieces) - 1 != len(t.images):
+                    raise ValueError(f"turn has {len(pieces) - 1} <image> placeholders but {len(t.images)} images")
+                missing = [i for i in t.images if i not in texts]
+                if missing:
+                    raise ImageError(missing[0], f"question {item.question_id}: no adapter text for this image")
+                content = pieces[0] + "".join(
+                    CAPTION_TEMPLATE.format(text=texts[i]) + p for i, p in zip(t.images, pieces[1:])
+                )
+            turns.append(Turn(role=t.role, content=content, images=[], has_answer=t.has_answer))
+        out.append(HistorySession(s.session_id, s.date, turns, s.is_evidence, s.digest))
+    return out
 
 
 def history_key(item: EvalItem, mode: str) -> tuple[str, ...]:

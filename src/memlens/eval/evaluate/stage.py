@@ -22,6 +22,7 @@ from memlens.core.errors import ConfigError, DataError, MemLensError
 from memlens.core.items import EvalItem
 from memlens.core.schema import Prediction
 from memlens.core.store import hash_tree, write_manifest
+from memlens.eval.agents.subset import question_subset
 from memlens.eval.benchmark import open_benchmark, requested_lengths
 from memlens.eval.prompt import PROMPT_PROTOCOL
 from memlens.eval.results import ResultsStore, request_key, write_view
@@ -97,9 +98,14 @@ OPERATIONAL_KEYS = frozenset(
 )
 
 
-def system_identity(model_cfg: dict) -> dict:
-    """What determines a system's answers: its model config without the operational keys."""
-    return {k: v for k, v in sorted(model_cfg.items()) if k not in OPERATIONAL_KEYS}
+def system_identity(model_cfg: dict, extra: dict | None = None) -> dict:
+    """What determines a system's answers: its model config without the operational keys, plus
+    what the system itself adds (:meth:`Model.identity_extra`: a memory agent's prompt version and
+    adapter id; nothing for the other systems)."""
+    ident = {k: v for k, v in sorted(model_cfg.items()) if k not in OPERATIONAL_KEYS}
+    for k, v in sorted((extra or {}).items()):
+        ident[f"+{k}"] = v
+    return ident
 
 
 def results_root(paths: Paths) -> Path:
@@ -122,7 +128,8 @@ def _prediction(model_name: str, mode: str, length: str, item: EvalItem, rec: di
         error=rec.get("error"),
         prompt_tokens=rec.get("prompt_tokens"),
         completion_tokens=rec.get("completion_tokens"),
-        meta=dict(rec.get("meta") or {}),
+        # timings vary between runs: kept in the results store, left out of the view
+        meta={k: v for k, v in (rec.get("meta") or {}).items() if k != "timing"},
         request_key=key,
     )
 
@@ -138,12 +145,16 @@ def evaluate_length(
     *,
     wait_for_lock: bool = False,
     before_first_request=None,
+    subset: set[str] | None = None,
+    prepare=None,
 ) -> dict:
     """Answer every item of one length that the store has no answer for, then write the view.
     ``before_first_request()`` runs once before anything is sent (the endpoint health check)."""
     items: list[EvalItem] = []
-    for i, item in enumerate(source.items(length)):
-        if max_items and i >= int(max_items):
+    for item in source.items(length):
+        if subset is not None and item.question_id not in subset:
+            continue
+        if max_items and len(items) >= int(max_items):
             break
         items.append(item)
     if not items:
@@ -199,9 +210,13 @@ def evaluate_length(
                 el = time.perf_counter() - t0
                 bar.set_postfix(failed=stats["failed"], rate=f"{stats['new'] / el:.1f}/s" if el > 0 else "-")
 
+            # a system sees the item without its answer key and with neutral ids (EvalItem.for_system);
+            # mode caption then adds the images' adapter texts
+            stream = (it.for_system(mode, answer_space=model.answer_space) for it in pending)
+            if prepare is not None:
+                stream = (prepare(it) for it in stream)
             try:
-                # a system sees the item without its answer key and with neutral ids (EvalItem.for_system)
-                model.run((it.for_system(mode, answer_space=model.answer_space) for it in pending), mode, on_result)
+                model.run(stream, mode, on_result)
             finally:
                 bar.close()
     else:
@@ -233,7 +248,17 @@ def run(cfg, paths: Paths) -> None:
     source = open_benchmark(cfg, paths)
     lengths = requested_lengths(cfg, source)
     model = build_model(cfg)
-    identity = system_identity(OmegaConf.to_container(cfg.model, resolve=True))
+    model.attach(paths, source)
+    prepare = None
+    extra = model.identity_extra()
+    if mode == "caption":
+        from memlens.eval.agents.captions import CaptionMode
+
+        captions = CaptionMode(cfg.eval, paths, source)
+        prepare = captions.prepare
+        extra = {**extra, "caption_adapter": captions.adapter_id}
+    subset = question_subset(cfg, source, model)
+    identity = system_identity(OmegaConf.to_container(cfg.model, resolve=True), extra)
     store = ResultsStore(results_root(paths), identity)
     out = paths.predictions / model.name
     summary = {}
@@ -256,6 +281,8 @@ def run(cfg, paths: Paths) -> None:
                 cfg.eval.get("max_items"),
                 wait_for_lock=bool(cfg.eval.get("wait_for_lock", False)),
                 before_first_request=check_once,
+                subset=subset,
+                prepare=prepare,
             )
     finally:
         model.close()
@@ -268,6 +295,7 @@ def run(cfg, paths: Paths) -> None:
         "prompt_protocol": PROMPT_PROTOCOL,
         "dataset_sha256": source.dataset_hash(),
         "max_items": cfg.eval.get("max_items"),
+        "subset": None if subset is None else len(subset),
     }
     write_manifest(
         out, "evaluate", {"model": identity, "eval": section(cfg, "eval")["eval"]}, arts, code=(__name__,), extra=extra

@@ -18,7 +18,7 @@ from typing import Any, ClassVar
 
 from memlens.core.items import EvalItem
 
-MODES = ("standard", "cot", "reasoning", "text_only", "no_context", "label_images", "oracle_evidence")
+MODES = ("standard", "cot", "reasoning", "text_only", "no_context", "label_images", "oracle_evidence", "caption")
 
 
 @dataclass
@@ -43,6 +43,8 @@ class Model(ABC):
     kind = "model"
     #: the schema of the class's configuration keys (a pydantic model; see :mod:`memlens.core.settings`)
     Config: ClassVar[type | None] = None
+    #: the question subset evaluated under ``eval.subset=auto`` (None: every question)
+    default_subset: ClassVar[str | None] = None
     #: True only for calibration baselines that draw from the answer space: their items keep the
     #: question type and the answer-format hints (:meth:`memlens.core.items.EvalItem.for_system`)
     answer_space: ClassVar[bool] = False
@@ -69,6 +71,17 @@ class Model(ABC):
             if out.latency_s is None:
                 out.latency_s = time.perf_counter() - t0
             on_result(item, out)
+
+    def attach(self, paths: Any, benchmark: Any) -> None:  # noqa: B027 - optional hook
+        """Called by the evaluate stage before anything else: the project paths (its cache folder)
+        and the benchmark being evaluated. Systems that keep caches or read the benchmark's image
+        metadata use it; most need nothing."""
+
+    def identity_extra(self) -> dict:
+        """What determines the answers beyond the configuration keys (e.g. the version of a memory
+        agent's prompts, an input adapter's id): merged into the system identity. Empty for
+        systems whose configuration says it all."""
+        return {}
 
     def check(self) -> None:  # noqa: B027 - optional hook: local systems have nothing to check
         """Called once before the first item is sent: raise a :class:`~memlens.core.errors.MemLensError`

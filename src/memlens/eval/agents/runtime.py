@@ -1,0 +1,445 @@
+"""The memory-agent system type: a :class:`~memlens.eval.systems.base.Model` that, per question,
+builds a fresh memory, ingests every session in date order and then answers.
+
+An agent is a :class:`MemoryAgent` subclass (its configuration keys, its prompts in ``PROMPTS``)
+whose :meth:`MemoryAgent.new_memory` returns a :class:`Memory`: ``ingest(session)`` for each
+session of the role-stripped view (:mod:`memlens.eval.agents.view`), then
+``answer(question, question_date)``. The runtime does the rest, the same for every agent:
+
+* **Isolation.** One memory object per question, created after the previous question's memory
+  is no longer reachable from it; nothing is shared between memories except the call cache
+  (keyed by the full request) and the adapter cache (keyed by image hash and adapter id).
+* **Concurrency across questions.** Questions run as coroutines on one event loop (``2 x
+  concurrency`` at once, so that the CPU work of some overlaps the calls of others), their
+  backbone calls through one client (:class:`~memlens.eval.agents.llm.Backbone`) whose semaphore
+  caps requests in flight at ``concurrency``. Input-adapter work (OCR, captions) and the agents'
+  CPU work (indexing, search, chunking) run in worker threads, so the loop keeps sending and
+  receiving other questions' calls meanwhile (shared encoders and adapters one call at a time).
+* **Results.** Each finished question goes to the evaluate stage's callback at once (results
+  store, resume, failure records are the stage's). ``ModelOutput.meta`` carries ``retrieved``
+  (benchmark session ids with score, rank and turn ids, in retrieval order; translated back from
+  the neutral ids the agent saw), ``memory`` (items stored, bytes), ``usage`` (model calls,
+  prompt/completion tokens), ``adapter`` and, under ``timing``, ingest/answer seconds and call-cache
+  hits (kept in the results store, left out of the deterministic prediction view).
+* **Identity.** :meth:`MemoryAgent.identity_extra` adds a hash of the agent's prompts and of the
+  runtime version plus the adapter id to the system identity, so answers are never reused across
+  agents, prompt versions or adapters.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import logging
+import threading
+import time
+from abc import ABC, abstractmethod
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, ClassVar
+
+from memlens.core.errors import ConfigError, MemLensError
+from memlens.core.io import canonical_bytes
+from memlens.core.items import EvalItem
+from memlens.eval.agents.llm import Backbone, CallCache, CallCounter
+from memlens.eval.agents.view import AgentImage, AgentSession, AgentView, ImageStore, build_view
+from memlens.eval.systems.base import Model, ModelOutput, ResultCallback
+
+log = logging.getLogger(__name__)
+
+__all__ = ["AGENT_RUNTIME_VERSION", "AgentAnswer", "Memory", "MemoryAgent", "QuestionContext", "Retrieved"]
+
+#: bump when the runtime changes what an agent is given (the view, the adapter texts)
+AGENT_RUNTIME_VERSION = "agents-1"
+
+#: the client keys of :class:`memlens.core.http.OpenAICompatibleConfig` an agent passes through
+CLIENT_KEYS = (
+    "base_url",
+    "model",
+    "api_key_env",
+    "concurrency",
+    "max_new_tokens",
+    "temperature",
+    "timeout_s",
+    "max_retries",
+    "image_transport",
+    "max_image_side",
+    "extra_body",
+    "top_p",
+    "seed",
+    "backoff_base_s",
+    "backoff_max_s",
+)
+
+
+@dataclass(frozen=True)
+class Retrieved:
+    """One retrieved unit (neutral session id as the agent saw it)."""
+
+    session_id: str
+    score: float
+    rank: int
+    turn_ids: tuple[int, ...] = ()
+
+
+@dataclass
+class AgentAnswer:
+    text: str
+    retrieved: list[Retrieved] = field(default_factory=list)
+    #: agent-specific deterministic facts (rounds used, chunks read ...)
+    notes: dict = field(default_factory=dict)
+
+
+def family_lookup(benchmark: Any):
+    """``image id -> image family`` of a built benchmark (a hint for adapters), or None."""
+    src = getattr(benchmark, "source", None)
+    if src is None or not hasattr(src, "paths"):
+        return None
+
+    def family(image_id: str) -> str | None:
+        rec = src.images.get(image_id)
+        return rec.family if rec is not None else None
+
+    return family
+
+
+def truth_lookup(benchmark: Any):
+    """``sha256 -> ground truth`` of a built benchmark's images (for ``oracle_caption``), or None."""
+    src = getattr(benchmark, "source", None)
+    if src is None or not hasattr(src, "paths"):
+        return None
+
+    def truth_of(sha: str) -> dict | None:
+        rec = src.images.get(sha)
+        return rec.truth if rec is not None else None
+
+    return truth_of
+
+
+def make_adapter(name: str, options: dict, cache_dir: Path, benchmark: Any):
+    """An input adapter (``memlens.eval.memory.adapters``); ``oracle_caption`` reads the ground
+    truth of the benchmark's image index (an upper bound: the agent is never shown the index)."""
+    from memlens.eval.memory.adapters import build_adapter
+
+    opts = dict(options)
+    if name == "oracle_caption":
+        truth_of = truth_lookup(benchmark)
+        if truth_of is None:
+            raise ConfigError("adapter oracle_caption needs a built benchmark (its image index holds the ground truth)")
+        opts["truth_of"] = truth_of
+    if name in ("ocr",):
+        opts.setdefault("progress", False)
+    return build_adapter(name, cache_dir=cache_dir, **opts)
+
+
+class QuestionContext:
+    """What one question's memory may use: the backbone, its call counter, the input adapter, the
+    token counter. Created per question by the runtime."""
+
+    def __init__(self, agent: MemoryAgent, counter: CallCounter):
+        self.agent = agent
+        self.counter = counter
+
+    async def chat(
+        self, messages: list[dict], *, model: str | None = None, max_new_tokens: int | None = None, what: str = "call"
+    ) -> str:
+        return await self.agent.backbone.chat(
+            messages, self.counter, model=model, max_new_tokens=max_new_tokens, what=what
+        )
+
+    async def image_texts(self, images: Sequence[AgentImage]) -> dict[str, str]:
+        """``sha256 -> text`` of the adapter for ``images`` (cached by the adapter)."""
+        return await self.agent.describe(images)
+
+    def tokens(self, text: str) -> int:
+        return self.agent.count_tokens(text)
+
+
+class Memory(ABC):
+    """One question's memory."""
+
+    def __init__(self, ctx: QuestionContext):
+        self.ctx = ctx
+
+    @abstractmethod
+    async def ingest(self, session: AgentSession) -> None:
+        """Store one session (called once per session, in date order)."""
+
+    async def finish_ingest(self) -> None:  # noqa: B027 - optional: agents that batch sessions
+        """Called after the last session (flush a partial batch)."""
+
+    @abstractmethod
+    async def answer(self, question: str, question_date: str) -> AgentAnswer:
+        """Answer from memory (the question and its date are given only now)."""
+
+    @abstractmethod
+    def stats(self) -> dict:
+        """``{"items": n, "bytes": b}`` of what is stored."""
+
+
+class MemoryAgent(Model):
+    """Base class of the memory agents (see the module docstring). Subclasses set ``PROMPTS`` (every
+    prompt text they send), ``Config`` and implement :meth:`new_memory`."""
+
+    kind = "agent"
+    default_subset: ClassVar[str | None] = "agent_subset_195"
+    PROMPTS: ClassVar[dict[str, str]] = {}
+    #: adapters this agent accepts (None: any)
+    ADAPTERS: ClassVar[tuple[str, ...] | None] = None
+
+    def __init__(
+        self,
+        name: str,
+        kind: str | None = None,
+        base_url: str = "http://127.0.0.1:8000/v1",
+        model: str = "qwen3-8b",
+        api_key_env: str | None = None,
+        concurrency: int = 8,
+        max_new_tokens: int = 2048,
+        temperature: float | None = 0.0,
+        timeout_s: float = 600,
+        max_retries: int = 5,
+        backoff_base_s: float = 1.0,
+        backoff_max_s: float = 30.0,
+        image_transport: str = "base64",
+        max_image_side: int | None = 800,
+        extra_body: dict | None = None,
+        top_p: float | None = None,
+        seed: int | None = None,
+        token_param: str = "max_tokens",
+        adapter: str = "markers",
+        adapter_options: dict | None = None,
+        tokenizer: str = "minilm",
+        cache_calls: bool = True,
+        hf_id: str | None = None,
+        context_window: int | None = None,
+        thinking: bool = False,
+        resources: dict | None = None,
+        notes: str | None = None,
+    ):
+        client = dict(
+            base_url=base_url,
+            model=model,
+            api_key_env=api_key_env,
+            concurrency=concurrency,
+            max_new_tokens=max_new_tokens,
+            temperature=temperature,
+            timeout_s=timeout_s,
+            max_retries=max_retries,
+            image_transport=image_transport,
+            max_image_side=max_image_side,
+            extra_body=extra_body,
+            top_p=top_p,
+            seed=seed,
+            backoff_base_s=backoff_base_s,
+            backoff_max_s=backoff_max_s,
+        )
+        super().__init__(
+            name,
+            kind,
+            options=dict(
+                **client,
+                token_param=token_param,
+                adapter=adapter,
+                adapter_options=dict(adapter_options or {}),
+                tokenizer=tokenizer,
+                cache_calls=cache_calls,
+                hf_id=hf_id,
+            ),
+        )
+        if self.ADAPTERS is not None and adapter not in self.ADAPTERS:
+            raise ConfigError(
+                f"model.adapter: {type(self).__name__} takes {' | '.join(self.ADAPTERS)}, not {adapter!r}"
+            )
+        if token_param not in ("max_tokens", "max_completion_tokens"):
+            raise ConfigError(f"model.token_param must be max_tokens or max_completion_tokens, not {token_param!r}")
+        from memlens.core.http import OpenAICompatibleConfig
+
+        OpenAICompatibleConfig(**client)  # validates now, no network
+        self.client_settings = client
+        self.concurrency = int(concurrency)
+        self.token_param = token_param
+        self.adapter_name = adapter
+        self.adapter_options = dict(adapter_options or {})
+        self.tokenizer_name = tokenizer
+        self.cache_calls = bool(cache_calls)
+        self.cache_dir: Path | None = None
+        self.benchmark: Any = None
+        self._backbone: Backbone | None = None
+        self._adapter = None
+        self._tokenizer = None
+        self._token_memo: dict[str, int] = {}
+        self._text_encoder = None
+        self._images: ImageStore | None = None
+        self._adapter_lock = threading.Lock()
+        #: held while a shared encoder (dense text, image) runs in a worker thread
+        self.encoder_lock = threading.Lock()
+
+    # ------------------------------------------------------------------ set-up
+    def attach(self, paths: Any, benchmark: Any) -> None:
+        self.cache_dir = Path(paths.cache) / "agents"
+        self.benchmark = benchmark
+
+    def _cache_root(self) -> Path:
+        if self.cache_dir is None:
+            raise MemLensError(f"{self.name}: the agent was not attached to a project (Model.attach)")
+        return self.cache_dir
+
+    @property
+    def backbone(self) -> Backbone:
+        if self._backbone is None:
+            cache = CallCache(self._cache_root() / "calls.sqlite") if self.cache_calls else None
+            self._backbone = Backbone(self.client_settings, token_param=self.token_param, cache=cache)
+        return self._backbone
+
+    @property
+    def images(self) -> ImageStore:
+        if self._images is None:
+            self._images = ImageStore(self._cache_root() / "images", family_lookup(self.benchmark))
+        return self._images
+
+    @property
+    def adapter(self):
+        if self._adapter is None:
+            self._adapter = make_adapter(
+                self.adapter_name, self.adapter_options, self._cache_root() / "adapters", self.benchmark
+            )
+        return self._adapter
+
+    def text_encoder(self):
+        """One dense text encoder for the run (its embeddings are memoised by text)."""
+        if self._text_encoder is None:
+            from memlens.eval.memory.retrieval import TextEncoder
+
+            self._text_encoder = TextEncoder(self.retriever_model_path())
+        return self._text_encoder
+
+    def retriever_model_path(self) -> str | None:
+        return (getattr(self, "retriever_options", None) or {}).get("model_path")
+
+    def adapter_id(self) -> str:
+        return str(self.adapter.id)
+
+    def count_tokens(self, text: str) -> int:
+        """Tokens of ``text`` with the agent's tokenizer, memoised (haystack sessions recur across
+        questions and lengths; the memo is cleared past 200,000 texts)."""
+        n = self._token_memo.get(text)
+        if n is not None:
+            return n
+        if self._tokenizer is None:
+            from memlens.build.assemble.tokens import load_tokenizer
+
+            self._tokenizer = load_tokenizer(self.tokenizer_name)
+        n = len(self._tokenizer.encode(text, add_special_tokens=False).ids)
+        if len(self._token_memo) >= 200_000:
+            self._token_memo.clear()
+        self._token_memo[text] = n
+        return n
+
+    async def describe(self, images: Sequence[AgentImage]) -> dict[str, str]:
+        todo = list({im.sha256: im for im in images}.values())
+        if not todo:
+            return {}
+
+        def call() -> list[str]:
+            with self._adapter_lock:
+                return list(self.adapter.describe_images(todo))
+
+        texts = await asyncio.to_thread(call)
+        if len(texts) != len(todo):
+            raise MemLensError(f"adapter {self.adapter_name}: {len(texts)} texts for {len(todo)} images")
+        return {im.sha256: t for im, t in zip(todo, texts)}
+
+    def identity_extra(self) -> dict:
+        prompts = hashlib.sha256(canonical_bytes({"runtime": AGENT_RUNTIME_VERSION, **self.PROMPTS})).hexdigest()
+        return {"agent_protocol": prompts, "adapter_id": self.adapter_id()}
+
+    # ------------------------------------------------------------------ the agent's own part
+    @abstractmethod
+    def new_memory(self, ctx: QuestionContext) -> Memory:
+        """A fresh, empty memory for one question."""
+
+    # ------------------------------------------------------------------ Model API
+    def generate(self, item: EvalItem, mode: str = "standard") -> ModelOutput:
+        out: list[ModelOutput] = []
+        self.run([item], mode, lambda _it, o: out.append(o))
+        return out[0]
+
+    def run(self, items: Iterable[EvalItem], mode: str, on_result: ResultCallback) -> None:
+        if mode != "standard":
+            raise ConfigError(f"{self.name}: memory agents answer in eval.mode=standard only, not {mode!r}")
+        asyncio.run(self._run(iter(items), on_result))
+
+    async def _run(self, items, on_result: ResultCallback) -> None:
+        async def worker() -> None:
+            for item in items:  # one shared iterator: items are pulled lazily, one at a time
+                out = await self.answer_item(item)
+                on_result(item, out)
+
+        # twice as many questions as requests in flight: while some questions ingest and retrieve
+        # (CPU, on this loop), others' requests keep the client's `concurrency` slots full
+        try:
+            await asyncio.gather(*(worker() for _ in range(2 * max(1, self.concurrency))))
+        finally:
+            if self._backbone is not None:
+                await self._backbone.aclose()
+
+    async def answer_item(self, item: EvalItem) -> ModelOutput:
+        """Fresh memory, ingest in date order, answer; any failure is a failed item with the reason."""
+        counter = CallCounter()
+        t0 = time.perf_counter()
+        t_ingest = t_answer = 0.0
+        try:
+            view = build_view(item, self.images)
+            memory = self.new_memory(QuestionContext(self, counter))
+            for session in view.sessions:
+                await memory.ingest(session)
+            await memory.finish_ingest()
+            t_ingest = time.perf_counter() - t0
+            ans = await memory.answer(view.question, view.question_date)
+            t_answer = time.perf_counter() - t0 - t_ingest
+            stats = memory.stats()
+        except (MemLensError, OSError, ValueError, KeyError, RuntimeError) as exc:
+            return ModelOutput(
+                text=None,
+                ok=False,
+                error=f"{type(exc).__name__}: {exc}",
+                latency_s=time.perf_counter() - t0,
+                meta={"usage": self._usage(counter), "timing": {"cache_hits": counter.cache_hits}},
+            )
+        return ModelOutput(
+            text=ans.text,
+            ok=True,
+            prompt_tokens=counter.prompt_tokens,
+            completion_tokens=counter.completion_tokens,
+            latency_s=time.perf_counter() - t0,
+            attempts=1,
+            meta={
+                "retrieved": [self._retrieved(view, r) for r in ans.retrieved],
+                "memory": {k: stats[k] for k in sorted(stats)},
+                "usage": self._usage(counter),
+                "adapter": self.adapter_id(),
+                "sessions_ingested": len(view.sessions),
+                **({"agent": ans.notes} if ans.notes else {}),
+                "timing": {
+                    "ingest_s": round(t_ingest, 4),
+                    "answer_s": round(t_answer, 4),
+                    "cache_hits": counter.cache_hits,
+                },
+            },
+        )
+
+    @staticmethod
+    def _usage(c: CallCounter) -> dict:
+        return {"model_calls": c.calls, "prompt_tokens": c.prompt_tokens, "completion_tokens": c.completion_tokens}
+
+    @staticmethod
+    def _retrieved(view: AgentView, r: Retrieved) -> dict:
+        d: dict[str, Any] = {"session_id": view.real(r.session_id), "score": round(float(r.score), 6), "rank": r.rank}
+        if r.turn_ids:
+            d["turn_ids"] = list(r.turn_ids)
+        return d
+
+    def close(self) -> None:
+        self._backbone = None

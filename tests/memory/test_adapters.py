@@ -1,0 +1,105 @@
+"""Input adapters: markers, oracle captions from ground truth, the crash-safe description cache,
+OCR on rendered text (a second run costs zero OCR calls), interleaved paths."""
+
+from __future__ import annotations
+
+import hashlib
+from pathlib import Path
+
+import pytest
+from PIL import Image, ImageDraw
+
+from memlens.build.images.synthetic.fonts import font
+from memlens.core.errors import ConfigError, DataError, ImageError
+from memlens.eval.memory.adapters import ImageInput, build_adapter, truth_text
+from memlens.eval.memory.cache import DescriptionCache
+
+
+def _image(path: Path, lines: list[str]) -> ImageInput:
+    im = Image.new("RGB", (520, 60 + 48 * len(lines)), "white")
+    d = ImageDraw.Draw(im)
+    for i, line in enumerate(lines):
+        d.text((24, 30 + 48 * i), line, fill="black", font=font("mono-bold", 30))
+    im.save(path)
+    return ImageInput(hashlib.sha256(path.read_bytes()).hexdigest(), path, None)
+
+
+def test_markers_and_interleaved(tmp_path):
+    ims = [ImageInput("0" * 64, tmp_path / "x.png"), ImageInput("1" * 64, tmp_path / "y.png")]
+    assert build_adapter("markers").describe_images(ims) == ["[image]", "[image]"]
+    assert build_adapter("interleaved").describe_images(ims) == [str(tmp_path / "x.png"), str(tmp_path / "y.png")]
+    with pytest.raises(ConfigError, match="unknown adapter"):
+        build_adapter("telepathy", cache_dir=tmp_path)
+
+
+def test_oracle_caption_writes_the_truth_and_is_labelled_an_upper_bound(tmp_path):
+    img = _image(tmp_path / "t.png", ["TICKET"])
+    truth = {
+        "gate": "A35",
+        "seat": "10F",
+        "photo": {"blur_radius": 0.5},
+        "bbox": [1, 2, 3, 4],
+        "objects": [{"color": "green", "kind": "ball", "center": [3, 4]}, {"color": "red", "kind": "cup"}],
+    }
+    a = build_adapter("oracle_caption", cache_dir=tmp_path / "c", truth_of={img.sha256: truth})
+    assert a.upper_bound and a.id.startswith("oracle_caption/")
+    (text,) = a.describe_images([img])
+    assert text.startswith("[image (ground truth): ") and "gate: A35" in text and "seat: 10F" in text
+    assert "blur" not in text and "center" not in text and "bbox" not in text
+    assert "color: green; kind: ball" in text and text.index("green") < text.index("red")
+    assert truth_text({"on_sale": False}) == "on_sale: no"
+    with pytest.raises(DataError, match="no ground truth"):
+        a.describe_images([ImageInput("f" * 64, img.path)])
+    with pytest.raises(ConfigError, match="truth_of"):
+        build_adapter("oracle_caption", cache_dir=tmp_path)
+
+
+def test_cache_is_keyed_by_image_and_adapter_id_and_survives_a_torn_entry(tmp_path):
+    c = DescriptionCache(tmp_path, "ocr/x/v1")
+    sha = "c" * 64
+    assert c.get(sha) is None
+    c.put(sha, "hello")
+    assert c.get(sha) == "hello"
+    assert DescriptionCache(tmp_path, "ocr/x/v2").get(sha) is None  # another version: another entry
+    c.path(sha).write_bytes(b'{"id": "ocr/x/v1", "sha')  # torn write (not atomic): recomputed, not trusted
+    assert c.get(sha) is None
+    with pytest.raises(DataError, match="SHA-256"):
+        c.get("../../etc/passwd")
+
+
+def test_oracle_cache_second_run_costs_no_calls(tmp_path):
+    img = _image(tmp_path / "t.png", ["X"])
+    calls = []
+
+    def truth_of(sha):
+        calls.append(sha)
+        return {"text": "Foxglove Optician"}
+
+    a = build_adapter("oracle_caption", cache_dir=tmp_path / "c", truth_of=truth_of)
+    first = a.describe_images([img, img])
+    assert a.stats["calls"] == 1 and len(calls) == 1  # the duplicate is described once
+    b = build_adapter("oracle_caption", cache_dir=tmp_path / "c", truth_of=truth_of)
+    assert b.describe_images([img]) == first[:1] and b.stats == {"calls": 0, "hits": 1} and len(calls) == 1
+
+
+def test_ocr_reads_rendered_lines_and_a_second_run_costs_zero_calls(tmp_path):
+    pytest.importorskip("rapidocr")
+    pytest.importorskip("onnxruntime")
+    img = _image(tmp_path / "r.png", ["CAFE LUNA", "TOTAL 7.75", "GATE A35"])
+    a = build_adapter("ocr", cache_dir=tmp_path / "cache")
+    assert a.id.startswith("ocr/rapidocr-3.10")
+    (text,) = a.describe_images([img])
+    flat = text.replace(" ", "")
+    assert text.startswith("[image; text read: ")
+    assert "TOTAL7.75" in flat and "GATEA35" in flat and "CAFELUNA" in flat
+    assert flat.index("CAFE") < flat.index("TOTAL") < flat.index("GATE")  # lines top to bottom
+    assert a.stats["calls"] == 1 and a.images_per_s > 0
+    again = build_adapter("ocr", cache_dir=tmp_path / "cache")
+    assert again.describe_images([img]) == [text]
+    assert again.stats["calls"] == 0 and again._engine is None  # not even loaded
+    with pytest.raises(ImageError, match="missing file"):
+        again.describe_images([ImageInput("d" * 64, tmp_path / "gone.png")])
+    blank = tmp_path / "blank.png"
+    Image.new("RGB", (200, 100), "white").save(blank)
+    sha = hashlib.sha256(blank.read_bytes()).hexdigest()
+    assert again.describe_images([ImageInput(sha, blank)]) == ["[image; no text read]"]

@@ -1,0 +1,131 @@
+"""Retrieval on hand-built histories with known answers: BM25, temporal filter, turn granularity,
+fusion, dense (bundled MiniLM) and image (a random-weight open_clip checkpoint saved here)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import pytest
+
+from memlens.core.errors import ConfigError
+from memlens.eval.memory.retrieval import Doc, build_retriever, session_docs, session_ranking
+
+SHA_A = "a" * 64
+SHA_B = "b" * 64
+
+
+@dataclass
+class T:
+    role: str
+    content: str
+    images: list = field(default_factory=list)
+
+
+@dataclass
+class S:
+    session_id: str
+    date: str
+    turns: list
+
+
+HISTORY = [
+    S(
+        "s1",
+        "2024/01/05 (Fri) 09:00",
+        [T("user", "We adopted a puppy named Biscuit."), T("assistant", "Congratulations!")],
+    ),
+    S(
+        "s2",
+        "2024/02/10 (Sat) 12:30",
+        [T("user", "Here is my receipt <image> from the bakery."), T("assistant", "Nice.")],
+    ),
+    S("s3", "2024/03/01 (Fri) 18:45", [T("user", "My boarding pass <image>"), T("assistant", "Have a good flight.")]),
+    S("s4", "2024/04/20 (Sat) 08:15", [T("user", "The weather was rainy all week."), T("assistant", "Stay dry.")]),
+]
+HISTORY[1].turns[0].images = [SHA_A]
+HISTORY[2].turns[0].images = [SHA_B]
+TEXTS = {
+    SHA_A: "[image; text read: CAFE LUNA | Croissant 3.25 | TOTAL 7.75]",
+    SHA_B: "[image; text read: GATE A35 | SEAT 10F]",
+}
+
+
+def test_session_docs_replace_placeholders_in_order_and_keep_dates():
+    docs = session_docs(HISTORY, TEXTS)
+    assert [d.doc_id for d in docs] == ["s1", "s2", "s3", "s4"]
+    assert docs[1].text.startswith("user: Here is my receipt [image; text read: CAFE LUNA")
+    assert docs[1].image_shas == (SHA_A,) and docs[1].date == HISTORY[1].date
+    assert "<image>" not in " ".join(d.text for d in docs)
+    markers = session_docs(HISTORY, None)
+    assert "[image]" in markers[2].text and "GATE" not in markers[2].text
+    first = session_docs(HISTORY, TEXTS, first_turns=1)
+    assert all("assistant:" not in d.text for d in first) and first[0].turn_ids == (0,)
+    turns = session_docs(HISTORY, TEXTS, granularity="turn")
+    assert len(turns) == 8 and turns[5].doc_id == "s3:1" and turns[5].session_id == "s3"
+    with pytest.raises(ConfigError, match="granularity"):
+        session_docs(HISTORY, TEXTS, granularity="page")
+
+
+def test_bm25_finds_the_session_whose_image_text_holds_the_answer():
+    r = build_retriever("bm25")
+    r.index(session_docs(HISTORY, TEXTS))
+    hits = r.search("Which gate did my flight leave from?", 3)
+    assert hits[0].session_id == "s3" and hits[0].rank == 1
+    assert session_ranking(r.search("what was the TOTAL at CAFE LUNA", 2))[0] == "s2"
+    # with markers only, the image text is gone: the gate question finds nothing in s3's image
+    m = build_retriever("bm25")
+    m.index(session_docs(HISTORY, None))
+    assert "s3" not in [h.session_id for h in m.search("gate A35", 4)]
+
+
+def test_temporal_filter_keeps_sessions_at_or_before_the_date():
+    r = build_retriever("bm25")
+    r.index(session_docs(HISTORY, TEXTS))
+    assert r.search("gate A35", 4, before="2024/02/28 (Wed) 00:00") == []
+    assert [h.session_id for h in r.search("gate A35", 4, before="2024/03/01 (Fri) 18:45")] == ["s3"]
+
+
+def test_turn_granularity_collapses_to_sessions():
+    r = build_retriever("bm25")
+    r.index(session_docs(HISTORY, TEXTS, granularity="turn"))
+    hits = r.search("puppy Biscuit", 5)
+    assert hits[0].doc_id == "s1:0"
+    assert session_ranking(hits)[0] == "s1"
+
+
+def test_duplicate_doc_ids_and_unknown_kinds_are_errors():
+    r = build_retriever("bm25")
+    with pytest.raises(ValueError, match="duplicate doc_id"):
+        r.index([Doc("x", "x", "2024/01/01 (Mon) 00:00", "a"), Doc("x", "x", "2024/01/01 (Mon) 00:00", "b")])
+    with pytest.raises(ConfigError, match="unknown retriever"):
+        build_retriever("tfidf")
+
+
+def test_fusion_is_reciprocal_rank_fusion_of_its_parts():
+    a, b = build_retriever("bm25"), build_retriever("bm25", k1=0.9, b=0.4)
+    f = build_retriever("fusion", retrievers=[a, b], k_rrf=60)
+    f.index(session_docs(HISTORY, TEXTS))
+    hits = f.search("receipt bakery croissant", 4)
+    assert hits[0].session_id == "s2"
+    assert hits[0].score == pytest.approx(2 / 61)  # rank 1 in both parts
+    assert "bm25" in f.id and f.id.startswith("fusion/rrf60")
+
+
+def test_empty_history_and_empty_query_return_nothing():
+    r = build_retriever("bm25")
+    r.index([])
+    assert r.search("anything", 5) == []
+    r.index(session_docs(HISTORY, TEXTS))
+    assert r.search("", 5) == [] and r.search("the and of", 5) == []
+
+
+def test_dense_minilm_ranks_the_semantic_match_first():
+    pytest.importorskip("sentence_transformers")
+    pytest.importorskip("faiss")
+    d = build_retriever("dense")
+    d.index(session_docs(HISTORY, TEXTS))
+    hits = d.search("What is the name of our new dog?", 4)
+    assert hits[0].session_id == "s1"
+    assert len(hits) == 4 and hits[0].score > hits[-1].score
+    assert [h.session_id for h in d.search("dog", 4, before="2023/12/31 (Sun) 00:00")] == []
+    assert d.id.startswith("dense/st-all-MiniLM-L6-v2")
