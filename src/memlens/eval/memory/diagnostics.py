@@ -31,8 +31,6 @@ from collections import defaultdict
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
-from memlens.build.abilities.derive import MissingTruth
-
 KS = (1, 3, 5, 10)
 ATTRIBUTION_THRESHOLD = 0.5
 
@@ -106,7 +104,7 @@ def answer_critical_facts(
         path = list(prog.get("path", []))
         try:
             value = _read(truth, path)
-        except (KeyError, IndexError, TypeError, MissingTruth):
+        except (KeyError, IndexError, TypeError):
             continue
         if op == "format":
             try:
