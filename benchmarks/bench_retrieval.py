@@ -166,7 +166,7 @@ def main() -> int:
                         f"| {kind} | {ln} | {n} | {ingest:.2f} | {query:.2f} | {ingest + query:.2f} | "
                         f"{1000 * (ingest + query) / max(1, n):.1f} |"
                     )
-    print(f"BM25 + dense, all lengths, ingest + query: {grand:.1f} s (dense texts encoded: {encoder.encoded})")
+    print(f"{' + '.join(kinds)}, all lengths, ingest + query: {grand:.1f} s (dense texts encoded: {encoder.encoded})")
 
     print("\nevidence recall@10 (%), agent subset; oracle_caption is an upper bound:")
     print("| retriever | adapter | length | all | " + " | ".join(TYPES) + " |")
