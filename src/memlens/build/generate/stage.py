@@ -14,13 +14,13 @@ import logging
 from datetime import datetime, timedelta
 from pathlib import Path
 
-from memlens.build.abilities import ability_for
 from memlens.build.abilities.base import Plan
 from memlens.build.abilities.contexts import mention_for, thing_for
+from memlens.build.generate.backends import generator_for
 from memlens.build.images.truth import drawn_values, find_boilerplate
 from memlens.build.ontology.stage import load_topics
 from memlens.build.text import abstraction
-from memlens.build.text.sessions import Mention, SessionWriter, WriterConfig
+from memlens.build.text.sessions import Mention, WriterConfig
 from memlens.build.text.validators import RejectionLog, contains_token_bounded
 from memlens.core.config import Paths, section
 from memlens.core.constants import HISTORY_SPAN_DAYS
@@ -122,6 +122,8 @@ def run(cfg, paths: Paths) -> None:
     wcfg = WriterConfig.from_cfg(cfg.generator)
     rejections = RejectionLog()
     dropped = {"image_rejected": 0, "build_failed": 0}
+    gen = generator_for(cfg, paths)  # template (default) or llm; see build/generate/backends.py
+    gen.prepare(plans, images, accepted, boilerplate)
 
     # 1. questions from plans: the first `target` plans of each (type, subtype) that survive, in
     #    index order (spares fill in for dropped ones, so the composition is exact)
@@ -137,7 +139,7 @@ def run(cfg, paths: Paths) -> None:
             continue
         rng = derive_rng(seed, "build", p.plan_id)
         try:
-            d = ability_for(p.question_type).build(rng, p, [r.truth for r in recs])
+            d = gen.build(rng, p, [r.truth for r in recs])
         except (ValueError, KeyError) as exc:
             log.warning("plan %s (%s/%s) dropped: %s", p.plan_id, p.question_type, p.variant, exc)
             dropped["build_failed"] += 1
@@ -173,7 +175,7 @@ def run(cfg, paths: Paths) -> None:
             out.append(Mention(text, [rec.sha256], False, drawn_values(rec.truth, boilerplate)))
         return out
 
-    writer = SessionWriter(wcfg, rejections, forbidden=[])
+    writer = gen.writer(wcfg, rejections, [])
     sessions: dict[str, Session] = {}
     questions: list[Question] = []
     for p, recs, d in drafts:
@@ -221,6 +223,7 @@ def run(cfg, paths: Paths) -> None:
                 brng, topic.title, p.subtopic, topic.track, [f.mention for f in d.facts]
             ),
             "abstraction": _abstraction_of(d, p.question_type),
+            **gen.question_details(p.plan_id),
         }
         questions.append(
             Question(
@@ -250,7 +253,7 @@ def run(cfg, paths: Paths) -> None:
     # 2. haystack sessions: same writer and mention phrasing; half on the questions' own topics
     topic_list = sorted(topics.values(), key=lambda t: t.topic_id)
     q_topics = sorted({(p.topic_id, p.subtopic) for p, _, _ in drafts})
-    hay_writer = SessionWriter(wcfg, rejections, forbidden=forbidden_all)
+    hay_writer = gen.writer(wcfg, rejections, forbidden_all)
     for i in range(int(sc.haystack_sessions)):
         rng = derive_rng(seed, "haystack", i)
         if q_topics and rng.random() < 0.5:  # related: an evidence session's topic and subtopic
@@ -273,6 +276,7 @@ def run(cfg, paths: Paths) -> None:
         sessions[s.session_id] = s
     if not questions:
         raise DataError("generate: no question survived (all plans dropped); see the filter report")
+    sessions = gen.finish(sessions)
     out = paths.generated
     out.mkdir(parents=True, exist_ok=True)
     write_jsonl(out / "questions.jsonl", sorted(questions, key=lambda q: q.question_id))
@@ -294,6 +298,7 @@ def run(cfg, paths: Paths) -> None:
                 for k, v in abstraction.inventory().items()
                 if k in ("categories", "templates", "groups", "mention_frames")
             },
+            **gen.manifest(),
         },
     )
     log.info(
