@@ -112,8 +112,9 @@ remote: install
 # a DVC experiment (only evaluate/judge/report run), then refresh the leaderboard. Idempotent: an
 # experiment is named after its system (plus a hash of uncommitted changes to tracked inputs, if any)
 # and is skipped when it already exists for the current commit (`dvc exp list`), so a second
-# `make repro` starts no experiment, runs no stage and logs no MLflow run.
-repro: install remote
+# `make repro` starts no experiment, runs no stage and logs no MLflow run. The diagnose stage (retrieval
+# and storage fidelity) needs the agents extra (bm25s, faiss, rapidocr) and the ML one (MiniLM).
+repro: install install-ml install-agents remote
 	@git rev-parse --git-dir >/dev/null 2>&1 || { echo "make repro needs a git checkout (DVC experiments)"; exit 2; }
 	dvc repro
 	@$(run_experiments)
@@ -146,7 +147,7 @@ endef
 exps: install
 	@dvc exp show --no-pager $(EXPS_FORMAT) --drop '.*' --keep '$(EXPS_COLUMNS)'
 
-test: install install-ml
+test: install install-ml install-agents
 	@if [ "$(LINT)" = 1 ]; then $(MAKE) --no-print-directory lint; fi
 	$(PY) -m pytest -n 2 --dist loadfile
 

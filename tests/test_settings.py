@@ -229,6 +229,7 @@ SCHEMA_OF_FILE = {
     "eval": S.EvalSettings,
     "validate": S.ValidateSettings,
     "tracking": S.TrackingSettings,
+    "memory": S.MemorySettings,
 }
 #: option files that are templates to copy: they list every key of their schema
 COMPLETE = {

@@ -47,6 +47,7 @@ STAGES: dict[str, str] = {
     "evaluate": "memlens.eval.evaluate.stage:run",
     "judge": "memlens.eval.judge.stage:run",
     "report": "memlens.eval.report.stage:run",
+    "diagnose": "memlens.eval.memory.stage:run",
 }
 #: stage name -> the config groups whose ``_target_`` classes the stage instantiates (their modules
 #: are part of the stage's code, so of its DVC deps)

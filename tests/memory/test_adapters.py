@@ -12,7 +12,7 @@ from PIL import Image, ImageDraw
 from memlens.build.images.synthetic.fonts import font
 from memlens.core.errors import ConfigError, DataError, ImageError
 from memlens.eval.memory.adapters import ImageInput, build_adapter, truth_text
-from memlens.eval.memory.cache import DescriptionCache
+from memlens.eval.memory.cache import CachedAdapter, DescriptionCache
 
 
 def _image(path: Path, lines: list[str]) -> ImageInput:
@@ -103,3 +103,28 @@ def test_ocr_reads_rendered_lines_and_a_second_run_costs_zero_calls(tmp_path):
     Image.new("RGB", (200, 100), "white").save(blank)
     sha = hashlib.sha256(blank.read_bytes()).hexdigest()
     assert again.describe_images([ImageInput(sha, blank)]) == ["[image; no text read]"]
+
+
+class _Flaky(CachedAdapter):
+    id = "flaky/v1"
+    chunk_size = 2
+
+    def __init__(self, cache_dir, fail_after: int | None):
+        super().__init__(cache_dir)
+        self.fail_after, self.seen = fail_after, []
+
+    def _describe(self, images):
+        if self.fail_after is not None and len(self.seen) >= self.fail_after:
+            raise RuntimeError("backend died")
+        self.seen += [im.sha256 for im in images]
+        return [f"text of {im.sha256[:4]}" for im in images]
+
+
+def test_a_crashed_run_resumes_after_its_last_stored_chunk(tmp_path):
+    ims = [_image(tmp_path / f"i{i}.png", [f"LINE {i}"]) for i in range(5)]
+    with pytest.raises(RuntimeError, match="backend died"):
+        _Flaky(tmp_path / "c", fail_after=4).describe_images(ims)  # chunks of 2: the third one fails
+    again = _Flaky(tmp_path / "c", fail_after=None)
+    texts = again.describe_images(ims)
+    assert again.seen == [ims[4].sha256] and again.stats == {"calls": 1, "hits": 4}
+    assert texts == [f"text of {im.sha256[:4]}" for im in ims]

@@ -20,6 +20,7 @@ Groups and their schemas:
 ``validate``          :class:`ValidateSettings` (optional: its defaults apply)
 ``judge``             by ``_target_``: :data:`JUDGE_SCHEMAS`
 ``tracking``          :class:`TrackingSettings`
+``memory``            :class:`MemorySettings` (the ``diagnose`` stage; optional: its defaults apply)
 ``ontology``,         optional sections that are not in ``conf/`` (add them with ``+``):
 ``export``, ``report``  :class:`OntologySettings`, :class:`ExportSettings`, :class:`ReportSettings`
 ``stages``            optional list of stage names (the sweep entry point)
@@ -64,6 +65,7 @@ __all__ = [
     "EvalSettings",
     "ValidateSettings",
     "TrackingSettings",
+    "MemorySettings",
     "OntologySettings",
     "ExportSettings",
     "ReportSettings",
@@ -484,6 +486,24 @@ class ValidateSettings(Section):
     warn_only: bool = False
 
 
+class MemorySettings(Section):
+    """``memory``: the offline retrieval and storage-fidelity diagnostics (``memlens diagnose``)."""
+
+    # text adapters whose stored texts are diagnosed (oracle_caption = ground truth: an upper bound)
+    adapters: list[Literal["markers", "ocr", "caption", "oracle_caption"]] = ["markers", "ocr", "oracle_caption"]
+    # retrievers: bm25, dense (bundled MiniLM + faiss), image (needs image_checkpoint), fusion (RRF)
+    retrievers: list[Literal["bm25", "dense", "image", "fusion"]] = ["bm25", "dense"]
+    granularity: Literal["session", "turn"] = "session"  # one document per session or per turn
+    temporal_filter: bool = True  # only sessions at or before the question date
+    subset: Literal["agent", "all"] = "agent"  # the 195-question agent subset (scaled) or every question
+    lengths: list[str] = []  # empty: every built length
+    ks: list[PositiveInt] = [1, 3, 5, 10]  # recall@k cut-offs
+    depth: PositiveInt = 50  # sessions retrieved per question (MRR looks this deep)
+    caption: dict[str, Any] | None = None  # options of the caption adapter (backend: blip2 | openai, ...)
+    image_checkpoint: str | None = None  # a LOCAL open_clip checkpoint (image and fusion retrieval)
+    image_model: str = "ViT-B-32"  # its open_clip architecture
+
+
 class TrackingSettings(Section):
     """``tracking``: MLflow. ``uri: null`` = ``sqlite:///<root>/mlflow.db``; ``experiment: null`` =
     ``memlens-<dataset hash prefix>``."""
@@ -849,6 +869,7 @@ class Settings(Section):
     validate_: ValidateSettings = Field(ValidateSettings(), alias="validate")
     judge: Any
     tracking: TrackingSettings
+    memory: MemorySettings = MemorySettings()
     ontology: OntologySettings | None = None
     export: ExportSettings | None = None
     report: ReportSettings | None = None

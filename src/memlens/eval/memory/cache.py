@@ -3,8 +3,10 @@
 An adapter sees an :class:`ImageInput` (the image's SHA-256, its file and, optionally, its image
 family) and nothing else: no role, no question, no evidence flag. Its descriptions are cached under
 ``<cache_dir>/<adapter id slug>/<sha[:2]>/<sha>.json``, one small file per (image, adapter id),
-written atomically (temporary file, fsync, rename): a crash leaves whole entries or none, and a
-second run over the same images costs zero backend calls (``stats["calls"]`` counts them).
+written atomically (temporary file, fsync, rename): a crash leaves whole entries or none. Images
+are described in chunks of ``chunk_size``, each stored as soon as it is done, so a crashed run
+resumes after its last stored chunk, and a second run over the same images costs zero backend
+calls (``stats["calls"]`` counts them).
 """
 
 from __future__ import annotations
@@ -14,6 +16,8 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
+
+from tqdm import tqdm
 
 from memlens.core.errors import DataError, ImageError
 from memlens.core.io import atomic_write_bytes, canonical_bytes
@@ -81,6 +85,9 @@ class CachedAdapter:
     #: a result from ground truth rather than from the image (reports label it as an upper bound)
     upper_bound: bool = False
 
+    #: images described per backend call (and stored after it)
+    chunk_size: int = 16
+
     def __init__(self, cache_dir: Path | None):
         self.cache = DescriptionCache(Path(cache_dir), self.id) if cache_dir is not None else None
         self.stats = {"calls": 0, "hits": 0}
@@ -100,15 +107,30 @@ class CachedAdapter:
             for im in missing:
                 if not Path(im.path).is_file():
                     raise ImageError(im.path, "missing file", item=im.sha256)
-            texts = self._describe(missing)
-            if len(texts) != len(missing):
-                raise RuntimeError(f"adapter {self.id}: {len(texts)} descriptions for {len(missing)} images")
-            self.stats["calls"] += len(missing)
-            done = {}
-            for im, text in zip(missing, texts):
-                if self.cache is not None:
-                    self.cache.put(im.sha256, text)
-                done[im.sha256] = text
+            done: dict[str, str] = {}
+            bar = tqdm(
+                total=len(missing),
+                desc=self.id.split("/")[0],
+                unit="img",
+                disable=not getattr(self, "progress", True) or len(missing) < 2 * self.chunk_size,
+                dynamic_ncols=True,
+                mininterval=0.5,
+            )
+            try:
+                # in chunks, each stored as soon as it is described: a crash loses one chunk at most
+                for i in range(0, len(missing), self.chunk_size):
+                    chunk = missing[i : i + self.chunk_size]
+                    texts = self._describe(chunk)
+                    if len(texts) != len(chunk):
+                        raise RuntimeError(f"adapter {self.id}: {len(texts)} descriptions for {len(chunk)} images")
+                    self.stats["calls"] += len(chunk)
+                    for im, text in zip(chunk, texts):
+                        if self.cache is not None:
+                            self.cache.put(im.sha256, text)
+                        done[im.sha256] = text
+                    bar.update(len(chunk))
+            finally:
+                bar.close()
             out = [t if t is not None else done[im.sha256] for t, im in zip(out, images)]
         return [str(t) for t in out]
 

@@ -13,8 +13,6 @@ import logging
 from collections.abc import Sequence
 from pathlib import Path
 
-from tqdm import tqdm
-
 from memlens.core.errors import ImageError
 from memlens.eval.memory.cache import CachedAdapter, ImageInput
 
@@ -98,10 +96,7 @@ class OCRAdapter(CachedAdapter):
         import time
 
         t0 = time.perf_counter()
-        texts = [
-            format_ocr(self.read_lines(im.path))
-            for im in tqdm(images, desc="ocr", unit="img", disable=not self.progress or len(images) < 8)
-        ]
+        texts = [format_ocr(self.read_lines(im.path)) for im in images]
         self.seconds += time.perf_counter() - t0
         return texts
 

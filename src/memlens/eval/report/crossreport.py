@@ -38,6 +38,7 @@ from memlens.core.io import atomic_write_bytes
 from memlens.eval.report import analyses as an
 from memlens.eval.report.html import Block, Section, render_page
 from memlens.eval.report.plots import plot_correlation_heatmap, plot_coverage_pa, plot_length_curves
+from memlens.eval.report.retrieval import sections as retrieval_sections
 from memlens.eval.report.tables import render_html, write_table
 
 log = logging.getLogger(__name__)
@@ -551,6 +552,7 @@ def write_index(reports: Path, bundle: AnalysisBundle, *, system: str, mode: str
             )
         )
     sections += bundle.sections
+    sections += retrieval_sections(reports)
     off_root = reports / "judge"
     off = sorted(off_root.glob("*/*/*/judge_metrics.json")) if off_root.is_dir() else []
     if off:

@@ -50,6 +50,7 @@ from memlens.eval.report.buildcost import build_accounting
 from memlens.eval.report.leaderboard import FAILURE_FLAG, leaderboard_rows, write_leaderboard
 from memlens.eval.report.metrics import system_metrics, type_columns
 from memlens.eval.report.plots import plot_length_curves
+from memlens.eval.report.retrieval import write_attribution
 
 #: Report outputs that depend on other systems' verdicts or on MLflow state (not DVC outputs).
 CROSS_SYSTEM_OUTPUTS = (
@@ -474,6 +475,7 @@ def run(cfg, paths: Paths) -> None:
             mode=mode,
         )
         official = write_official_files(paths, system, mode, by_length)
+        write_attribution(paths, system, mode, by_length, questions)  # memory agents: errors by evidence recall
         bar.update()
 
         # cross-system analyses over every system judged on this build: the verdict archive outside
