@@ -98,7 +98,7 @@ def candidate_order(rng, q: Question, pool: Pool) -> list[str]:
 DEFAULT_TOKENS_PER_SESSION = 2300.0
 DEFAULT_IMAGES_PER_SESSION = 1.45
 #: how many of the next candidates (in the question's seeded order) each pick chooses among
-WINDOW = 10
+WINDOW = 24
 
 
 def shape_targets(shape: dict, length: str) -> tuple[float, float]:
@@ -162,16 +162,22 @@ class _History:
             rest_s = max(1.0, want[0] - len(self.chosen))
             size_goal = (target - self.total) / rest_s
             img_goal = max(0.0, want[1] - self.n_img) / rest_s
-            window = [(k, s) for lst in self.left for k, s in enumerate(lst[:WINDOW])]
-            if not window:
-                break
-            fits = [(k, s) for k, s in window if self.total + self.size(s) <= hi]
+            # haystack first: text-only fillers only when no haystack session fits (an evidence
+            # session always has an image, so text-only sessions would mark the haystack)
+            fits: list[tuple[int, str]] = []
+            for lst in self.left:
+                fits = [(k, s) for k, s in enumerate(lst[:WINDOW]) if self.total + self.size(s) <= hi]
+                if fits:
+                    break
             if not fits:
                 # every near candidate overshoots: finish with the best-fitting unused session
-                rest = [s for s in self.unused() if self.total + self.size(s) <= hi]
-                if not rest:
+                for lst in self.left:
+                    rest = [s for s in lst if self.total + self.size(s) <= hi]
+                    if rest:
+                        self.add(max(rest, key=self.size))
+                        break
+                else:
                     break
-                self.add(max(rest, key=self.size))
                 continue
 
             self.add(min(fits, key=lambda ks: self.cost(ks, size_goal, img_goal))[1])
