@@ -3,6 +3,12 @@
 Two sources produce the same items: a benchmark built by this pipeline (``BuiltBenchmark``: questions,
 content-addressed sessions and images, instances) and an official MEMLENS release folder
 (:mod:`memlens.core.official`). Models never know which one they are evaluated on.
+
+An item as a source yields it carries the answer key (the question's answer, evidence and details,
+evidence flags on sessions and turns) for the request key, the judge and the oracle mode. A system
+receives :meth:`EvalItem.for_system` instead: the question's id, text and date, and the history
+with neutral ids (content-hash session and image ids), no evidence flag, no ``has_answer``, no
+answer, question type or details; the ``oracle_evidence`` mode keeps only the evidence sessions.
 """
 
 from __future__ import annotations
@@ -20,6 +26,14 @@ from memlens.core.schema import ImageRecord, Instance, Question, Session, Turn
 def session_digest(turns: list[Turn], image_digest: Callable[[str], str]) -> str:
     """SHA-256 of what a session shows a system: each turn's role, text and image contents."""
     return sha256_bytes(canonical_bytes([[t.role, t.content, [image_digest(i) for i in t.images]] for t in turns]))
+
+
+#: the prompt mode that shows only the evidence sessions (an upper bound, not a benchmark run)
+ORACLE_MODE = "oracle_evidence"
+#: answer-format hints a calibration baseline may see (:meth:`EvalItem.for_system`): the format
+#: and range of the answer space, never the answer, its evidence or how many sessions hold it
+_FORMAT_KEYS = ("answer_format", "answer_range", "choices", "currency", "code_shape", "date_range")
+ANSWER_SPACE_KEYS = frozenset({*_FORMAT_KEYS, "source_type", "source_subtype", *(f"source_{k}" for k in _FORMAT_KEYS)})
 
 
 @dataclass
@@ -50,6 +64,44 @@ class EvalItem:
     @property
     def evidence_sessions(self) -> list[HistorySession]:
         return [s for s in self.sessions if s.is_evidence]
+
+    def for_system(self, mode: str = "standard", *, answer_space: bool = False) -> EvalItem:
+        """What a system under test sees of this item (see the module docstring).
+
+        ``answer_space=True`` (calibration baselines only, e.g. the chance baseline) also keeps the
+        question type and subtype and the answer-format hints of :data:`ANSWER_SPACE_KEYS`."""
+        q = self.question
+        hints = {}
+        if answer_space:
+            hints = {k: v for k, v in q.details.items() if k in ANSWER_SPACE_KEYS}
+        visible = Question.unchecked(
+            question_id=q.question_id,
+            question_type=q.question_type if answer_space else "",
+            question_subtype=q.question_subtype if answer_space else "",
+            question=q.question,
+            answer="",
+            question_date=q.question_date,
+            topic_id="",
+            old_answer=None,
+            evidence=[],
+            ordered_evidence=False,
+            image_essential=True,
+            source_question_id=None,
+            details=hints,
+        )
+        oracle = mode == ORACLE_MODE
+        sessions = [
+            HistorySession(
+                s.session_id,
+                s.date,
+                [Turn(role=t.role, content=t.content, images=list(t.images)) for t in s.turns],
+                oracle,
+                s.digest,
+            )
+            for s in self.sessions
+            if s.is_evidence or not oracle
+        ]
+        return EvalItem(visible, self.length, sessions, self.resolve_image)
 
     def fingerprint(self) -> str:
         """SHA-256 of everything about the item that can reach a system: the question and its date,

@@ -13,13 +13,26 @@ relative to ``release_images/``. Image refs may also be plain strings or dicts k
 ``file_path`` or ``img_file`` (as the official resolver accepts). Items are streamed one at a time
 so the 778 MB 256K file never sits in memory whole. Image paths are resolved inside
 ``release_images/`` only: a path that escapes it is an error, never a silent drop.
+
+A release exported by MemLens also holds ``answer_key.jsonl`` (:data:`ANSWER_KEY`; one row per
+question id: ``topic_id``, ``evidence`` [{session_id, date, fact, image_files}], ``ordered_evidence``,
+``image_essential``, ``source_question_id``, ``details``), merged into the questions the judge and
+the report read; an official release without it works as before.
+
+The items a system receives name no role: in :meth:`OfficialRelease.items` an image id is the
+SHA-256 of the image's bytes (as in a built benchmark), never its ``needle_images/`` or
+``haystack_images/`` path, and it resolves to a content-addressed copy (a hard link when possible)
+``<neutral_dir>/<sha256>.<ext>`` outside those folders.
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
+import os
 import re
+import shutil
+import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -30,6 +43,24 @@ from memlens.core.schema import Evidence, Question, Turn
 from memlens.core.store import safe_join
 
 DATASET_RE = re.compile(r"^dataset_(\d+k)\.json$")
+#: the answer key beside the dataset files of a MemLens export
+ANSWER_KEY = "answer_key.jsonl"
+#: the fields of an official item (facts §1.3): all a release item holds
+ITEM_FIELDS = (
+    "question_id",
+    "question_type",
+    "question_subtype",
+    "question",
+    "answer",
+    "question_date",
+    "haystack_dates",
+    "haystack_session_ids",
+    "haystack_sessions",
+    "answer_session_ids",
+    "old_answer",
+)
+TURN_FIELDS = ("role", "content", "images", "has_answer")
+IMAGE_REF_FIELDS = ("file", "image_url", "blip_caption")
 _IMAGE_KEYS = ("file", "path", "file_path", "img_file")
 
 
@@ -197,31 +228,87 @@ def parse_item(item: Any, where: str) -> tuple[Question, list[tuple[str, str, li
     return q, out
 
 
-_CORE_FIELDS = {
-    "question_id",
-    "question_type",
-    "question_subtype",
-    "question",
-    "answer",
-    "question_date",
-    "haystack_dates",
-    "haystack_session_ids",
-    "haystack_sessions",
-    "answer_session_ids",
-    "old_answer",
-}
+_CORE_FIELDS = set(ITEM_FIELDS)
 
 
 class OfficialRelease:
     """A MEMLENS release folder, read through the same item interface as a built benchmark."""
 
-    def __init__(self, folder: str | Path):
+    def __init__(self, folder: str | Path, neutral_dir: str | Path | None = None):
+        """``neutral_dir``: where images are linked under their content hash for systems (default:
+        a folder in the system temporary directory; the benchmark passes one in the cache)."""
         self.folder = Path(folder)
         if not self.folder.is_dir():
             raise DataError(f"{self.folder}: release folder not found")
         self.image_root = self.folder / "release_images"
+        self.neutral_dir = (
+            Path(neutral_dir) if neutral_dir else Path(tempfile.gettempdir()) / f"memlens-images-{os.getuid()}"
+        )
         self._questions: dict[str, Question] | None = None
         self._image_digests: dict[str, str] = {}
+        self._file_of: dict[str, str] = {}  # image id (content digest) -> release path
+        self._answer_key: dict[str, dict] | None = None
+
+    # the answer key -----------------------------------------------------------------------------
+    def answer_key(self) -> dict[str, dict]:
+        """``answer_key.jsonl`` rows by question id ({} for an official release without one)."""
+        if self._answer_key is None:
+            from memlens.core.io import iter_jsonl
+
+            path = self.folder / ANSWER_KEY
+            key: dict[str, dict] = {}
+            if path.is_file():
+                for i, row in enumerate(iter_jsonl(path)):
+                    qid = row.get("question_id") if isinstance(row, dict) else None
+                    if not isinstance(qid, str) or not isinstance(row.get("evidence", []), list):
+                        raise SchemaError(f"{path}:{i + 1}: an answer-key row needs a question_id and an evidence list")
+                    if qid in key:
+                        raise SchemaError(f"{path}:{i + 1}: question {qid} appears twice")
+                    key[qid] = row
+            self._answer_key = key
+        return self._answer_key
+
+    def _with_key(self, q: Question) -> Question:
+        """``q`` completed from the answer key (evidence facts and order, labels, details)."""
+        row = self.answer_key().get(q.question_id)
+        if row is None:
+            return q
+        where = f"{self.folder / ANSWER_KEY} (question {q.question_id})"
+        ev = []
+        for e in row.get("evidence") or []:
+            if not isinstance(e, dict) or not isinstance(e.get("session_id"), str):
+                raise SchemaError(f"{where}: an evidence entry needs a session_id")
+            files = e.get("image_files") or []
+            ev.append(
+                Evidence.unchecked(
+                    session_id=e["session_id"],
+                    date=str(e.get("date") or ""),
+                    fact=str(e.get("fact") or ""),
+                    image_ids=[self._neutral_id(f) for f in files],
+                )
+            )
+        if sorted(e.session_id for e in ev) != sorted(q.evidence_session_ids):
+            raise DataError(
+                f"{where}: evidence sessions {sorted(e.session_id for e in ev)} differ from the item's "
+                f"answer_session_ids {sorted(q.evidence_session_ids)} (an answer key of another build?)"
+            )
+        details = row.get("details") or {}
+        if not isinstance(details, dict):
+            raise SchemaError(f"{where}: details must be an object")
+        q.evidence = ev
+        q.topic_id = str(row.get("topic_id") or "")
+        q.ordered_evidence = bool(row.get("ordered_evidence", False))
+        q.image_essential = bool(row.get("image_essential", True))
+        q.source_question_id = row.get("source_question_id")
+        q.details = {**q.details, **details}
+        return q
+
+    # images -------------------------------------------------------------------------------------
+    def _neutral_id(self, rel: str) -> str:
+        """The id a system sees for release image ``rel``: its content digest."""
+        d = self.image_digest(rel)
+        self._file_of.setdefault(d, rel)
+        return d
 
     def image_digest(self, rel: str) -> str:
         """SHA-256 of an image file of the release (read once per path). A missing or unsafe path
@@ -231,7 +318,7 @@ class OfficialRelease:
             from memlens.core.io import sha256_file
 
             try:
-                d = sha256_file(self.resolve_image(rel))
+                d = sha256_file(self.release_path(rel))
             except ImageError as exc:
                 d = "unavailable:" + sha256_bytes(f"{rel}\0{exc.reason}".encode())
             self._image_digests[rel] = d
@@ -247,7 +334,8 @@ class OfficialRelease:
             raise DataError(f"{p}: not found (available lengths: {', '.join(self.lengths()) or 'none'})")
         return p
 
-    def resolve_image(self, rel: str) -> Path:
+    def release_path(self, rel: str) -> Path:
+        """The file of release image path ``rel`` (inside ``release_images/`` only)."""
         if rel.startswith(("http://", "https://")):
             raise ImageError(rel, "remote image URLs are not fetched; use the local release_images/ folder")
         path = safe_join(self.image_root, rel)
@@ -255,20 +343,54 @@ class OfficialRelease:
             raise ImageError(path, "missing file")
         return path
 
+    def resolve_image(self, image_id: str) -> Path:
+        """The file of an image id of :meth:`items` (a content digest): a content-addressed link
+        ``<neutral_dir>/<sha256>.<ext>`` whose path names no role. A release path is accepted too
+        (and resolved inside ``release_images/``)."""
+        rel = self._file_of.get(image_id)
+        if rel is None:
+            return self.release_path(image_id)
+        src = self.release_path(rel)  # a missing or unsafe file fails here, naming the release path
+        dest = self.neutral_dir / f"{image_id}{src.suffix.lower()}"
+        if not (dest.is_file() and dest.stat().st_size == src.stat().st_size):
+            self.neutral_dir.mkdir(parents=True, exist_ok=True)
+            tmp = dest.with_name(f".{dest.name}.{os.getpid()}.tmp")
+            tmp.unlink(missing_ok=True)
+            try:
+                os.link(src, tmp)
+            except OSError:  # another file system, or links not allowed: a copy
+                shutil.copyfile(src, tmp)
+            tmp.replace(dest)
+        return dest
+
     def iter_parsed(self, length: str):
+        """``(Question, [(session_id, date, turns)])`` per item; questions completed from the answer
+        key; image ids are the release paths."""
         path = self.dataset_path(length)
         for i, item in enumerate(iter_json_array(path)):
-            yield parse_item(item, f"{path.name}[{i}]")
+            q, sessions = parse_item(item, f"{path.name}[{i}]")
+            yield self._with_key(q), sessions
 
     def items(self, length: str):
         from memlens.core.items import EvalItem, HistorySession, session_digest
 
         for q, sessions in self.iter_parsed(length):
             ev = set(q.evidence_session_ids)
-            hist = [
-                HistorySession(sid, d, turns, sid in ev, session_digest(turns, self.image_digest))
-                for sid, d, turns in sessions
-            ]
+            hist = []
+            for sid, d, turns in sessions:
+                neutral = [
+                    Turn(
+                        role=t.role,
+                        content=t.content,
+                        images=[self._neutral_id(r) for r in t.images],
+                        has_answer=t.has_answer,
+                    )
+                    for t in turns
+                ]
+                # the digest of the neutral turns equals that of the release turns: image ids are digests
+                hist.append(HistorySession(sid, d, neutral, sid in ev, session_digest(neutral, str)))
+            for e in q.evidence:
+                e.image_ids = [i if i in self._file_of else self._neutral_id(i) for i in e.image_ids]
             yield EvalItem(q, length, hist, self.resolve_image)
 
     def count(self, length: str) -> int:

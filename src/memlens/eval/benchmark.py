@@ -47,7 +47,7 @@ class Benchmark:
             folder = Path(str(folder))
             if not folder.is_absolute():
                 folder = paths.root / folder
-            return cls(OfficialRelease(folder), kind, paths)
+            return cls(OfficialRelease(folder, neutral_dir=paths.cache / "release_images"), kind, paths)
         raise ConfigError(f"unknown data.items {kind!r} ({' | '.join(ITEM_SOURCES)})")
 
     # items ------------------------------------------------------------------------------------

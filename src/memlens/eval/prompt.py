@@ -126,8 +126,8 @@ _KNOWN_MODES = ("standard", "cot", "reasoning", "text_only", "no_context", "labe
 
 class ImageRef(str):
     """An image reference inside an image block: the absolute local path (the ``str`` value),
-    plus the item's ``image_id`` (``sha256`` for a built benchmark, the release-relative ``file``
-    for an official release). Backends turn it into a request URL or a loaded image."""
+    plus the item's ``image_id`` (the ``sha256`` of the image's bytes, for a built benchmark and an
+    official release alike). Backends turn it into a request URL or a loaded image."""
 
     __slots__ = ("image_id",)
 

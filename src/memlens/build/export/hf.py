@@ -3,12 +3,11 @@
 ``hf/images.parquet`` holds every image once (``file``: its release path, ``image``: an ``Image``
 feature with the encoded bytes); ``hf/dataset_<length>.parquet`` holds the release items with
 sessions as nested lists and image references as release paths (so images are not repeated per
-item and length). Written in row groups, so memory stays bounded at any length.
+item and length): the official fields only, like the JSON (the answer key stays in ``answer_key.jsonl``). Written in row groups, so memory stays bounded at any length.
 """
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 ROW_GROUP = 16
@@ -36,7 +35,6 @@ def _item_features():
             "haystack_session_ids": List(Value("string")),
             "answer_session_ids": List(Value("string")),
             "haystack_sessions": List(List(turn)),
-            "memlens_details": Value("string"),
         }
     )
 
@@ -65,7 +63,6 @@ def _flatten_item(item: dict) -> dict:
             ]
             for s in item["haystack_sessions"]
         ],
-        "memlens_details": json.dumps(item.get("memlens_details", {}), sort_keys=True),
     }
 
 

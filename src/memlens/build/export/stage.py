@@ -4,8 +4,14 @@
 place where sessions are repeated), ``release_images/needle_images/`` and ``haystack_images/``
 (files named by the first 12 hex characters of their SHA-256), and ``agent_subset_195.json``
 (a stratified subset: 61 IE / 35 MSR / 48 TR / 29 KU / 22 AR at paper scale, proportional below,
-seed 42), and ``hf/`` (Parquet for ``datasets.load_dataset``, see :mod:`memlens.build.export.hf`). Extra
-MemLens fields (``memlens_details``) are ignored by the official loader.
+seed 42), and ``hf/`` (Parquet for ``datasets.load_dataset``, see :mod:`memlens.build.export.hf`).
+
+The dataset items hold the official fields only (:data:`memlens.core.official.ITEM_FIELDS`, turns
+``role, content, images, has_answer``, image refs ``file, image_url, blip_caption``). Everything
+else MemLens knows about a question (its evidence facts, derivation, abstraction and entity maps,
+generation labels) is in ``answer_key.jsonl``: one row per question id, sorted (see
+:func:`answer_key_row`), read back by :class:`memlens.core.official.OfficialRelease` for the judge
+and the report, never given to a system under test.
 """
 
 from __future__ import annotations
@@ -17,9 +23,9 @@ import shutil
 
 from memlens.build.export.hf import write_images_parquet, write_items_parquet
 from memlens.core.config import Paths, length_tokens
-from memlens.core.io import write_json
+from memlens.core.io import write_json, write_jsonl
 from memlens.core.items import BuiltBenchmark
-from memlens.core.official import iter_json_array
+from memlens.core.official import ANSWER_KEY, iter_json_array
 from memlens.core.schema import AR, IE, KU, MSR, TR
 from memlens.core.store import hash_tree, write_manifest
 
@@ -31,6 +37,29 @@ PAPER_TOTAL = 789
 def release_file(rec, needle: bool) -> str:
     ext = "jpg" if rec.format == "jpeg" else rec.format
     return f"{'needle_images' if needle else 'haystack_images'}/{rec.sha256[:12]}.{ext}"
+
+
+def answer_key_row(q, image_file) -> dict:
+    """What the release items leave out of question ``q``: evidence (session, date, fact and image
+    files as release paths), ``topic_id``, ``ordered_evidence``, ``image_essential``,
+    ``source_question_id`` and ``details`` (without the internal leakage list ``forbidden``)."""
+    return {
+        "question_id": q.question_id,
+        "topic_id": q.topic_id,
+        "evidence": [
+            {
+                "session_id": e.session_id,
+                "date": e.date,
+                "fact": e.fact,
+                "image_files": [image_file(i) for i in e.image_ids],
+            }
+            for e in q.evidence
+        ],
+        "ordered_evidence": q.ordered_evidence,
+        "image_essential": q.image_essential,
+        "source_question_id": q.source_question_id,
+        "details": {k: v for k, v in q.details.items() if k != "forbidden"},
+    }
 
 
 def agent_subset(questions: list, seed: int = 42) -> dict:
@@ -117,7 +146,6 @@ def run(cfg, paths: Paths) -> None:
                     "haystack_session_ids": inst.session_ids,
                     "haystack_sessions": sessions,
                     "answer_session_ids": inst.answer_session_ids,
-                    "memlens_details": {k: v for k, v in q.details.items() if k != "forbidden"},
                 }
                 if q.old_answer is not None:
                     item["old_answer"] = q.old_answer
@@ -131,6 +159,11 @@ def run(cfg, paths: Paths) -> None:
     if hf:
         write_images_parquet({rel: img_root / rel for rel in files.values()}, out / "hf" / "images.parquet")
     write_json(out / "agent_subset_195.json", agent_subset(list(bench.questions.values())))
+
+    def image_file(image_id: str) -> str:
+        return files.get(image_id) or release_file(bench.images[image_id], True)
+
+    write_jsonl(out / ANSWER_KEY, [answer_key_row(q, image_file) for _, q in sorted(bench.questions.items())])
     arts = hash_tree(out)
     write_manifest(
         out,

@@ -200,7 +200,8 @@ def evaluate_length(
                 bar.set_postfix(failed=stats["failed"], rate=f"{stats['new'] / el:.1f}/s" if el > 0 else "-")
 
             try:
-                model.run(iter(pending), mode, on_result)
+                # a system sees the item without its answer key and with neutral ids (EvalItem.for_system)
+                model.run((it.for_system(mode, answer_space=model.answer_space) for it in pending), mode, on_result)
             finally:
                 bar.close()
     else:

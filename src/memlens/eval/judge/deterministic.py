@@ -58,7 +58,15 @@ from memlens.core.tasks import (
 )
 from memlens.eval.judge.parsing import extract_final_answer, last_refusal_span, prepare_prediction
 
-__all__ = ["Grade", "score", "task_key", "TASK_KEYS", "ABSTENTION_ANSWER"]
+__all__ = ["Grade", "score", "task_key", "TASK_KEYS", "ABSTENTION_ANSWER", "RULES_VERSION"]
+
+#: Version of the rules below. Bump it whenever a verdict can change: it is part of the judge's
+#: identity (``judge_key`` in the judge manifest), and archived verdicts of an older version are
+#: dropped, never mixed with new ones (:mod:`memlens.eval.judge.stage`).
+#: 2: amounts in every printed notation ("7,98 €", "1.234,50 €", "45,00 kr.", "CHF 1'234.00",
+#: "7.98$"), money references of IE/KU matched as amounts, the concluding choice of a reasoned
+#: A/B answer ("..., so B"; "B, not A"), partitive counts ("one of the three" -> 1).
+RULES_VERSION = "2"
 
 # --------------------------------------------------------------------------------------------
 # Task keys and routing (official §4.3)
@@ -274,9 +282,36 @@ def _is_pronoun_one(text: str, start: int) -> bool:
     return _PRONOUN_ONE_RE.search(text, max(0, start - 12), start) is not None
 
 
+#: a part of a whole: "one of the three receipts", "2 out of 5", "none of the four"; the count is the part
+_PARTITIVE_RE = re.compile(
+    r"(?<![\w-])(?P<n>\d+|none|" + _W + r")(?P<of>\s+(?:out\s+)?of\s+(?:the|all|those|these|my|your|our)?\s*"
+    r"(?:\d+|" + _W + r"))(?![\w-])",
+    re.I,
+)
+
+
+def _blank_partitives(text: str) -> str:
+    """Blank the whole of each "N of the M" ("one of the three" -> "one"); "none of" -> "0";
+    "only one of the three" is a count even though "only one" alone may be a pronoun."""
+
+    def part(m: re.Match) -> str:
+        n = m.group("n")
+        low = n.lower()
+        if low == "none":
+            n = "0   "
+        elif low == "one" and re.search(r"\bonly\s+$", text[max(0, m.start() - 6) : m.start()], re.I):
+            n = "1  "
+        return n + " " * len(m.group("of"))
+
+    return _PARTITIVE_RE.sub(part, text)
+
+
 def _find_counts(text: str) -> list[float]:
-    """Every number (digits or words) in ``text`` except labels such as "session 3"."""
+    """Every number (digits or words) in ``text`` except labels such as "session 3" and the
+    whole of a partitive ("one of the three receipts" holds the count 1, never 3)."""
     vals: list[float] = []
+    if " of " in text.lower():
+        text = _blank_partitives(text)
     for m in _COUNT_TOKEN_RE.finditer(text):
         kind = m.lastgroup
         if kind == "num":
@@ -411,12 +446,41 @@ _CODES = {
 _KRONA = {"DKK", "SEK", "NOK", "ISK", "KR"}
 _PRE_CODES = "usd|eur|gbp|jpy|inr|krw|dkk|sek|nok|isk|chf|irr|cad|aud|cny|rmb|mxn|rs|kr"
 _POST_CODES = "|".join(sorted((c for c in _CODES if c not in ("rs",)), key=len, reverse=True))
+#: an amount's digits, in every notation the image renderers print (build/images/synthetic/formats.py:
+#: "$1,234.50", "1.234,50 €", "45,00 kr.", "CHF 1'234.00", "¥1,280") and answers use; alternatives are
+#: tried in order, so "1.234,50" is one number and "7,98" is 7.98, never 7 and 98
+_NUM = (
+    r"-?(?:\d{1,3}(?:\.\d{3})+,\d{1,2}(?![\d,])"  # 1.234,50 (dot thousands, comma decimals)
+    r"|\d{1,3}(?:['\u2019]\d{3})+(?:\.\d{1,2})?(?!\d)"  # 1'234.50 (Swiss thousands)
+    r"|\d{1,3}(?:,\d{3})+(?:\.\d+)?(?![\d,])"  # 1,234.50 (comma thousands)
+    r"|\d{1,3}(?:\.\d{3}){2,}(?![\d.,])"  # 1.234.567 (dot thousands only)
+    r"|\d+,\d{1,2}(?!\d|,\d)"  # 7,98 (comma decimals; not a list such as 5,10,15)
+    r"|\d+(?:\.\d+)?"
+    r"|\.\d+)"
+)
 _AMOUNT_RE = re.compile(
-    r"(?:(?P<pre>(?:us|ca|au|a|c)?\$|[€£¥₹₩]|\b(?:" + _PRE_CODES + r")\.?)\s?|(?<![\w.]))"
-    r"(?P<num>-?(?:\d{1,3}(?:,\d{3})+|\d+)(?:\.\d+)?|-?\.\d+)(?!\d|[/:]\d)"
-    r"(?:\s?(?P<post>[€£¥₹₩%]|(?:" + _POST_CODES + r")\b\.?))?",
+    r"(?:(?P<pre>(?:us|ca|au|a|c)?\$|[€£¥₹₩]|\b(?:" + _PRE_CODES + r")\.?)\s?|(?<![\w.']))"
+    r"(?P<num>" + _NUM + r")(?!\d|[/:]\d)"
+    r"(?:\s?(?P<post>[€£¥₹₩$](?!\s?\d)|%|(?:" + _POST_CODES + r")\b\.?))?",
     re.I,
 )
+_COMMA_THOUSANDS_RE = re.compile(r"-?\d{1,3}(?:,\d{3})+(?:\.\d+)?")
+
+
+def _amount_value(raw: str) -> float:
+    """The value of an amount's digits: the last of "," / "." is the decimal mark when both occur;
+    a lone "," is a thousands separator before exactly three digits ("1,500"), else a decimal mark
+    ("7,98"); several "." are thousands separators ("1.234.567"); apostrophes group thousands."""
+    s = raw.replace("'", "").replace("\u2019", "")
+    if "," in s and "." in s:
+        s = s.replace(".", "").replace(",", ".") if s.rfind(",") > s.rfind(".") else s.replace(",", "")
+    elif "," in s:
+        s = s.replace(",", "") if _COMMA_THOUSANDS_RE.fullmatch(s) else s.replace(",", ".")
+    elif s.count(".") > 1:
+        s = s.replace(".", "")
+    return float(s)
+
+
 _RANGE_GAP_RE = re.compile(r"^\W*(?:or|to|and|-|\u2013|~|/)\W*$", re.I)
 _RANGE_WORD_RE = re.compile(r"\b(?:between|either|range|ranging)\b", re.I)
 
@@ -437,7 +501,7 @@ def _find_amounts(text: str) -> list[_Amount]:
             if tag:
                 t = tag.lower().rstrip(".")
                 cur = _SYMBOLS.get(t) or _CODES.get(t) or cur
-        out.append(_Amount(float(m.group("num").replace(",", "")), cur, m.start(), m.end()))
+        out.append(_Amount(_amount_value(m.group("num")), cur, m.start(), m.end()))
     return out
 
 
@@ -658,7 +722,7 @@ _LETTER_VERBS = (
 )
 _NOT_ARTICLE = r"(?!\s+(?!" + _LETTER_VERBS + r"\b)[a-z])"  # "A trip ..." is an article
 _LEADING_CHOICE_RE = re.compile(
-    r"^[\s*_\"'`]*(?:(?i:option|choice)\s*)?(?:\((?P<p>[ABab])\)|(?P<l>[AB])(?=$|[\s.,:;)\]*!]))" + _NOT_ARTICLE
+    r"^[\s*_\"'`]*(?:(?i:option|choice)\s*)?(?:\((?P<p>[ABab])\)|(?P<l>[AB])(?=$|[\s.,:;)\]*!])" + _NOT_ARTICLE + ")"
 )
 _ALTERNATIVE_RE = re.compile(r"\s*(?:,|/|\bor\b|\band\b|&)\s*(?:option\s+)?\(?([AB])\b", re.I)
 _CHOICE_RE = re.compile(
@@ -672,30 +736,96 @@ _CHOICE_RE = re.compile(
 _QUESTION_OPTIONS_RE = re.compile(r"(?:\(A\)|\bA[).:]|option\s+A\b).*?(?:\(B\)|\bB[).:]|option\s+B\b)", re.I | re.S)
 
 
-def _choice_finder(allow_ordinals: bool) -> Finder:
-    def find(text: str) -> list[str]:
-        bare = text.strip(" \t\n.()*_\"'`").upper()
-        if bare in ("A", "B"):
-            return [bare]
-        lead = _LEADING_CHOICE_RE.match(text)
-        if lead:
-            letter = (lead.group("p") or lead.group("l")).upper()
-            alt = _ALTERNATIVE_RE.match(text, lead.end())
-            return [letter, alt.group(1).upper()] if alt else [letter]
-        out = []
-        for m in _CHOICE_RE.finditer(text):
-            kind = m.lastgroup
-            if kind in ("o", "p", "l"):
-                out.append(m.group(kind).upper())
-            elif allow_ordinals:
-                out.append("A" if kind == "first" else "B")
-        return out
-
-    return find
+#: a concluding marker: the choice after the last one is the committed answer ("..., so B")
+_CONCLUSION_RE = re.compile(
+    r"\b(?:so|therefore|thus|hence|consequently|overall|in\s+conclusion|in\s+summary|in\s+short|"
+    r"final\s+answer|the\s+answer\s+is|my\s+answer\s+is|answer\s*:|"
+    r"i(?:'d|\s+would)\s+(?:say|pick|choose|go\s+with)|which\s+means|that\s+means|meaning)\b",
+    re.I,
+)
+#: a rejected option: "not A", "rather than A", "instead of (A)"
+_NEGATED_CHOICE_RE = re.compile(
+    r"\b(?i:not|never|rather\s+than|instead\s+of|isn't|wasn't)\s+(?i:option\s+|choice\s+)?"
+    r"(?:\((?P<p>[ABab])\)|(?P<l>[AB])(?![\w']))"
+)
+_LEAD_PUNCT_RE = re.compile(r"^\s*(?:$|[.,:;!)\]*\-\u2013\u2014])")
+_JUSTIFY_RE = re.compile(r"\b(?:because|since|as|due|wins?)\b", re.I)
+_MORE_RE = re.compile(r"\b(?:longer|longest|more|most|greater|bigger|further)\b", re.I)
+_LESS_RE = re.compile(r"\b(?:shorter|shortest|less|least|fewer|smaller)\b", re.I)
 
 
-_FIND_CHOICE = _choice_finder(True)
-_FIND_CHOICE_NO_ORD = _choice_finder(False)
+def _mentions(text: str, allow_ordinals: bool) -> list[str]:
+    """Every option named in ``text`` ("A", "(B)", "option a", "the former" ...), in order."""
+    out = []
+    for m in _CHOICE_RE.finditer(text):
+        kind = m.lastgroup
+        if kind in ("o", "p", "l"):
+            out.append(m.group(kind).upper())
+        elif allow_ordinals:
+            out.append("A" if kind == "first" else "B")
+    return out
+
+
+def _question_direction(question: str | None) -> str | None:
+    """ "more" when the question asks which lasted longer, "less" for shorter, else None."""
+    if not question:
+        return None
+    more, less = bool(re.search(r"\blong", question, re.I)), bool(re.search(r"\bshort", question, re.I))
+    return "more" if more and not less else "less" if less and not more else None
+
+
+def _resolve_choice(text: str, allow_ordinals: bool = True, direction: str | None = None) -> list[str]:
+    """The option(s) an A/B answer commits to; two distinct letters mean it is ambiguous.
+
+    1. The choice after the last concluding marker that is followed by one ("A lasted 9 days and
+       B lasted 21 days, so B." -> B; "..., therefore the answer is B, not A" -> B), read as in 2.
+    2. An answer-first reply: a leading option followed by punctuation, a justification or a
+       comparative agreeing with the question ("B, because ...", "A is longer than B"; for a
+       "longer" question "B is shorter than A" does not commit to B). "A or B" stays ambiguous.
+    3. Otherwise every option named and not rejected ("not A", "rather than A", "instead of A");
+       when the only options named are rejected ones, the other option ("It's not A." -> B).
+    Rejected options never count in 1 and 2 either ("B, not A" -> B).
+    """
+    bare = text.strip(" \t\n.()*_\"'`").upper()
+    if bare in ("A", "B"):
+        return [bare]
+    negated = [(m.group("p") or m.group("l")).upper() for m in _NEGATED_CHOICE_RE.finditer(text)]
+    kept = _NEGATED_CHOICE_RE.sub(lambda m: " " * len(m.group(0)), text)
+    marks = list(_CONCLUSION_RE.finditer(kept))
+    for i in range(len(marks) - 1, -1, -1):
+        end = marks[i + 1].start() if i + 1 < len(marks) else len(kept)
+        got = _segment_choice(kept[marks[i].end() : end].lstrip(" ,:;-\u2013\u2014"), allow_ordinals, direction)
+        if got:
+            return got
+    got = _segment_choice(kept, allow_ordinals, direction)
+    if not got and len(set(negated)) == 1:
+        return ["B" if negated[0] == "A" else "A"]
+    return got
+
+
+def _segment_choice(text: str, allow_ordinals: bool, direction: str | None) -> list[str]:
+    """Steps 2 and 3 of :func:`_resolve_choice` on one stretch of text (rejections already blanked)."""
+    bare = text.strip(" \t\n.()*_\"'`").upper()
+    if bare in ("A", "B"):
+        return [bare]
+    lead = _LEADING_CHOICE_RE.match(text)
+    if lead:
+        letter = (lead.group("p") or lead.group("l")).upper()
+        alt = _ALTERNATIVE_RE.match(text, lead.end())
+        if alt:
+            return [letter, alt.group(1).upper()]
+        rest = text[lead.end() :]
+        nxt = _CHOICE_RE.search(rest)
+        span = rest[: nxt.start()] if nxt else rest
+        agrees = _MORE_RE.search(span) if direction != "less" else _LESS_RE.search(span)
+        opposes = (_LESS_RE if direction != "less" else _MORE_RE).search(span) if direction else None
+        if nxt is None or _LEAD_PUNCT_RE.match(rest) or _JUSTIFY_RE.search(span) or (agrees and not opposes):
+            return [letter]
+    return _mentions(text, allow_ordinals)
+
+
+def _FIND_CHOICE(text: str) -> list[str]:
+    return _resolve_choice(text, True)
 
 
 def _ref_choice(ref: str) -> str | None:
@@ -708,8 +838,7 @@ def _match_choice(ref: str, text: str, ctx: _Ctx) -> _Outcome:
     if want is None:
         return _fallback_text(ref, text, ctx)
     ordinals = ctx.question is None or bool(_QUESTION_OPTIONS_RE.search(ctx.question))
-    find = _FIND_CHOICE if ordinals else _FIND_CHOICE_NO_ORD
-    _, got = _committed(text, find)
+    got = _resolve_choice(text, ordinals, _question_direction(ctx.question))
     if not got:
         return _Outcome(False, None, "no-answer")
     if len(set(got)) > 1:
@@ -837,6 +966,39 @@ def _match_text(ref: str, text: str, ctx: _Ctx) -> _Outcome:
     return _Outcome(False, got or None, "text-mismatch")
 
 
+def _match_entity(ref: str, text: str, ctx: _Ctx) -> _Outcome:
+    """IE: a money reference ("€7.98") is matched as an amount (any notation, currency checked);
+    anything else by normalised containment."""
+    if _amount_reference(ref) is not None:
+        return _match_amount(ref, text, ctx)
+    return _match_text(ref, text, ctx)
+
+
+def _canonical_amounts(text: str) -> str:
+    """Money amounts written with a currency or a comma/apostrophe notation, rewritten as plain
+    decimals ("7,98 €" -> "7.98", "1.234,50 kr." -> "1234.50"), so containment sees one form."""
+
+    def canon(m: re.Match) -> str:
+        if not (m.group("pre") or m.group("post")) and not re.search(r"[,'\u2019]", m.group("num")):
+            return m.group(0)
+        return f"{_amount_value(m.group('num')):.2f}"
+
+    return _AMOUNT_RE.sub(canon, text)
+
+
+@lru_cache(maxsize=4096)
+def _amount_reference(ref: str) -> _Amount | None:
+    """The amount a free-text reference consists of, when it is nothing but a money amount
+    ("€7.98", "185.00 DKK", "$1,234.50"): such a reference is also matched as an amount, so the
+    notations of the images ("7,98 €", "1.234,50 €", "185,00 kr.") are accepted; a bare number
+    without a currency ("12") is not an amount reference."""
+    found = _find_amounts(ref.strip())
+    if len(found) != 1 or found[0].currency in (None, "%"):
+        return None
+    a = found[0]
+    return a if not ref.strip()[: a.start].strip() and not ref.strip()[a.end :].strip(" .") else None
+
+
 def _fallback_text(ref: str, text: str, ctx: _Ctx) -> _Outcome:
     """Used when a typed key's reference cannot be parsed in its expected format."""
     out = _match_text(ref, text, ctx)
@@ -870,6 +1032,13 @@ def _match_update(ref: str, text: str, ctx: _Ctx) -> _Outcome:
     When one value contains the other ("Paris" vs "Paris, Texas"), the longer one is removed
     before looking for the shorter.
     """
+    amount = _amount_reference(ref)
+    if amount is not None:  # money values: one notation on every side, then the currency checked
+        got_amounts = [a for a in _find_amounts(text) if abs(a.value - amount.value) < 0.005]
+        if got_amounts and not any(_currency_ok(amount.currency, a.currency) for a in got_amounts):
+            return _Outcome(False, _fmt_amount(got_amounts[-1]), f"currency-mismatch: {got_amounts[-1].currency}")
+        ref, text = _canonical_amounts(ref), _canonical_amounts(text)
+        ctx = ctx._replace(old_answer=_canonical_amounts(ctx.old_answer or ""))
     out = _match_text(ref, text, ctx)
     old = normalize_text(ctx.old_answer or "")
     want = normalize_text(ref)
@@ -908,8 +1077,8 @@ class _Task(NamedTuple):
 
 
 _TASKS: dict[str, _Task] = {
-    IE_ENTITY: _Task(_match_text, None),
-    IE_PREVIOUS: _Task(_match_text, None),
+    IE_ENTITY: _Task(_match_entity, None),
+    IE_PREVIOUS: _Task(_match_entity, None),
     MSR_ARITHMETIC: _Task(_match_amount, _find_amounts),
     MSR_COUNTING: _Task(_match_count, _find_counts),
     MSR_YESNO: _Task(_match_yes_no, _find_yes_no),

@@ -51,7 +51,9 @@ class DeterministicJudge:
         self.tolerance = tolerance
 
     def describe(self) -> dict:
-        return {"name": self.name, "tolerance": self.tolerance}
+        from memlens.eval.judge.deterministic import RULES_VERSION
+
+        return {"name": self.name, "tolerance": self.tolerance, "rules_version": RULES_VERSION}
 
     def judge_many(self, pairs: Sequence[tuple[Question, Prediction]]) -> list[Verdict]:
         from memlens.eval.judge.deterministic import score

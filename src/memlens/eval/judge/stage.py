@@ -67,6 +67,7 @@ def run(cfg, paths: Paths) -> None:
             f"(dataset {str(evaluated.get('dataset_sha256'))[:12]}, current {dataset[:12]}); run `memlens evaluate` first"
         )
     totals = {}
+    key = judge_key(cfg)
     for length in lengths:
         view = pred_dir / f"{length}.jsonl"
         if not view.is_file():
@@ -87,7 +88,8 @@ def run(cfg, paths: Paths) -> None:
         write_jsonl(verdict_path(paths, system, mode, length, judge.name), verdicts)
         # the verdict archive outside DVC (per benchmark build): cross-system analyses read every
         # system judged on this build, whichever system the DVC workspace holds now
-        write_jsonl(verdict_archive(paths, dataset) / system / mode / f"{length}.{judge.name}.jsonl", verdicts)
+        archive = current_archive(paths, dataset, judge.name, key)
+        write_jsonl(archive / system / mode / f"{length}.{judge.name}.jsonl", verdicts)
         ok = [v for v in verdicts if v.correct is not None]
         totals[length] = {
             "n": len(verdicts),
@@ -129,16 +131,47 @@ def run(cfg, paths: Paths) -> None:
             "totals": totals,
             "dataset_sha256": dataset,
             "system_key": evaluated.get("system_key"),
-            "judge_key": judge_key(cfg),
+            "judge_key": key,
         },
     )
 
 
+def current_archive(paths: Paths, dataset: str, judge: str, key: str) -> Path:
+    """The verdict archive of this build, holding only verdicts of judge ``judge`` as ``key`` names it.
+
+    ``<archive>/judge_keys.json`` records the key each judge name's archived verdicts were made
+    with. When the judge changed (its config or its rules version), the verdict files of that
+    judge name (every system's) are removed, with a warning naming them, before new ones are
+    written: cross-system analyses never mix verdicts of two versions of a judge."""
+    from memlens.core.io import write_json
+
+    root = verdict_archive(paths, dataset)
+    index = root / "judge_keys.json"
+    known = read_json(index) if index.is_file() else {}
+    if known.get(judge) not in (None, key):
+        stale = sorted(root.rglob(f"*.{judge}.jsonl"))
+        for f in stale:
+            f.unlink()
+        log.warning(
+            "judge %s changed since its archived verdicts were written (rules or config): removed %d stale "
+            "verdict files (%s); run `memlens judge` again for the other systems",
+            judge,
+            len(stale),
+            ", ".join(str(f.relative_to(root)) for f in stale[:5]) + (" ..." if len(stale) > 5 else ""),
+        )
+    if known.get(judge) != key:
+        root.mkdir(parents=True, exist_ok=True)
+        write_json(index, {**known, judge: key})
+    return root
+
+
 def judge_key(cfg) -> str:
-    """SHA-256 naming the judge: its config (model, prompt version, rules) without operational keys."""
+    """SHA-256 naming the judge: its config (model, prompt version, rules) without operational keys,
+    and the version of the deterministic rules (which also give the LLM judge its abstention flag)."""
     from omegaconf import OmegaConf
 
     from memlens.core.io import canonical_bytes, sha256_bytes
+    from memlens.eval.judge.deterministic import RULES_VERSION
 
     j = OmegaConf.to_container(cfg.judge, resolve=True)
     ops = {
@@ -151,4 +184,5 @@ def judge_key(cfg) -> str:
         "backoff_max_s",
         "cache_path",
     }
-    return sha256_bytes(canonical_bytes({k: v for k, v in sorted(j.items()) if k not in ops}))
+    ident = {k: v for k, v in sorted(j.items()) if k not in ops}
+    return sha256_bytes(canonical_bytes({**ident, "rules_version": RULES_VERSION}))

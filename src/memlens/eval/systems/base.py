@@ -43,6 +43,9 @@ class Model(ABC):
     kind = "model"
     #: the schema of the class's configuration keys (a pydantic model; see :mod:`memlens.core.settings`)
     Config: ClassVar[type | None] = None
+    #: True only for calibration baselines that draw from the answer space: their items keep the
+    #: question type and the answer-format hints (:meth:`memlens.core.items.EvalItem.for_system`)
+    answer_space: ClassVar[bool] = False
 
     def __init__(self, name: str, kind: str | None = None, options: Mapping[str, Any] | None = None):
         """``options``: the settings reported by :meth:`describe` (subclasses pass their own)."""

@@ -29,6 +29,7 @@ class RefuseBaseline(Model):
 class ChanceBaseline(Model):
     kind = "baseline"
     Config = ChanceSettings
+    answer_space = True  # draws from the question's answer space: sees its type and format hints
 
     def __init__(self, name: str = "chance", seed: int = 0, kind: str | None = None):
         super().__init__(name, kind, options={"seed": seed})
