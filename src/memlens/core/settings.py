@@ -54,6 +54,7 @@ __all__ = [
     "ScaleSettings",
     "SyntheticSourceSettings",
     "DirectorySourceSettings",
+    "IcrawlerSourceSettings",
     "FilterSettings",
     "ChannelSettings",
     "GeneratorSettings",
@@ -216,32 +217,131 @@ class DirectorySourceSettings(_SourceCommon):
     root: str
 
 
+class IcrawlerSourceSettings(_SourceCommon):
+    """``images`` with ``_target_: memlens.build.images.web.icrawler_source.IcrawlerSource`` (web images
+    through icrawler's engines or a URL list, a safe downloader and a URL-keyed cache; see
+    ``conf/images/icrawler.yaml``)."""
+
+    name: str = "icrawler"
+    mode: Literal["engine", "urls"] = "engine"
+    engine: Literal["bing", "baidu", "google", "flickr"] = "bing"
+    engine_base_url: str | None = None  # replaces scheme+host of the engine's page URLs (mirror, local server)
+    engine_options: dict[str, Any] | None = None  # filters / language (icrawler feeders), flickr search keys
+    api_key_env: str | None = None  # NAME of the variable holding the engine's API key (flickr)
+    url_list: str | None = None  # mode=urls: a .txt (one URL a line) or .jsonl file
+    query_template: str = "{subtopic} {family}"
+    haystack_query_template: str | None = "{topic} {family}"  # null: query_template
+    family_words: dict[str, str] | None = None
+    web_roles: list[Literal["evidence", "haystack"]] | None = None  # null: [haystack]
+    candidates_per_request: PositiveInt = 1
+    overfetch: Annotated[float, Field(ge=1)] = 2.0
+    on_shortage: Literal["error", "synthetic"] = "error"
+    photo_effect_rate: Fraction = 0.5  # the synthetic renderer of the images the web does not serve
+    download_workers: PositiveInt = 16
+    max_bytes: PositiveInt = 10_000_000
+    max_page_bytes: PositiveInt = 5_000_000
+    max_pixels: PositiveInt = 16_000_000
+    min_side: PositiveInt = 64
+    max_side: PositiveInt = 8192
+    connect_timeout_s: PositiveFloat = 5.0
+    read_timeout_s: PositiveFloat = 10.0
+    total_timeout_s: PositiveFloat = 30.0
+    retries: NonNegInt = 2
+    backoff_s: NonNegFloat = 0.5
+    rate_per_host: NonNegFloat = 2.0  # requests per second per host; 0 = no limit
+    max_redirects: NonNegInt = 5
+    allow_private: bool = False  # loopback/private hosts (a local mirror or test server)
+    retry_failed: bool = False  # ask again for URLs whose earlier fetch failed
+    phash_max_distance: NonNegInt = 12
+    user_agent: str = "memlens-crawler/1"
+
+    @model_validator(mode="before")
+    @classmethod
+    def _no_api_key(cls, data: Any) -> Any:
+        return _reject_api_key("images", data)
+
+    @model_validator(mode="after")
+    def _mode(self) -> IcrawlerSourceSettings:
+        if self.mode == "urls" and not self.url_list:
+            raise ValueError("images.mode=urls needs images.url_list (a file of image URLs)")
+        return self
+
+
 # ------------------------------------------------------------------------------------ filter
 def _channel_spec(v: Any) -> Any:
     return {"name": v} if isinstance(v, str) else v
 
 
 class ChannelSettings(Section):
-    """One relevance channel of ``filter.channels``: a name (``metadata``) or a mapping with options.
-    ``clip``/``siglip`` need ``model`` and ``pretrained`` (open_clip weights). ``threshold: null`` = the
-    channel's default (metadata 0.999, clip/siglip 0.30)."""
+    """One channel of ``filter.channels``: a name (``metadata``) or a mapping with options (see
+    :mod:`memlens.build.filter.channels`). ``threshold``/``role`` null = the channel's default
+    (metadata 0.999 primary, clip/siglip 0.30 primary, caption 0.30 secondary, watermark 0.5
+    negative). ``clip``/``siglip`` need ``model`` (open_clip name) and ``pretrained`` (a local weights
+    file); ``caption`` (``backend: openai``, the default) and ``watermark`` with ``backend: openai``
+    need ``base_url`` and ``model`` (an OpenAI-compatible VLM); ``caption`` with ``backend:
+    transformers`` needs ``model_path`` (a local BLIP-2 folder)."""
 
-    name: Literal["metadata", "clip", "siglip"]
+    name: Literal["metadata", "clip", "siglip", "caption", "watermark"]
     threshold: float | None = None
+    role: Literal["primary", "secondary", "negative"] | None = None
     model: str | None = None
     pretrained: str | None = None
+    model_config_path: str | None = Field(None, alias="model_config")  # open_clip model config JSON
+    prompt_template: str | None = None  # clip/siglip text prompt, "{query}" is the image's query
+    device: str | None = None
+    batch_size: PositiveInt | None = None
+    backend: Literal["heuristic", "openai", "transformers"] | None = None  # watermark; caption
+    model_path: str | None = None  # caption with backend transformers: a local BLIP-2 folder
+    base_url: str | None = None
+    api_key_env: str | None = None
+    prompt: str | None = None  # caption / watermark question
+    concurrency: PositiveInt | None = None
+    timeout_s: PositiveFloat | None = None
+    max_retries: NonNegInt | None = None
+    max_new_tokens: PositiveInt | None = None
+    size: PositiveInt | None = None  # watermark heuristic: analysis size
+
+    @model_validator(mode="before")
+    @classmethod
+    def _no_api_key(cls, data: Any) -> Any:
+        return _reject_api_key("filter.channels[]", data)
 
     @model_validator(mode="after")
     def _options(self) -> ChannelSettings:
-        if self.name == "metadata" and (self.model is not None or self.pretrained is not None):
+        set_keys = {k for k in self.model_fields_set if getattr(self, k) is not None} - {"name", "threshold", "role"}
+        allowed = {
+            "metadata": set(),
+            "clip": {"model", "pretrained", "model_config_path", "prompt_template", "device", "batch_size"},
+            "caption": {"model", "base_url", "api_key_env", "prompt", "concurrency", "timeout_s", "max_retries"}
+            | {"max_new_tokens", "backend", "model_path", "device", "batch_size"},
+            "watermark": {"backend", "model", "base_url", "api_key_env", "prompt", "concurrency", "timeout_s"}
+            | {"max_retries", "max_new_tokens", "size"},
+        }
+        allowed["siglip"] = allowed["clip"]
+        extra = set_keys - allowed[self.name]
+        if self.name == "metadata" and extra:
             raise ValueError("the metadata channel takes no model/pretrained")
-        if self.name != "metadata" and (self.model is None or self.pretrained is None):
+        if extra:
+            names = sorted("model_config" if k == "model_config_path" else k for k in extra)
+            raise ValueError(f"the {self.name} channel takes no {', '.join(names)}")
+        if self.name in ("clip", "siglip") and (self.model is None or self.pretrained is None):
             raise ValueError(f"the {self.name} channel needs model and pretrained (open_clip names)")
+        if self.name == "watermark" and self.backend == "transformers":
+            raise ValueError("the watermark channel's backend is heuristic or openai")
+        if self.name == "caption" and self.backend == "heuristic":
+            raise ValueError("the caption channel's backend is openai or transformers")
+        local = self.name == "caption" and self.backend == "transformers"
+        if local and self.model_path is None:
+            raise ValueError("the caption channel with backend transformers needs model_path (a local BLIP-2 folder)")
+        remote = (self.name == "caption" and not local) or (self.name == "watermark" and self.backend == "openai")
+        if remote and (self.base_url is None or self.model is None):
+            raise ValueError(f"the {self.name} channel needs base_url and model (an OpenAI-compatible VLM)")
         return self
 
 
 class FilterSettings(Section):
-    """``filter``: image validation and relevance scoring."""
+    """``filter``: image validation and relevance scoring. ``rule``: ``all`` (every channel passes)
+    or ``paper`` (every primary and negative channel passes and at least one secondary does)."""
 
     max_side: PositiveInt
     min_side: PositiveInt
@@ -249,6 +349,7 @@ class FilterSettings(Section):
     max_bytes: PositiveInt
     phash_max_distance: NonNegInt  # images within this distance (256-bit pHash) are near-duplicates
     channels: list[Annotated[ChannelSettings, BeforeValidator(_channel_spec)]]
+    rule: Literal["all", "paper"] = "all"
 
 
 # ------------------------------------------------------------------------------------ generator
@@ -526,6 +627,7 @@ JUDGE_SCHEMAS: dict[str, type[BaseModel]] = {
 SOURCE_SCHEMAS: dict[str, type[BaseModel]] = {
     "memlens.build.images.sources.SyntheticSource": SyntheticSourceSettings,
     "memlens.build.images.sources.DirectorySource": DirectorySourceSettings,
+    "memlens.build.images.web.icrawler_source.IcrawlerSource": IcrawlerSourceSettings,
 }
 #: section -> {_target_ -> schema}
 TARGET_SCHEMAS: dict[str, dict[str, type[BaseModel]]] = {

@@ -2,7 +2,9 @@
 
 "Fetch" means: ask the configured image source (``conf/images/``). The offline default
 (``images=synthetic``) does not crawl anything: it *renders* each requested image with Pillow and
-records exactly what it shows; ``images=directory`` serves a folder of the user's own images.
+records exactly what it shows; ``images=directory`` serves a folder of the user's own images;
+``images=icrawler`` crawls the web for the requests it serves (``fetch_all``: all at once, cached by
+URL outside DVC) and the others are rendered; its rows carry a ``candidate`` number.
 
 Plans come from the question-type modules (:mod:`memlens.build.abilities`), so each image is requested
 for a purpose (its constraints say what it must show). Images are stored once by SHA-256 in
@@ -137,6 +139,41 @@ def _fetch_chunk(source_cfg: dict, chunk: list) -> list[tuple[bytes, str, dict]]
 CHUNK = 8
 
 
+def _results(cfg, source, jobs, meta, plans, topics, paths):
+    """Per job, its candidates ``[(bytes, ext, truth, source name)]``, in job order. A source that
+    crawls (``fetch_all``: the web) gets every request it serves at once (searches and dedupe see the
+    whole crawl) while the other images are rendered in a process pool, one per job."""
+    crawls = hasattr(source, "fetch_all")
+    web = {i for i, (_, req) in enumerate(jobs) if source.serves(req)} if crawls else set()
+    rest = [j for i, j in enumerate(jobs) if i not in web]
+    workers = max(1, min(int(cfg.images.get("workers", 0) or os.cpu_count() or 1), 8))
+    source_dict = OmegaConf.to_container(cfg.images, resolve=True)
+    chunks = [rest[i : i + CHUNK] for i in range(0, len(rest), CHUNK)]
+    name = source.rendered_name if crawls else source.name
+    with ProcessPoolExecutor(workers) as pool:
+        rendered = ([r] for rs in pool.map(partial(_fetch_chunk, source_dict), chunks) for r in rs)
+        if not crawls:
+            for data, ext, truth in (c[0] for c in rendered):
+                yield [(data, ext, truth, name)]
+            return
+        by_id = {t.topic_id: t for t in topics}
+        sub = {p.plan_id: p.subtopic for p in plans}
+        crawled = source.fetch_all(
+            [
+                {"key": key, "request": req, "topic": by_id[m["topic_id"]], "subtopic": sub.get(m["plan_id"])}
+                for i, ((key, req), m) in enumerate(zip(jobs, meta))
+                if i in web
+            ],
+            paths.cache / "web",
+        )
+        for i in range(len(jobs)):
+            if i in web:
+                yield next(crawled)
+            else:
+                data, ext, truth = next(rendered)[0]
+                yield [(data, ext, truth, name)]
+
+
 def run(cfg, paths: Paths) -> None:
     topics = load_topics(paths)
     source_cfg = cfg.images
@@ -153,15 +190,16 @@ def run(cfg, paths: Paths) -> None:
         jobs.append(((seed, "haystack-image", i, "render"), req.__dict__))
         meta.append({"plan_id": None, "index": i, "topic_id": tid, "request": req.__dict__})
     store = ObjectStore(paths.images / "objects")
-    workers = max(1, min(int(cfg.images.get("workers", 0) or os.cpu_count() or 1), 8))
     rows = []
-    source_dict = OmegaConf.to_container(source_cfg, resolve=True)
-    chunks = [jobs[i : i + CHUNK] for i in range(0, len(jobs), CHUNK)]
-    with ProcessPoolExecutor(workers) as pool:
-        results = (r for rs in pool.map(partial(_fetch_chunk, source_dict), chunks) for r in rs)
-        for m, (data, ext, truth) in tqdm(
-            zip(meta, results), total=len(jobs), desc="crawl", unit="img", leave=False, mininterval=0.5
-        ):
+    for m, cands in tqdm(
+        zip(meta, _results(cfg, source, jobs, meta, plans, topics, paths)),
+        total=len(jobs),
+        desc="crawl",
+        unit="img",
+        leave=False,
+        mininterval=0.5,
+    ):
+        for c, (data, ext, truth, src) in enumerate(cands):
             sha = store.put(data, ext)
             with Image.open(store.path(sha, ext)) as im:
                 w, h = im.size
@@ -172,11 +210,14 @@ def run(cfg, paths: Paths) -> None:
                 width=w,
                 height=h,
                 format="jpeg" if ext == "jpg" else ext,
-                source=source.name,
+                source=src,
                 topic_id=m["topic_id"],
                 truth=truth,
             )
-            rows.append({"image": rec.to_dict(), **{k: m[k] for k in ("plan_id", "index", "request")}})
+            row = {"image": rec.to_dict(), **{k: m[k] for k in ("plan_id", "index", "request")}}
+            if hasattr(source, "fetch_all"):  # alternatives for one request: the filter keeps the best
+                row["candidate"] = c
+            rows.append(row)
     paths.images.mkdir(parents=True, exist_ok=True)
     write_jsonl(paths.images / "index.jsonl", rows)
     write_jsonl(paths.images / "plans.jsonl", [p.to_dict() for p in plans])

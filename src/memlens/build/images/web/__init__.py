@@ -1,0 +1,1 @@
+"""Web image source: icrawler engines or URL lists, a safe downloader, a URL-keyed cache, global dedupe."""
