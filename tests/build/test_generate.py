@@ -132,8 +132,9 @@ def _images(root) -> dict:
 
 
 def test_haystack_images_are_mentioned_in_sessions_on_their_topic(tiny_project, built):
-    """Each haystack session is written on the topic of its first image; every image it mentions
-    fits the session's topic (its own topic, or a family the topic lists) unless the pool ran dry."""
+    """Haystack sessions come in episodes written on the topic of the episode's first image; every
+    image a session mentions fits its topic (its own topic, or a family the topic lists) unless the
+    pool ran dry."""
     _, ss, _ = built
     images = _images(tiny_project)
     topics = {r["topic_id"]: r for r in iter_jsonl(tiny_project / "data" / "ontology" / "topics.jsonl")}
@@ -141,7 +142,6 @@ def test_haystack_images_are_mentioned_in_sessions_on_their_topic(tiny_project, 
     assert len(hay) > 0.9 * len([s for s in ss.values() if s.kind == "haystack"])
     fits = total = 0
     for s in hay:
-        assert images[s.image_ids[0]]["topic_id"] == s.topic_id or not s.image_ids, s.session_id
         for i in s.image_ids:
             total += 1
             fits += images[i]["topic_id"] == s.topic_id or images[i]["family"] in topics[s.topic_id]["families"]

@@ -15,6 +15,7 @@ Writes ``data/instances/<length>.jsonl`` and a manifest with the length/session/
 
 from __future__ import annotations
 
+import bisect
 import logging
 from datetime import datetime, timedelta
 
@@ -99,6 +100,9 @@ DEFAULT_TOKENS_PER_SESSION = 2300.0
 DEFAULT_IMAGES_PER_SESSION = 1.45
 #: how many of the next candidates (in the question's seeded order) each pick chooses among
 WINDOW = 24
+#: how many sessions nearest the wanted size each pick also considers, and the rank they count as
+NEAR = 6
+NEAR_RANK = 5
 
 
 def shape_targets(shape: dict, length: str) -> tuple[float, float]:
@@ -128,11 +132,33 @@ class _History:
         self.total = base + sum(pool.total(s) + header for s in self.chosen)
         self.n_img = sum(pool.tokens[s][2] for s in self.chosen)
         self.left = [hay, fill]  # unused candidates, each list in the question's seeded order
+        # the unused haystack sessions by size too: a pick may also take one of the sessions nearest
+        # the size wanted from anywhere in the order (long histories need the pool's large sessions)
+        self.by_size = sorted(hay, key=lambda s: (self.size(s), s))
+        self.sizes = [self.size(s) for s in self.by_size]
+        self.avail = set(hay)
 
     def size(self, sid: str) -> int:
         return self.pool.total(sid) + self.header
 
+    def near(self, goal: float, hi: float) -> list[tuple[int, str]]:
+        """Up to ``NEAR`` unused haystack sessions nearest ``goal`` tokens that keep the total <= ``hi``
+        (ranked as the ``NEAR_RANK``-th candidate of the order)."""
+        i = bisect.bisect_left(self.sizes, goal)
+        lo_i, hi_i, out = i - 1, i, []
+        while len(out) < NEAR and (lo_i >= 0 or hi_i < len(self.by_size)):
+            d_lo = goal - self.sizes[lo_i] if lo_i >= 0 else float("inf")
+            d_hi = self.sizes[hi_i] - goal if hi_i < len(self.by_size) else float("inf")
+            if d_lo <= d_hi:
+                s, lo_i = self.by_size[lo_i], lo_i - 1
+            else:
+                s, hi_i = self.by_size[hi_i], hi_i + 1
+            if s in self.avail and self.total + self.size(s) <= hi:
+                out.append((NEAR_RANK, s))
+        return out
+
     def add(self, sid: str) -> None:
+        self.avail.discard(sid)
         for lst in self.left:
             if sid in lst:
                 lst.remove(sid)
@@ -165,8 +191,10 @@ class _History:
             # haystack first: text-only fillers only when no haystack session fits (an evidence
             # session always has an image, so text-only sessions would mark the haystack)
             fits: list[tuple[int, str]] = []
-            for lst in self.left:
+            for j, lst in enumerate(self.left):
                 fits = [(k, s) for k, s in enumerate(lst[:WINDOW]) if self.total + self.size(s) <= hi]
+                if j == 0:
+                    fits += self.near(size_goal, hi)
                 if fits:
                     break
             if not fits:

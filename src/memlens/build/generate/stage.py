@@ -234,10 +234,63 @@ def run(cfg, paths: Paths) -> None:
         return out
 
     seen: set[str] = set()  # every sentence written so far, so none repeats verbatim in a history
+    # 2. haystack sessions: same writer and mention phrasing, each on the topic of its first image
+    #    (the crawl drew half of them from the evidence images' topics), so images stay on topic and
+    #    the sessions' image mix is the pool's, which mirrors the evidence images'.
+    # 3. filler sessions: text-only, varied lengths (fine length control at assembly).
+    # Both are written interleaved with the evidence sessions (``progress``), so every kind meets
+    # the growing set of sentences already written alike: rewritten repeats are no evidence marker.
+    topic_list = sorted(topics.values(), key=lambda t: t.topic_id)
+    hay_writer = SessionWriter(wcfg, rejections, forbidden=forbidden_all, seen=seen)
+    n_hay, n_fill = int(sc.haystack_sessions), int(sc.filler_sessions)
+    done = {"haystack": 0, "filler": 0}
+
+    # haystack sessions come in episodes on one topic and subtopic, as a question's evidence
+    # sessions do: episode sizes are drawn from the questions' numbers of facts
+    episode_sizes = [max(1, len(d.facts)) for _, _, d in drafts] or [1]
+    episode = {"left": 0, "topic": None, "sub": ""}
+
+    def write_haystack(i: int) -> None:
+        rng = derive_rng(seed, "haystack", i)
+        if episode["left"] <= 0 or episode["topic"] is None:
+            first = hay_images.take(None)
+            topic = topics.get(first.topic_id) if first is not None else None
+            if topic is None:
+                topic = topic_list[rng.randrange(len(topic_list))]
+            sub = topic.subtopics[rng.randrange(len(topic.subtopics))] if topic.subtopics else topic.title
+            episode.update(left=episode_sizes[rng.randrange(len(episode_sizes))], topic=topic, sub=sub)
+        else:
+            topic, sub = episode["topic"], episode["sub"]
+            first = hay_images.take(topic.topic_id)
+        episode["left"] -= 1
+        mentions = distractors(rng, rng.choice(EXTRA_MENTIONS), topic.topic_id, first=first)
+        try:
+            s = hay_writer.write(rng, "haystack", topic, sub, mentions)
+        except MemLensError:  # a mention that cannot be written here: keep the session text-only
+            dropped["haystack_mentions"] = dropped.get("haystack_mentions", 0) + len(mentions)
+            s = hay_writer.write(rng, "haystack", topic, sub, [])
+        sessions[s.session_id] = s
+
+    def write_filler(i: int) -> None:
+        rng = derive_rng(seed, "filler", i)
+        s = hay_writer.write_filler(rng, n_turns=2 * rng.randint(2, 6))
+        sessions[s.session_id] = s
+
+    def progress(n_ev: int) -> None:
+        """Write haystack and filler sessions up to their share after ``n_ev`` evidence drafts."""
+        share = n_ev / len(drafts) if drafts else 1.0
+        while done["haystack"] < round(share * n_hay):
+            write_haystack(done["haystack"])
+            done["haystack"] += 1
+        while done["filler"] < round(share * n_fill):
+            write_filler(done["filler"])
+            done["filler"] += 1
+
     writer = SessionWriter(wcfg, rejections, forbidden=[], seen=seen)
     sessions: dict[str, Session] = {}
     questions: list[Question] = []
-    for p, recs, d in drafts:
+    for n_ev, (p, recs, d) in enumerate(drafts):
+        progress(n_ev)
         topic = topics[p.topic_id]
         rng = derive_rng(seed, "sessions", p.plan_id)
         qdate = question_date_for(rng)
@@ -313,30 +366,8 @@ def run(cfg, paths: Paths) -> None:
             )
         )
 
-    # 2. haystack sessions: same writer and mention phrasing, each on the topic of its first image
-    #    (the crawl drew half of them from the evidence images' topics), so images stay on topic and
-    #    the sessions' image mix is the pool's, which mirrors the evidence images'
-    topic_list = sorted(topics.values(), key=lambda t: t.topic_id)
-    hay_writer = SessionWriter(wcfg, rejections, forbidden=forbidden_all, seen=seen)
-    for i in range(int(sc.haystack_sessions)):
-        rng = derive_rng(seed, "haystack", i)
-        first = hay_images.take(None)
-        topic = topics.get(first.topic_id) if first is not None else None
-        if topic is None:
-            topic = topic_list[rng.randrange(len(topic_list))]
-        sub = topic.subtopics[rng.randrange(len(topic.subtopics))] if topic.subtopics else topic.title
-        mentions = distractors(rng, rng.choice(EXTRA_MENTIONS), topic.topic_id, first=first)
-        try:
-            s = hay_writer.write(rng, "haystack", topic, sub, mentions)
-        except MemLensError:  # a mention that cannot be written here: keep the session text-only
-            dropped["haystack_mentions"] = dropped.get("haystack_mentions", 0) + len(mentions)
-            s = hay_writer.write(rng, "haystack", topic, sub, [])
-        sessions[s.session_id] = s
-    # 3. filler sessions: text-only, varied lengths (fine length control at assembly)
-    for i in range(int(sc.filler_sessions)):
-        rng = derive_rng(seed, "filler", i)
-        s = hay_writer.write_filler(rng, n_turns=2 * rng.randint(2, 6))
-        sessions[s.session_id] = s
+    # the rest of the haystack and fillers (all of them when there is no question)
+    progress(len(drafts))
     if not questions:
         raise DataError("generate: no question survived (all plans dropped); see the filter report")
     out = paths.generated

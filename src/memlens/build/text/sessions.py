@@ -47,6 +47,8 @@ def session_id_for(kind: str, topic_id: str, turns: list[Turn]) -> str:
 
 #: rewrites tried per repeated sentence, per variation level, before the next level
 VARY_TRIES = 6
+#: share of first-use sentences rewritten anyway (repeats are rewritten always)
+BASE_VARY = 0.25
 #: words kept free below an assistant reply's upper bound for rewriting repeated sentences
 ROOM_WORDS = 20
 _MENTION_MARK = "\x00"
@@ -85,6 +87,13 @@ class SessionWriter:
             key = textbank.sentence_key(sent)
             if key is None or _MENTION_MARK in sent or "<image>" in sent:
                 continue
+            if key not in self.seen and key not in local and rng.random() < BASE_VARY:
+                # some first uses are rewritten too, so rewrites mark no kind of session
+                cand = textbank.vary(rng, sent, rng.choice((0, 1)))
+                k = textbank.sentence_key(cand)
+                grown = textbank.count_words(cand) - textbank.count_words(sent)
+                if k and k not in self.seen and k not in local and total + grown <= max_words:
+                    parts[i], key, total = cand, k, total + grown
             if key in self.seen or key in local:
                 new = None
                 for level in (0, 1, 2):
