@@ -247,6 +247,10 @@ def run(cfg, paths: Paths) -> None:
 
     # haystack sessions come in episodes on one topic and subtopic, as a question's evidence
     # sessions do: episode sizes are drawn from the questions' numbers of facts
+    q_subtopics: dict[str, list[str]] = {}
+    for p_, _, _ in drafts:
+        if p_.subtopic not in q_subtopics.setdefault(p_.topic_id, []):
+            q_subtopics[p_.topic_id].append(p_.subtopic)
     episode_sizes = [max(1, len(d.facts)) for _, _, d in drafts] or [1]
     episode = {"left": 0, "topic": None, "sub": ""}
 
@@ -258,6 +262,9 @@ def run(cfg, paths: Paths) -> None:
             if topic is None:
                 topic = topic_list[rng.randrange(len(topic_list))]
             sub = topic.subtopics[rng.randrange(len(topic.subtopics))] if topic.subtopics else topic.title
+            q_subs = q_subtopics.get(topic.topic_id)
+            if q_subs and rng.random() < 0.7:  # related: a subtopic the topic's questions talk about
+                sub = q_subs[rng.randrange(len(q_subs))]
             episode.update(left=episode_sizes[rng.randrange(len(episode_sizes))], topic=topic, sub=sub)
         else:
             topic, sub = episode["topic"], episode["sub"]
