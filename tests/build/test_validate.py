@@ -1,8 +1,8 @@
 """validate stage: each validity gate fails when its defect is planted, and only then.
 
 The gate functions run on hand-made records; the stage itself runs on a copy of the tiny benchmark
-with one planted defect per test (the slow TF-IDF classifier is replaced by a neutral result in the
-tests that target another gate).
+with one planted defect per test, with the adversaries replaced by neutral figures (they are tested
+on constructed benchmarks in tests/validate/).
 """
 
 from __future__ import annotations
@@ -22,8 +22,9 @@ GATES = (
     "text_leakage",
     "answerable_with_images",
     "answerable_text_only",
-    "indistinguishability_auc",
     "length_within_tolerance",
+    "repetition/32k",
+    "repetition/frequent_sentences",
 )
 DATE = "2024/05/31 (Fri) 07:58"
 
@@ -155,27 +156,6 @@ def test_answerability_with_and_without_images():
     assert res["rate_text_only"] == pytest.approx(2 / 5)
 
 
-def test_indistinguishability_detects_a_telltale_evidence_style():
-    sessions, instances = {}, []
-    words = ["garden", "hiking", "weather", "kitchen", "recipe", "river", "morning", "budget", "lamp", "jacket"]
-    for i in range(12):
-        ev = sess(f"e{i}", f"Receipt invoice total amount paid {words[i % 10]} store {i}.", kind="evidence")
-        hay = [
-            sess(f"h{i}_{k}", f"The {words[(i + k) % 10]} and the {words[(i + 2 * k) % 10]} were nice {k}.")
-            for k in range(3)
-        ]
-        fill = sess(f"f{i}", "Receipt invoice total amount paid.", kind="filler")
-        for s in (ev, *hay, fill):
-            sessions[s.session_id] = s
-        instances.append(inst(f"q{i}", [ev.session_id, fill.session_id, *[h.session_id for h in hay]], [ev.session_id]))
-    res = V.indistinguishability({}, sessions, {"32k": instances, "64k": instances})
-    assert res["n"] == 48 and res["n_evidence"] == 12  # fillers are left out
-    assert res["length"] == "32k" and res["folds"] == 5
-    assert res["roc_auc"] > 0.9
-    none = V.indistinguishability({}, sessions, {"32k": [inst("q0", ["h0_0", "h0_1"])]})
-    assert "skipped" in none
-
-
 def test_composition_counts_and_worst_length_error():
     qs = {q.question_id: q for q in [quest("a", "x"), quest("b", "y"), quest("c", "z", qtype=AR, essential=False)]}
     res = V.composition(qs, {"32k": [inst("a", ["s"], total=32768), inst("b", ["s", "t"], total=33096)]})
@@ -209,13 +189,29 @@ def proj(validate_inputs, tmp_path):
     return dest
 
 
+NEUTRAL = {
+    "text_only": {"chance": {}, "lengths": {}},
+    "detectors": {},
+    "repetition": {
+        "min_words": 5,
+        "frequent_uses": 100,
+        "sentence_occurrences": 100,
+        "distinct_sentences": 100,
+        "frequent_share": 0.0,
+        "top_count": 1,
+        "top_sentences": [],
+        "lengths": {
+            "32k": {"histories": 25, "repeat_share_mean": 0.0, "repeat_share_median": 0.0, "repeat_share_max": 0.0}
+        },
+    },
+    "timing": {},
+}
+
+
 @pytest.fixture()
 def neutral_classifier(monkeypatch):
-    monkeypatch.setattr(
-        V,
-        "indistinguishability",
-        lambda *a, **k: {"n": 10, "n_evidence": 5, "folds": 5, "length": "32k", "accuracy": 0.5, "roc_auc": 0.5},
-    )
+    """The adversaries replaced by figures that pass (the other gates are under test)."""
+    monkeypatch.setattr(V, "run_all", lambda *a, **k: {k: dict(v) for k, v in NEUTRAL.items()})
 
 
 def rows(path):
@@ -333,22 +329,14 @@ def test_warn_only_reports_failed_gates_without_failing(cfg, proj, neutral_class
     assert err is None and failing(rep) == {"text_leakage"}
 
 
-CANNED = (
-    "Thanks for sharing that photo, it really helps me picture the details you mentioned. "
-    "Would you like me to keep a note of it?"
-)
-
-
-def test_templated_evidence_sessions_fail_the_indistinguishability_gate(cfg, proj):
-    """The real classifier: evidence sessions whose assistant turns come from one canned reply."""
-
-    def canned(s):
-        if s["kind"] == "evidence":
-            for t in s["turns"]:
-                if t["role"] == "assistant":
-                    t["content"] = CANNED
-
-    rewrite(proj / "data" / "generated" / "sessions.jsonl", canned)
+def test_repetition_is_advisory_by_default_and_fails_when_enforced(cfg, proj, monkeypatch):
+    figs = {k: dict(v) for k, v in NEUTRAL.items()}
+    figs["repetition"] = {**NEUTRAL["repetition"], "lengths": {"32k": {**NEUTRAL["repetition"]["lengths"]["32k"]}}}
+    figs["repetition"]["lengths"]["32k"]["repeat_share_mean"] = 0.4
+    monkeypatch.setattr(V, "run_all", lambda *a, **k: {k: dict(v) for k, v in figs.items()})
     err, rep = run_validate(cfg, proj)
-    assert failing(rep) == {"indistinguishability_auc"} and "indistinguishability_auc" in err
-    assert rep["indistinguishability"]["roc_auc"] > 0.9
+    assert err is None and failing(rep) == {"repetition/32k"} and rep["gates"]["repetition/32k"]["advisory"]
+    assert "**NO** (advisory)" in (proj / "reports" / "validity.md").read_text()
+    assert rep["metrics"]["validity/repetition/32k"] == 0.4 and rep["metrics"]["validity/repetition/32k/pass"] == 0.0
+    err, rep = run_validate(cfg, proj, advisory=[])
+    assert err is not None and "repetition/32k" in err

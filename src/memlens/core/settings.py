@@ -14,7 +14,7 @@ Groups and their schemas:
 ``data``              :class:`DataSettings` (with :class:`TokensSettings`, :class:`ScaleSettings`)
 ``images``            the image source, by ``_target_``: :data:`SOURCE_SCHEMAS`
 ``filter``            :class:`FilterSettings`
-``generator``         :class:`GeneratorSettings` (selected by ``name``; there is one: ``template``)
+``generator``         :class:`GeneratorSettings` (selected by ``name``: ``template`` or ``llm``)
 ``model``             by ``_target_``: :data:`MODEL_SCHEMAS` (one schema per system class)
 ``eval``              :class:`EvalSettings`
 ``validate``          :class:`ValidateSettings` (optional: its defaults apply)
@@ -58,6 +58,9 @@ __all__ = [
     "FilterSettings",
     "ChannelSettings",
     "GeneratorSettings",
+    "LLMGeneratorSettings",
+    "LLMEndpointSettings",
+    "FillerSettings",
     "EvalSettings",
     "ValidateSettings",
     "TrackingSettings",
@@ -353,16 +356,90 @@ class FilterSettings(Section):
 
 
 # ------------------------------------------------------------------------------------ generator
-class GeneratorSettings(Section):
-    """``generator``: the offline template generator of the generate stage (``memlens.build.generate``
-    with :class:`memlens.build.text.sessions.WriterConfig`). It is selected by ``name``; there is no
-    ``_target_`` (no generator class is instantiated) and ``template`` is the only generator."""
+class LLMEndpointSettings(Section):
+    """One role of the ``llm`` generator (``generator.llm.<role>``): an OpenAI-compatible endpoint
+    and model (see :class:`memlens.build.text.llm.engine.Endpoint`). Prices are USD per million
+    tokens, for the cost accounting only."""
 
-    name: Literal["template"] = "template"
+    base_url: str
+    model: Annotated[str, Field(min_length=1)]
+    model_id: str | None = None  # identity in the request cache key; default: model
+    api_key_env: str | None = None  # NAME of the environment variable holding the key
+    temperature: NonNegFloat | None = 0.7  # null: none is sent (reasoning APIs)
+    top_p: Fraction | None = None
+    max_new_tokens: PositiveInt = 1024
+    token_param: Literal["max_tokens", "max_completion_tokens"] = "max_tokens"
+    extra_body: dict[str, Any] | None = None
+    structured_output: bool = True  # send response_format json_schema for JSON tasks
+    price_prompt_per_mtok: NonNegFloat = 0.0
+    price_completion_per_mtok: NonNegFloat = 0.0
+
+    @model_validator(mode="before")
+    @classmethod
+    def _no_api_key(cls, data: Any) -> Any:
+        return _reject_api_key("generator.llm.<role>", data)
+
+
+class LLMGeneratorSettings(Section):
+    """``generator.llm``: the LLM question writer and the two-model session simulator
+    (:mod:`memlens.build.generate.llm`, :mod:`memlens.build.text.llm`). ``prompt_version`` must equal
+    :data:`memlens.build.text.llm.prompts.PROMPT_VERSION` (checked when the generator is built)."""
+
+    prompt_version: Annotated[str, Field(min_length=1)]
+    question_writer: LLMEndpointSettings
+    user: LLMEndpointSettings
+    assistant: LLMEndpointSettings
+    leakage_checker: LLMEndpointSettings
+    concurrency: PositiveInt = 32  # requests in flight per endpoint
+    timeout_s: PositiveFloat = 600
+    max_retries: NonNegInt = 5
+    max_repairs: NonNegInt = 2  # repair requests per invalid JSON answer
+    leakage_check: bool = True  # the LLM semantic-leakage check of turns with hidden facts
+    text_only_check: bool = True  # reject questions the checker answers from their text alone
+    cache_path: str | None = "llm_requests.sqlite"  # relative: under the cache folder; null: no cache
+    progress: bool = True
+
+
+class FillerSettings(Section):
+    """``generator.filler``: filler sessions from a ShareGPT/UltraChat corpus
+    (:mod:`memlens.build.text.corpora`); ``null`` keeps the template filler."""
+
+    path: str | None = None  # a .json/.jsonl file or a folder of them
+    hf_dataset: str | None = None  # or a Hugging Face dataset name (needs the network or its cache)
+    hf_split: str = "train"
+    format: Literal["auto", "sharegpt", "ultrachat"] = "auto"
+    min_turns: PositiveInt = 2
+    max_turns: PositiveInt = 12
+    min_words: NonNegInt = 1  # per turn
+    max_words: PositiveInt = 600  # per turn
+    language: Literal["en", "any"] = "en"
+
+    @model_validator(mode="after")
+    def _one_source(self) -> FillerSettings:
+        if bool(self.path) == bool(self.hf_dataset):
+            raise ValueError("give exactly one of filler.path and filler.hf_dataset")
+        return self
+
+
+class GeneratorSettings(Section):
+    """``generator``: the question and session generator of the generate stage
+    (``memlens.build.generate``, with :class:`memlens.build.text.sessions.WriterConfig`). It is selected
+    by ``name``; there is no ``_target_``: ``template`` (offline, the default) or ``llm`` (the
+    ``llm`` section: LLM question writer and two-model session simulator)."""
+
+    name: Literal["template", "llm"] = "template"
     assistant_words: IntRange
     user_words: IntRange
     turns_per_session: IntRange
     max_regenerations: NonNegInt
+    llm: LLMGeneratorSettings | None = None
+    filler: FillerSettings | None = None  # null: template filler sessions
+
+    @model_validator(mode="after")
+    def _llm_section(self) -> GeneratorSettings:
+        if self.name == "llm" and self.llm is None:
+            raise ValueError("generator.name 'llm' needs the generator.llm section (use generator=llm)")
+        return self
 
 
 # ------------------------------------------------------------------------------------ eval, validate, tracking
@@ -378,10 +455,28 @@ class EvalSettings(Section):
 
 
 class ValidateSettings(Section):
-    """``validate``: validity gates of the built benchmark."""
+    """``validate``: validity gates of the built benchmark and the adversaries behind them.
+
+    A gate on a noisy figure (accuracy, ROC-AUC) fails when the one-sided lower ``confidence``
+    bound of the figure exceeds its threshold, and is not evaluated below its minimum sample."""
 
     max_auc: Fraction = 0.60
     max_text_only_rate: Fraction = 0.02
+    max_text_only_excess: Fraction = 0.03
+    max_refusal_detection_excess: Fraction = 0.03
+    max_repeat_share: Fraction = 0.05
+    max_frequent_share: Fraction = 0.10
+    confidence: Annotated[float, Field(ge=0.5, lt=1)] = 0.95
+    min_questions: PositiveInt = 20
+    min_evidence: PositiveInt = 20
+    folds: Annotated[int, Field(ge=2)] = 5
+    vocab_min: PositiveInt = 3
+    min_support: PositiveInt = 2
+    top_features: PositiveInt = 8
+    text_max_features: PositiveInt = 20000
+    min_sentence_words: PositiveInt = 5
+    frequent_uses: PositiveInt = 100
+    advisory: list[Literal["text_only", "refusal_detection", "evidence_auc", "repetition"]] = ["repetition"]
     warn_only: bool = False
 
 

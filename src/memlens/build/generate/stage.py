@@ -14,14 +14,14 @@ import logging
 from datetime import datetime, timedelta
 from pathlib import Path
 
-from memlens.build.abilities import ability_for
 from memlens.build.abilities.base import Plan
 from memlens.build.abilities.contexts import mention_for, thing_for
 from memlens.build.generate import echoes
+from memlens.build.generate.backends import generator_for
 from memlens.build.images.truth import drawn_values, find_boilerplate
 from memlens.build.ontology.stage import load_topics
 from memlens.build.text import abstraction
-from memlens.build.text.sessions import Mention, SessionWriter, WriterConfig
+from memlens.build.text.sessions import Mention, WriterConfig
 from memlens.build.text.validators import RejectionLog, contains_token_bounded
 from memlens.core.config import Paths, section
 from memlens.core.constants import HISTORY_SPAN_DAYS
@@ -170,6 +170,8 @@ def run(cfg, paths: Paths) -> None:
     wcfg = WriterConfig.from_cfg(cfg.generator)
     rejections = RejectionLog()
     dropped = {"image_rejected": 0, "build_failed": 0}
+    gen = generator_for(cfg, paths)  # template (default) or llm; see build/generate/backends.py
+    gen.prepare(plans, images, accepted, boilerplate)
 
     # 1. questions from plans: the first `target` plans of each (type, subtype) that survive, in
     #    index order (spares fill in for dropped ones, so the composition is exact)
@@ -185,7 +187,7 @@ def run(cfg, paths: Paths) -> None:
             continue
         rng = derive_rng(seed, "build", p.plan_id)
         try:
-            d = ability_for(p.question_type).build(rng, p, [r.truth for r in recs])
+            d = gen.build(rng, p, [r.truth for r in recs])
         except (ValueError, KeyError) as exc:
             log.warning("plan %s (%s/%s) dropped: %s", p.plan_id, p.question_type, p.variant, exc)
             dropped["build_failed"] += 1
@@ -241,7 +243,8 @@ def run(cfg, paths: Paths) -> None:
     # Both are written interleaved with the evidence sessions (``progress``), so every kind meets
     # the growing set of sentences already written alike: rewritten repeats are no evidence marker.
     topic_list = sorted(topics.values(), key=lambda t: t.topic_id)
-    hay_writer = SessionWriter(wcfg, rejections, forbidden=forbidden_all, seen=seen)
+    hay_writer = gen.writer(wcfg, rejections, forbidden_all)
+    hay_writer.seen = seen  # one set for every writer of the build
     n_hay, n_fill = int(sc.haystack_sessions), int(sc.filler_sessions)
     done = {"haystack": 0, "filler": 0}
 
@@ -293,7 +296,8 @@ def run(cfg, paths: Paths) -> None:
             write_filler(done["filler"])
             done["filler"] += 1
 
-    writer = SessionWriter(wcfg, rejections, forbidden=[], seen=seen)
+    writer = gen.writer(wcfg, rejections, [])
+    writer.seen = seen
     sessions: dict[str, Session] = {}
     questions: list[Question] = []
     for n_ev, (p, recs, d) in enumerate(drafts):
@@ -347,6 +351,7 @@ def run(cfg, paths: Paths) -> None:
                 brng, topic.title, p.subtopic, topic.track, [f.mention for f in d.facts]
             ),
             "abstraction": _abstraction_of(d, p.question_type),
+            **gen.question_details(p.plan_id),
         }
         questions.append(
             Question(
@@ -377,6 +382,7 @@ def run(cfg, paths: Paths) -> None:
     progress(len(drafts))
     if not questions:
         raise DataError("generate: no question survived (all plans dropped); see the filter report")
+    sessions = gen.finish(sessions)
     out = paths.generated
     out.mkdir(parents=True, exist_ok=True)
     write_jsonl(out / "questions.jsonl", sorted(questions, key=lambda q: q.question_id))
@@ -401,6 +407,7 @@ def run(cfg, paths: Paths) -> None:
                 for k, v in abstraction.inventory().items()
                 if k in ("categories", "templates", "groups", "mention_frames")
             },
+            **gen.manifest(),
         },
     )
     log.info(

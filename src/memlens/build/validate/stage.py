@@ -6,11 +6,21 @@
   ground truth through its recorded derivation (must be 100%); a text-only solver that sees the
   history text but no image truth (it searches the evidence sessions for the reference and its
   canonical forms) derives at most ``max_text_only_rate`` (default 2%).
-- **indistinguishability**: TF-IDF (1-2-grams, 10,000 features, sublinear tf) logistic regression,
-  5-fold cross-validation grouped by question, evidence vs haystack sessions with ``<image>``
-  removed: accuracy and ROC-AUC; the gate is AUC <= ``max_auc`` (default 0.60).
+- **text-only solvers** (:mod:`.adversaries.textonly`): the best solver's held-out accuracy minus
+  chance, per subtype and length and over all answerable questions, at most
+  ``max_text_only_excess``; refusal detection's balanced accuracy minus 0.5 at most
+  ``max_refusal_detection_excess``.
+- **evidence detectors** (:mod:`.adversaries.detectors`): session metadata, session text and image
+  metadata, ROC-AUC at most ``max_auc`` for each, at every length.
+- **repetition** (:mod:`.adversaries.repetition`): mean share of a history's sentences repeating an
+  earlier one at most ``max_repeat_share`` (every length); share of occurrences from sentences used
+  ``frequent_uses``+ times at most ``max_frequent_share``.
 - **composition**: counts per type and subtype, tokens per instance, sessions and images per length.
-Writes ``reports/validity.json`` and ``reports/validity.md``.
+
+Noisy gates (accuracies, AUCs) are decided on the one-sided lower ``confidence`` bound of their
+figure and only from ``min_questions`` / ``min_evidence`` up (:mod:`.adversaries.stats`).
+Writes ``reports/validity.json`` (gates, figures and a flat ``metrics`` map for MLflow) and
+``reports/validity.md``.
 """
 
 from __future__ import annotations
@@ -24,6 +34,10 @@ import numpy as np
 from memlens.build.abilities.derive import derive
 from memlens.build.text.leakage import PhraseIndex
 from memlens.build.text.validators import contains_token_bounded
+from memlens.build.validate.adversaries import run_all
+from memlens.build.validate.adversaries.data import Bench
+from memlens.build.validate.adversaries.render import figures_md
+from memlens.build.validate.adversaries.stats import auc_lower, verdict, wilson_lower
 from memlens.core.config import Paths, length_tokens
 from memlens.core.errors import GateError
 from memlens.core.io import iter_jsonl, read_records, write_json
@@ -118,52 +132,6 @@ def answerability(questions, sessions, images: dict[str, ImageRecord]) -> dict:
     }
 
 
-def indistinguishability(questions, sessions, instances_by_len, seed: int = 0) -> dict:
-    from sklearn.feature_extraction.text import TfidfVectorizer
-    from sklearn.linear_model import LogisticRegression
-    from sklearn.metrics import accuracy_score, roc_auc_score
-    from sklearn.model_selection import GroupKFold
-
-    docs, labels, groups = [], [], []
-    # each distinct session once (haystack sessions are shared by many histories; counting them
-    # twice would put the same text in train and test folds), grouped by the first question whose
-    # history (at the shortest length) holds it; filler sessions are text-only and excluded
-    length = min(instances_by_len, key=length_tokens)
-    seen: set[str] = set()
-    for inst in sorted(instances_by_len[length], key=lambda i: i.question_id):
-        ev = set(inst.answer_session_ids)
-        for sid in inst.session_ids:
-            s = sessions[sid]
-            if s.kind == "filler" or sid in seen:
-                continue
-            seen.add(sid)
-            docs.append(" ".join(t.content.replace(IMAGE_PLACEHOLDER, " ") for t in s.turns))
-            labels.append(1 if sid in ev else 0)
-            groups.append(inst.question_id)
-    y = np.array(labels)
-    if y.sum() == 0 or y.sum() == len(y):
-        return {"n": len(y), "skipped": "needs both evidence and haystack sessions"}
-    n_splits = min(5, len(set(groups)))
-    probs = np.zeros(len(y))
-    for tr, te in GroupKFold(n_splits=n_splits).split(docs, y, groups):
-        vec = TfidfVectorizer(ngram_range=(1, 2), max_features=10000, sublinear_tf=True)
-        xtr = vec.fit_transform([docs[i] for i in tr])
-        if len(set(y[tr])) < 2:
-            probs[te] = y[tr].mean()
-            continue
-        clf = LogisticRegression(max_iter=2000, class_weight="balanced", random_state=seed)
-        clf.fit(xtr, y[tr])
-        probs[te] = clf.predict_proba(vec.transform([docs[i] for i in te]))[:, 1]
-    return {
-        "n": int(len(y)),
-        "n_evidence": int(y.sum()),
-        "folds": n_splits,
-        "length": length,
-        "accuracy": float(accuracy_score(y, probs >= 0.5)),
-        "roc_auc": float(roc_auc_score(y, probs)),
-    }
-
-
 def composition(questions, instances_by_len) -> dict:
     by_sub = Counter(f"{q.question_type}/{q.question_subtype}" for q in questions.values())
     by_type = Counter(q.question_type for q in questions.values())
@@ -187,11 +155,95 @@ def composition(questions, instances_by_len) -> dict:
     }
 
 
+def adversary_gates(figs: dict, v: dict) -> dict:
+    """The gates decided by the adversaries' figures (see the module docstring)."""
+    conf = float(v["confidence"])
+    gates = {}
+    for ln, res in figs.get("text_only", {}).get("lengths", {}).items():
+        for sub, r in res["subtypes"].items():
+            n, acc, ch = r["n"], r["best_accuracy"], r["chance"]
+            gates[f"text_only/{ln}/{sub}"] = verdict(
+                acc - ch, wilson_lower(acc * n, n, conf) - ch, v["max_text_only_excess"], n, v["min_questions"]
+            )
+        a = res["answerable"]
+        gates[f"text_only/{ln}/answerable"] = verdict(
+            a["best_accuracy"] - a["chance"],
+            wilson_lower(a["best_accuracy"] * a["n"], a["n"], conf) - a["chance"],
+            v["max_text_only_excess"],
+            a["n"],
+            v["min_questions"],
+        )
+        rd = res["refusal_detection"]
+        n_eff = 2 * min(rd["n_refusal"], rd["n"] - rd["n_refusal"])  # balanced accuracy: the smaller class decides
+        gates[f"refusal_detection/{ln}"] = verdict(
+            rd["balanced_accuracy"] - 0.5,
+            wilson_lower(rd["balanced_accuracy"] * n_eff, n_eff, conf) - 0.5,
+            v["max_refusal_detection_excess"],
+            rd["n_refusal"],
+            v["min_questions"],
+        )
+    for ln, dets in figs.get("detectors", {}).items():
+        for name, r in dets.items():
+            auc = r.get("roc_auc", 0.5)
+            n_pos, n_neg = r.get("n_evidence", 0), r.get("n", 0) - r.get("n_evidence", 0)
+            gates[f"evidence_auc/{ln}/{name}"] = verdict(
+                auc, auc_lower(auc, n_pos, n_neg, conf), v["max_auc"], n_pos if "roc_auc" in r else 0, v["min_evidence"]
+            )
+    rep = figs.get("repetition")
+    if rep:
+        for ln, r in rep["lengths"].items():
+            gates[f"repetition/{ln}"] = verdict(r["repeat_share_mean"], None, v["max_repeat_share"], r["histories"], 1)
+        gates["repetition/frequent_sentences"] = verdict(
+            rep["frequent_share"], None, v["max_frequent_share"], rep["sentence_occurrences"], 1
+        )
+    return gates
+
+
+def exact_gate(value, threshold, ok: bool) -> dict:
+    """A gate on an exact count or rate (no sampling noise): always evaluated."""
+    return {
+        "value": value,
+        "lower_bound": None,
+        "threshold": threshold,
+        "status": "pass" if ok else "fail",
+        "pass": ok,
+        "point_over": False,
+    }
+
+
+def metrics(gates: dict) -> dict[str, float]:
+    """Flat ``validity/<gate>`` -> value (and ``.../lower_bound``) map for MLflow; stable names."""
+    out = {}
+    for name, g in gates.items():
+        key = "validity/" + name.replace(" ", "_").rstrip("/")
+        out[key] = float(g["value"])
+        if g.get("lower_bound") is not None:
+            out[key + "/lower_bound"] = float(g["lower_bound"])
+        out[key + "/pass"] = float(g["pass"])
+    return dict(sorted(out.items()))
+
+
 def render_md(report: dict) -> str:
     g = report["gates"]
-    lines = ["# Benchmark validity", "", "| gate | value | threshold | pass |", "|---|---:|---:|:---:|"]
+    cfg = report["settings"]
+    lines = [
+        "# Benchmark validity",
+        "",
+        f"Noisy gates are decided on the one-sided {cfg['confidence']:.0%} lower bound (Wilson for accuracies, "
+        f"Hanley-McNeil for ROC-AUC) and not evaluated below {cfg['min_questions']} questions / "
+        f"{cfg['min_evidence']} evidence units. Text-only figures are the best solver's accuracy minus chance.",
+        "",
+        "| gate | value | lower bound | threshold | n | result |",
+        "|---|---:|---:|---:|---:|:---:|",
+    ]
     for name, v in g.items():
-        lines.append(f"| {name} | {v['value']} | {v['threshold']} | {'yes' if v['pass'] else '**NO**'} |")
+        res = {"pass": "yes", "fail": "**NO**", "not evaluated": "not evaluated: n too small"}[v["status"]]
+        if v.get("advisory") and not v["pass"]:
+            res += " (advisory)"
+        if v.get("point_over"):
+            res += " (point estimate above)"
+        lb = "-" if v.get("lower_bound") is None else v["lower_bound"]
+        lines.append(f"| {name} | {v['value']} | {lb} | {v['threshold']} | {v.get('n', '-')} | {res} |")
     c = report["composition"]
     lines += ["", f"Questions: {c['questions']}", "", "| type/subtype | n |", "|---|---:|"]
     lines += [f"| {k} | {v} |" for k, v in c["by_subtype"].items()]
@@ -204,64 +256,64 @@ def render_md(report: dict) -> str:
         lines.append(
             f"| {ln} | {v['instances']} | {v['tokens_mean']} | {v['max_rel_error']} | {v['sessions_mean']} | {v['images_mean']} |"
         )
-    ind = report["indistinguishability"]
-    if "roc_auc" in ind:
-        lines += [
-            "",
-            f"Evidence vs haystack classifier (TF-IDF LR, {ind['folds']}-fold grouped CV, n={ind['n']}): "
-            f"accuracy {ind['accuracy']:.3f}, ROC-AUC {ind['roc_auc']:.3f}.",
-        ]
+    lines += ["", "## Adversaries", *figures_md(report["adversaries"])]
     return "\n".join(lines) + "\n"
 
 
 def run(cfg, paths: Paths) -> None:
-    vcfg = cfg.get("validate", {}) or {}
-    max_auc = float(vcfg.get("max_auc", 0.60))
-    max_text = float(vcfg.get("max_text_only_rate", 0.02))
+    from omegaconf import OmegaConf
+
+    from memlens.core.settings import ValidateSettings
+
+    raw = cfg.get("validate") or {}
+    raw = raw if isinstance(raw, dict) else OmegaConf.to_container(raw, resolve=True)
+    v = ValidateSettings.model_validate(raw).model_dump()
     questions = {q.question_id: q for q in read_records(paths.generated / "questions.jsonl", Question)}
     sessions = {s.session_id: s for s in read_records(paths.generated / "sessions.jsonl", Session)}
-    images = {}
+    images, sizes = {}, {}
     for row in iter_jsonl(paths.images / "index.jsonl"):
         rec = ImageRecord.from_dict(row["image"])
         images[rec.sha256] = rec
-    inst = {p.stem: read_records(p, Instance) for p in sorted(paths.instances.glob("*.jsonl"))}
+        f = paths.images / "objects" / rec.filename
+        if f.is_file():
+            sizes[rec.sha256] = f.stat().st_size
+    inst = {
+        p.stem: read_records(p, Instance)
+        for p in sorted(paths.instances.glob("*.jsonl"), key=lambda p: length_tokens(p.stem))
+    }
     leak = text_leakage(questions, sessions, inst)
     ans = answerability(questions, sessions, images)
-    ind = indistinguishability(questions, sessions, inst, seed=int(cfg.data.seed))
     comp = composition(questions, inst)
+    figs = run_all(Bench(questions, sessions, images, sizes, inst), v, seed=int(cfg.data.seed), progress=True)
+    timing = figs.pop("timing")
+    log.info("adversaries took %s s", timing)
     tol = float(cfg.data.length_tolerance)
-    worst = max(v["max_rel_error"] for v in comp["lengths"].values())
+    worst = max(x["max_rel_error"] for x in comp["lengths"].values())
     gates = {
-        "text_leakage": {"value": leak["leaks"], "threshold": 0, "pass": leak["leaks"] == 0},
-        "answerable_with_images": {
-            "value": round(ans["rate_with_images"], 4),
-            "threshold": 1.0,
-            "pass": ans["rate_with_images"] >= 1.0,
-        },
-        "answerable_text_only": {
-            "value": round(ans["rate_text_only"], 4),
-            "threshold": max_text,
-            "pass": ans["rate_text_only"] <= max_text,
-        },
-        "indistinguishability_auc": {
-            "value": round(ind.get("roc_auc", 0.5), 4),
-            "threshold": max_auc,
-            "pass": ind.get("roc_auc", 0.5) <= max_auc,
-        },
-        "length_within_tolerance": {"value": worst, "threshold": tol, "pass": worst <= tol},
+        "text_leakage": exact_gate(leak["leaks"], 0, leak["leaks"] == 0),
+        "answerable_with_images": exact_gate(round(ans["rate_with_images"], 4), 1.0, ans["rate_with_images"] >= 1.0),
+        "answerable_text_only": exact_gate(
+            round(ans["rate_text_only"], 4), v["max_text_only_rate"], ans["rate_text_only"] <= v["max_text_only_rate"]
+        ),
+        "length_within_tolerance": exact_gate(worst, tol, worst <= tol),
+        **adversary_gates(figs, v),
     }
+    for k, g in gates.items():
+        g["advisory"] = k.split("/")[0] in v["advisory"]
     report = {
         "gates": gates,
+        "metrics": metrics(gates),
+        "settings": v,
         "text_leakage": leak,
         "answerability": ans,
-        "indistinguishability": ind,
+        "adversaries": figs,
         "composition": comp,
     }
     paths.reports.mkdir(parents=True, exist_ok=True)
     write_json(paths.reports / "validity.json", report)
     (paths.reports / "validity.md").write_text(render_md(report))
-    failed = [k for k, v in gates.items() if not v["pass"]]
-    for k, v in gates.items():
-        log.info("gate %-26s %-8s (threshold %s) %s", k, v["value"], v["threshold"], "ok" if v["pass"] else "FAILED")
-    if failed and not bool(vcfg.get("warn_only", False)):
+    failed = [k for k, g in gates.items() if not g["pass"] and not g["advisory"]]
+    for k, g in gates.items():
+        log.info("gate %-48s %-8s (threshold %s) %s", k, g["value"], g["threshold"], g["status"])
+    if failed and not v["warn_only"]:
         raise GateError(f"validity gates failed: {', '.join(failed)} (see reports/validity.md)")

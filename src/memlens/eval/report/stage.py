@@ -46,6 +46,7 @@ from memlens.core.io import read_json, read_records, write_json
 from memlens.core.schema import TYPE_ABBREV, Verdict
 from memlens.eval.benchmark import Benchmark, open_benchmark
 from memlens.eval.prompt import PROMPT_PROTOCOL
+from memlens.eval.report.buildcost import build_accounting
 from memlens.eval.report.leaderboard import FAILURE_FLAG, leaderboard_rows, write_leaderboard
 from memlens.eval.report.metrics import system_metrics, type_columns
 from memlens.eval.report.plots import plot_length_curves
@@ -332,6 +333,9 @@ def evaluation(cfg, paths: Paths, source: Benchmark, ds_hash: str, manifest: dic
         },
         "dataset_hash": ds_hash,
     }
+    built = str(cfg.data.get("items", "built")) == "built"
+    if built and (cost := build_accounting(paths.generated)) is not None:  # generator=llm: models, tokens, cost
+        params["build"] = cost
     lengths = list(cover)
     reasons = [f"{ln}: {cover[ln].reason or 'no verdicts'}" for ln in lengths if not cover[ln].complete]
     complete = all(cover[ln].complete for ln in lengths)

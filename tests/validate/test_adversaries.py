@@ -1,0 +1,172 @@
+"""The adversaries and their gates: each gate fails on the benchmark with its leak planted, passes on
+the clean one, and reads "not evaluated" (still reporting the figure) when the sample is too small."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from memlens.build.validate import stage as V
+from memlens.build.validate.adversaries import detectors, repetition, run_all, textonly
+from memlens.build.validate.adversaries.__main__ import main as cli_main
+from memlens.build.validate.adversaries.data import load
+from memlens.build.validate.adversaries.stats import auc_lower, verdict, wilson_lower
+from memlens.core.io import write_jsonl
+from memlens.core.schema import Instance, Session, Turn
+from memlens.core.settings import ValidateSettings
+from tests.support.validity_bench import make_bench
+
+SETTINGS = ValidateSettings().model_dump()
+
+
+def gates_of(bench, only=(), **over):
+    v = {**SETTINGS, "text_max_features": 3000, **over}
+    figs = run_all(bench, v, seed=0, only=only)
+    return V.adversary_gates(figs, v), figs
+
+
+def failing(gates) -> set[str]:
+    return {k for k, g in gates.items() if g["status"] == "fail"}
+
+
+@pytest.fixture(scope="module")
+def clean():
+    return gates_of(make_bench(80))
+
+
+def test_clean_benchmark_passes_every_adversary_gate_and_they_are_evaluated(clean):
+    gates, _figs = clean
+    assert failing(gates) == set()
+    for det in ("metadata", "text", "images"):
+        g = gates[f"evidence_auc/32k/{det}"]
+        assert g["status"] == "pass" and g["n"] >= SETTINGS["min_evidence"]
+        assert 0.3 < g["value"] < 0.7
+    assert gates["text_only/32k/answerable"]["status"] == "pass"
+    assert gates["refusal_detection/32k"]["status"] == "pass"
+    assert gates["repetition/32k"]["status"] == "pass" and gates["repetition/32k"]["value"] < 0.01
+
+
+@pytest.mark.parametrize(
+    ("leak", "gate", "feature"),
+    [
+        ("phrase", "evidence_auc/32k/text", "august"),
+        ("timing", "evidence_auc/32k/metadata", "hour"),
+        ("image_size", "evidence_auc/32k/images", ""),
+    ],
+)
+def test_a_planted_evidence_leak_fails_its_detector_gate_and_names_the_feature(leak, gate, feature):
+    gates, figs = gates_of(make_bench(60, leak=leak, pool=80), only=("detectors",))
+    assert gate in failing(gates)
+    assert gates[gate]["lower_bound"] > SETTINGS["max_auc"] and gates[gate]["value"] > 0.85
+    det = gate.rsplit("/", 1)[1]
+    top = [f["feature"] for f in figs["detectors"]["32k"][det]["top_features"]]
+    if leak == "image_size":
+        assert {"width", "height", "aspect"} & set(top[:2])
+    else:
+        assert any(feature in t for t in top[:3]), top
+
+
+def test_answer_prior_leak_fails_the_text_only_gate():
+    gates, figs = gates_of(make_bench(160, leak="answer_prior"), only=("text_only",))
+    sub = "text_only/32k/temporal_reasoning/duration_comparison"
+    assert sub in failing(gates)
+    row = figs["text_only"]["lengths"]["32k"]["subtypes"]["temporal_reasoning/duration_comparison"]
+    assert row["chance"] == 0.5 and row["accuracy"]["prior"] == 1.0
+
+
+def test_unmentioned_refusal_contexts_fail_the_refusal_detection_gate():
+    gates, figs = gates_of(make_bench(160, leak="context"), only=("text_only",))
+    assert "refusal_detection/32k" in failing(gates)
+    assert figs["text_only"]["lengths"]["32k"]["refusal_detection"]["balanced_accuracy"] > 0.9
+
+
+def test_this_morning_dates_are_found_by_the_dates_solver():
+    gates, figs = gates_of(make_bench(160, leak="this_morning"), only=("text_only",))
+    row = figs["text_only"]["lengths"]["32k"]["subtypes"]["temporal_reasoning/temporal_info_extraction"]
+    assert row["accuracy"]["dates"] == 1.0 and row["best"] == "dates" and row["chance"] < 0.1
+    assert "text_only/32k/temporal_reasoning/temporal_info_extraction" in failing(gates)
+    assert "text_only/32k/answerable" in failing(gates)
+
+
+def test_small_samples_are_not_evaluated_but_reported():
+    gates, figs = gates_of(make_bench(12, leak="phrase", pool=40), only=("detectors",), min_evidence=20)
+    g = gates["evidence_auc/32k/text"]
+    assert g["status"] == "not evaluated" and g["pass"] and g["n"] < 20
+    assert figs["detectors"]["32k"]["text"]["roc_auc"] > 0.85  # the figure is there
+    assert g["point_over"]
+    # the same sample is decided once the minimum allows it
+    gates, _ = gates_of(make_bench(12, leak="phrase", pool=40), only=("detectors",), min_evidence=5)
+    assert gates["evidence_auc/32k/text"]["status"] in {"fail", "pass"}
+
+
+def test_stats_bounds_and_verdicts():
+    assert wilson_lower(50, 100, 0.95) == pytest.approx(0.4190, abs=1e-3)
+    assert wilson_lower(0, 10, 0.95) == 0.0 and wilson_lower(10, 10, 0.95) < 1.0
+    assert auc_lower(0.9, 50, 500, 0.95) == pytest.approx(0.8515, abs=1e-3)  # SE 0.0295
+    assert verdict(0.7, 0.55, 0.6, 100, 20)["status"] == "pass"  # point over, not shown
+    assert verdict(0.7, 0.55, 0.6, 100, 20)["point_over"]
+    assert verdict(0.7, 0.65, 0.6, 100, 20)["status"] == "fail"
+    assert verdict(0.9, 0.8, 0.6, 5, 20)["status"] == "not evaluated"
+    assert verdict(0.1, None, 0.05, 1, 1)["status"] == "fail"  # exact figures: the value decides
+
+
+def test_chance_follows_the_answer_format():
+    b = make_bench(40)
+    ch = textonly.chance_by_subtype(b.answerable())
+    assert ch["temporal_reasoning/duration_comparison"] == 0.5
+    assert 0.0 <= ch["multi_session_reasoning/counting"] <= 0.5  # held-out best constant over 1..6
+
+
+def test_repetition_counts_verbatim_repeats_within_a_history():
+    long1 = "We walked along the old river path today."
+    long2 = "The bakery on the corner sells great bread."
+    s1 = Session("s1", "haystack", "t", [Turn("user", f"Hi there! {long1} {long2}")])
+    s2 = Session("s2", "haystack", "t", [Turn("user", f"Hi there! {long1} Something else entirely happened then.")])
+    b = make_bench(4)
+    b.sessions = {"s1": s1, "s2": s2}
+    inst = Instance("q000", "32k", 1, ["s1", "s2"], ["2024/01/01 (Mon) 10:00"] * 2, [], 1, 1, 0, 0)
+    b.instances = {"32k": [inst]}
+    r = repetition.run(b, min_words=5, frequent_uses=2)
+    # "Hi there!" is too short; of 4 counted sentences one repeats an earlier one
+    assert r["lengths"]["32k"]["repeat_share_mean"] == 0.25
+    assert r["top_count"] == 2 and r["frequent_share"] == 0.5
+
+
+def test_detector_units_count_each_session_once_from_its_own_history():
+    b = make_bench(20)
+    us = detectors.units(b, "32k")
+    assert len({u.session_id for u in us}) == len(us)
+    ev = [u for u in us if u.label]
+    assert len(ev) == sum(1 for q in b.questions.values() if q.evidence)
+    assert all(b.questions[u.group].evidence[0].session_id == u.session_id for u in ev)
+
+
+def test_cli_prints_every_adversary_for_a_data_folder(tmp_path, capsys):
+    b = make_bench(16, pool=40)
+    d = tmp_path / "data"
+    write_jsonl(d / "generated" / "questions.jsonl", [q.to_dict() for q in b.questions.values()])
+    write_jsonl(d / "generated" / "sessions.jsonl", [s.to_dict() for s in b.sessions.values()])
+    write_jsonl(d / "images" / "index.jsonl", [{"image": r.to_dict()} for r in b.images.values()])
+    write_jsonl(d / "instances" / "32k.jsonl", [i.to_dict() for i in b.instances["32k"]])
+    assert cli_main(["--data", str(d), "--json", str(tmp_path / "f.json")]) == 0
+    out = capsys.readouterr().out
+    assert "Text-only solvers, 32k" in out and "Evidence detectors" in out and "Sentence repetition" in out
+    figs = json.loads((tmp_path / "f.json").read_text())
+    assert set(figs) == {"text_only", "detectors", "repetition", "timing"}
+    assert load(d).lengths == ["32k"]
+    # a data folder without the generated records: one clear message naming the file
+    (d / "generated" / "sessions.jsonl").unlink()
+    assert cli_main(["--data", str(d)]) == 2
+    assert "sessions.jsonl: missing" in capsys.readouterr().err
+
+
+def test_same_benchmark_and_seed_give_identical_figures():
+    from memlens.core.io import canonical_json
+
+    runs = []
+    for _ in range(2):
+        figs = run_all(make_bench(40, leak="timing", pool=60), {**SETTINGS, "text_max_features": 2000}, seed=3)
+        figs.pop("timing")
+        runs.append(canonical_json(figs))
+    assert runs[0] == runs[1]
