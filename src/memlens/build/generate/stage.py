@@ -255,6 +255,9 @@ def run(cfg, paths: Paths) -> None:
         if p_.subtopic not in q_subtopics.setdefault(p_.topic_id, []):
             q_subtopics[p_.topic_id].append(p_.subtopic)
     episode_sizes = [max(1, len(d.facts)) for _, _, d in drafts] or [1]
+    # images per evidence fact (a fact may show several): a haystack session's first mention counts
+    # as many images as a fact drawn at random, so image counts per session match the evidence's
+    fact_images = [len(f.image_idx) for _, _, d in drafts for f in d.facts if f.image_idx] or [1]
     episode = {"left": 0, "topic": None, "sub": ""}
 
     def write_haystack(i: int) -> None:
@@ -273,7 +276,8 @@ def run(cfg, paths: Paths) -> None:
             topic, sub = episode["topic"], episode["sub"]
             first = hay_images.take(topic.topic_id)
         episode["left"] -= 1
-        mentions = distractors(rng, rng.choice(EXTRA_MENTIONS), topic.topic_id, first=first)
+        n_first = fact_images[rng.randrange(len(fact_images))]
+        mentions = distractors(rng, rng.choice(EXTRA_MENTIONS) + n_first - 1, topic.topic_id, first=first)
         try:
             s = hay_writer.write(rng, "haystack", topic, sub, mentions)
         except MemLensError:  # a mention that cannot be written here: keep the session text-only
