@@ -131,6 +131,76 @@ def test_haystack_and_filler_text_hold_no_question_secret(built):
             assert not index.find(s.text.replace(IMAGE_PLACEHOLDER, " ")), s.session_id
 
 
+def _images(root) -> dict:
+    return {r["image"]["sha256"]: r["image"] for r in iter_jsonl(root / "data" / "images" / "index.jsonl")}
+
+
+def test_haystack_images_are_mentioned_in_sessions_on_their_topic(tiny_project, built):
+    """Haystack sessions come in episodes written on the topic of the episode's first image; every
+    image a session mentions fits its topic (its own topic, or a family the topic lists) unless the
+    pool ran dry."""
+    _, ss, _ = built
+    images = _images(tiny_project)
+    topics = {r["topic_id"]: r for r in iter_jsonl(tiny_project / "data" / "ontology" / "topics.jsonl")}
+    hay = [s for s in ss.values() if s.kind == "haystack" and s.image_ids]
+    assert len(hay) > 0.9 * len([s for s in ss.values() if s.kind == "haystack"])
+    fits = total = 0
+    for s in hay:
+        for i in s.image_ids:
+            total += 1
+            fits += images[i]["topic_id"] == s.topic_id or images[i]["family"] in topics[s.topic_id]["families"]
+    assert fits / total > 0.95
+
+
+def test_assistant_reacts_to_the_kind_of_image_shared(built):
+    _, ss, _ = built
+    n = 0
+    for s in ss.values():
+        for j, t in enumerate(s.turns):
+            if t.role == "user" and t.images:
+                reply = s.turns[j + 1].content
+                assert "the picture you shared" not in reply
+                n += 1
+    assert n > 50
+
+
+def test_no_sentence_repeats_within_a_history(tiny_project, built):
+    """Outside the image mentions and short sentences, no sentence of a history repeats an earlier one."""
+    import re
+
+    from memlens.build.text import textbank
+
+    _, ss, _ = built
+    for length in ("32k", "64k"):
+        for inst in iter_jsonl(tiny_project / "data" / "instances" / f"{length}.jsonl"):
+            seen: set[str] = set()
+            for sid in inst["session_ids"]:
+                for t in ss[sid].turns:
+                    for x in re.split(r"(?<=[.!?])\s+", t.content):
+                        k = textbank.sentence_key(x)
+                        if k is None or IMAGE_PLACEHOLDER in x:
+                            continue
+                        assert k not in seen, (inst["question_id"], length, k)
+                        seen.add(k)
+
+
+def test_haystack_mentions_carry_the_evidence_clauses(built):
+    """The clauses evidence facts end in (update, date in words) also end haystack mentions, and
+    never with a date in words a question or fact uses."""
+    from memlens.build.generate import echoes
+
+    qs, ss, _ = built
+    ev_kinds = Counter(k for q in qs for e in q.evidence for k in echoes.kinds_in(e.fact))
+    hay_kinds = Counter(
+        k for s in ss.values() if s.kind == "haystack" for t in s.turns if t.images for k in echoes.kinds_in(t.content)
+    )
+    assert ev_kinds["update"] and hay_kinds["update"]
+    taken = echoes.taken_dates([e.fact for q in qs for e in q.evidence] + [q.question for q in qs])
+    for s in ss.values():
+        if s.kind == "haystack":
+            assert not echoes.taken_dates([s.text]) & taken, s.session_id
+
+
 def test_rejected_evidence_image_drops_its_plan_and_a_spare_fills_in(cfg, proj, built):
     qs, _, m0 = built
     q = next(q for q in qs if q.details["image_ids"])

@@ -153,7 +153,13 @@ def test_textbank_slots_are_what_the_code_fills():
     assert set(tb._slots("Grocery shopping", "the dairy section")) == set(tb.SLOTS)
     assert set(tb.USER_SLOTS) == set(tb.SLOTS) | {"a"}
     # every placeholder of every textbank file is one the code fills somewhere
-    known = set(tb.USER_SLOTS) | set(tb.FOLLOWUP_SLOTS) | set(tb.MENTION_SLOTS) | set(tb.FILLER_SLOTS)
+    known = (
+        set(tb.USER_SLOTS)
+        | set(tb.FOLLOWUP_SLOTS)
+        | set(tb.MENTION_SLOTS)
+        | set(tb.FILLER_SLOTS)
+        | set(tb.REACTION_SLOTS)
+    )
     for name in tb.BANKS:
         for s in _strings(load_bank("memlens.build.text", name).data):
             assert placeholders(s) <= known, (name, s)

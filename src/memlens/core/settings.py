@@ -197,6 +197,8 @@ class DataSettings(Section):
     spare_fraction: NonNegFloat = 0.1
     tokens: TokensSettings
     scales: dict[str, ScaleSettings]
+    # sessions and images per history the assembly aims at, per length: [sessions, images]
+    shape: dict[str, list[PositiveInt]] = {}
     items: Literal["built", "official"] = "built"  # where evaluation items come from
     official_dir: str | None = None
 

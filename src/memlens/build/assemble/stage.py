@@ -2,19 +2,22 @@
 
 For each question the evidence sessions keep their fixed timestamps; haystack sessions (preferring
 the question's sub-attribute and track, so the haystack is topically related) and text-only filler
-sessions are added in one seeded order per question, so a longer history extends the shorter one:
-same evidence and question at every length, more haystack at longer lengths. Fillers are taken so
-that the running text-per-image ratio stays at the pool's ratio (evidence images do not cluster).
-The last session is chosen to land within ``data.length_tolerance`` of the target under the
-cross-modal token count (:mod:`memlens.build.assemble.tokens`). Sessions get timestamps uniformly at
-random in the question's time window and the history is sorted by time.
+sessions are picked in one seeded order per question, shortest length first, and every longer history
+continues the shorter one (it holds every session of it). Each pick chooses, among the next few
+candidates, the session whose size and image count keep the history on course for ``data.shape``
+(the paper's sessions and images per length); the last lands within ``data.length_tolerance`` of the
+target under the cross-modal token count (:mod:`memlens.build.assemble.tokens`). Non-evidence
+sessions are dated by the evidence timing law: whole evidence timing patterns of other questions
+(days before the question, time of day), so episodes, gaps, hours and distances to the question date
+are the same for evidence and haystack sessions. The history is sorted by time.
 Writes ``data/instances/<length>.jsonl`` and a manifest with the length/session/image table.
 """
 
 from __future__ import annotations
 
+import bisect
 import logging
-from datetime import timedelta
+from datetime import datetime, timedelta
 
 from tqdm import tqdm
 
@@ -44,7 +47,12 @@ def question_overhead_text(question_date: str, question: str) -> str:
 
 class Pool:
     def __init__(
-        self, sessions: dict[str, Session], images: dict[str, ImageRecord], counter: TokenCounter, topics: dict
+        self,
+        sessions: dict[str, Session],
+        images: dict[str, ImageRecord],
+        counter: TokenCounter,
+        topics: dict,
+        questions: list[Question] = (),
     ):
         self.sessions = sessions
         self.tokens: dict[str, tuple[int, int, int]] = {}
@@ -65,6 +73,7 @@ class Pool:
         tt = sum(self.tokens[i][0] for i in self.haystack + self.filler)
         ni = sum(self.tokens[i][2] for i in self.haystack)
         self.text_per_image = tt / ni if ni else float("inf")
+        self.patterns = timing_patterns(list(questions))
 
     def total(self, sid: str) -> int:
         t, i, _ = self.tokens[sid]
@@ -86,99 +95,233 @@ def candidate_order(rng, q: Question, pool: Pool) -> list[str]:
     return sorted((s for s in pool.haystack if s not in ev), key=score, reverse=True)
 
 
-def assemble_one(
-    q: Question, length: str, pool: Pool, counter: TokenCounter, seed: int, tol: float, header_tokens: int
-) -> Instance:
+#: sessions and images per history when ``data.shape`` names neither the length nor any other one
+DEFAULT_TOKENS_PER_SESSION = 2300.0
+DEFAULT_IMAGES_PER_SESSION = 1.45
+#: how many of the next candidates (in the question's seeded order) each pick chooses among
+WINDOW = 24
+#: how many sessions nearest the wanted size each pick also considers, and the rank they count as
+NEAR = 6
+NEAR_RANK = 5
+
+
+def shape_targets(shape: dict, length: str) -> tuple[float, float]:
+    """(sessions, images) a history of ``length`` aims at: ``data.shape[length]``, else the entry
+    nearest in tokens scaled to this length, else the defaults above."""
+    if length in shape:
+        s, i = shape[length]
+        return float(s), float(i)
     target = length_tokens(length)
+    if shape:
+        near = min(shape, key=lambda k: abs(length_tokens(k) - target))
+        s, i = shape[near]
+        f = target / length_tokens(near)
+        return float(s) * f, float(i) * f
+    s = target / DEFAULT_TOKENS_PER_SESSION
+    return s, s * DEFAULT_IMAGES_PER_SESSION
+
+
+class _History:
+    """One question's growing history: the chosen sessions (evidence first, then in pick order) and
+    their running token and image counts. Every length continues the previous one's history, so a
+    longer history holds every session of a shorter one."""
+
+    def __init__(self, q: Question, pool: Pool, hay: list[str], fill: list[str], base: int, header: int):
+        self.pool, self.header = pool, header
+        self.chosen = list(q.evidence_session_ids)
+        self.total = base + sum(pool.total(s) + header for s in self.chosen)
+        self.n_img = sum(pool.tokens[s][2] for s in self.chosen)
+        self.left = [hay, fill]  # unused candidates, each list in the question's seeded order
+        # the unused haystack sessions by size too: a pick may also take one of the sessions nearest
+        # the size wanted from anywhere in the order (long histories need the pool's large sessions)
+        self.by_size = sorted(hay, key=lambda s: (self.size(s), s))
+        self.sizes = [self.size(s) for s in self.by_size]
+        self.avail = set(hay)
+
+    def size(self, sid: str) -> int:
+        return self.pool.total(sid) + self.header
+
+    def near(self, goal: float, hi: float) -> list[tuple[int, str]]:
+        """Up to ``NEAR`` unused haystack sessions nearest ``goal`` tokens that keep the total <= ``hi``
+        (ranked as the ``NEAR_RANK``-th candidate of the order)."""
+        i = bisect.bisect_left(self.sizes, goal)
+        lo_i, hi_i, out = i - 1, i, []
+        while len(out) < NEAR and (lo_i >= 0 or hi_i < len(self.by_size)):
+            d_lo = goal - self.sizes[lo_i] if lo_i >= 0 else float("inf")
+            d_hi = self.sizes[hi_i] - goal if hi_i < len(self.by_size) else float("inf")
+            if d_lo <= d_hi:
+                s, lo_i = self.by_size[lo_i], lo_i - 1
+            else:
+                s, hi_i = self.by_size[hi_i], hi_i + 1
+            if s in self.avail and self.total + self.size(s) <= hi:
+                out.append((NEAR_RANK, s))
+        return out
+
+    def add(self, sid: str) -> None:
+        self.avail.discard(sid)
+        for lst in self.left:
+            if sid in lst:
+                lst.remove(sid)
+        self.chosen.append(sid)
+        self.total += self.size(sid)
+        self.n_img += self.pool.tokens[sid][2]
+
+    def unused(self) -> list[str]:
+        return [s for lst in self.left for s in lst]
+
+    def cost(self, ks: tuple[int, str], size_goal: float, img_goal: float) -> float:
+        """How far candidate ``s`` (``k``-th in its list) is from the size and image count wanted."""
+        k, s = ks
+        return (
+            abs(self.size(s) - size_goal) / max(size_goal, 1.0)
+            + 0.6 * abs(self.pool.tokens[s][2] - img_goal)
+            + 0.03 * k
+        )
+
+    def grow(self, q: Question, length: str, target: int, want: tuple[float, float], tol: float) -> None:
+        """Add sessions until the history is within half the tolerance of ``target``, each pick the
+        one among the next ``WINDOW`` candidates of each list whose size and image count keep the
+        history on course for ``want`` (sessions, images)."""
+        aim = tol / 2  # aim at half the tolerance, so every instance lands well inside it
+        lo, hi = target * (1 - aim), target * (1 + aim)
+        while self.total < lo:
+            rest_s = max(1.0, want[0] - len(self.chosen))
+            size_goal = (target - self.total) / rest_s
+            img_goal = max(0.0, want[1] - self.n_img) / rest_s
+            # haystack first: text-only fillers only when no haystack session fits (an evidence
+            # session always has an image, so text-only sessions would mark the haystack)
+            fits: list[tuple[int, str]] = []
+            for j, lst in enumerate(self.left):
+                fits = [(k, s) for k, s in enumerate(lst[:WINDOW]) if self.total + self.size(s) <= hi]
+                if j == 0:
+                    fits += self.near(size_goal, hi)
+                if fits:
+                    break
+            if not fits:
+                # every near candidate overshoots: finish with the best-fitting unused session
+                for lst in self.left:
+                    rest = [s for s in lst if self.total + self.size(s) <= hi]
+                    if rest:
+                        self.add(max(rest, key=self.size))
+                        break
+                else:
+                    break
+                continue
+
+            self.add(min(fits, key=lambda ks: self.cost(ks, size_goal, img_goal))[1])
+        if abs(self.total - target) > tol * target:
+            raise MemLensError(
+                f"assemble: question {q.question_id} at {length}: reached {self.total} tokens, target "
+                f"{target} ±{tol:.0%}; the session pool is too small (raise data.scales.<scale>."
+                f"haystack_sessions / filler_sessions)"
+            )
+
+
+def timing_patterns(questions: list[Question]) -> list[tuple[tuple[int, int], ...]]:
+    """The evidence timing law as data: per question with evidence, its sessions as (whole days before
+    the question's day, minute of the day), in time order. Haystack sessions are dated by drawing whole
+    patterns of other questions, so they come in the same episodes, gaps, hours and distances to the
+    question date as evidence sessions."""
+    out = []
+    for q in sorted(questions, key=lambda q: q.question_id):
+        if not q.evidence:
+            continue
+        qd = parse_date(q.question_date).date()
+        pat = []
+        for e in q.evidence:
+            d = parse_date(e.date)
+            pat.append(((qd - d.date()).days, d.hour * 60 + d.minute))
+        out.append(tuple(sorted(pat, key=lambda x: (-x[0], x[1]))))
+    return out
+
+
+def haystack_dates(seed: int, q: Question, n: int, patterns: list) -> list[str]:
+    """Dates for the first ``n`` non-evidence sessions of ``q``'s history, in pick order (the same at
+    every length): whole episodes drawn from ``patterns`` without replacement (the question's own
+    pattern excluded), each placed relative to this question's date; a pattern whose session would not
+    fall before the question moves one day earlier. Without patterns: uniform in the window."""
+    qdate = parse_date(q.question_date)
+    rng = derive_rng(seed, "session-dates", q.question_id)
+    own = timing_patterns([q])
+    pats = [p for p in patterns if not own or p != own[0]]
+    out: list[str] = []
+    deck: list = []
+    while len(out) < n:
+        if not pats:
+            m = rng.randrange(60, HISTORY_SPAN_DAYS * 24 * 60)
+            out.append(format_date(qdate - timedelta(minutes=m)))
+            continue
+        if not deck:
+            deck = list(pats)
+            rng.shuffle(deck)
+        for days, minute in deck.pop():
+            when = datetime.combine(qdate.date() - timedelta(days=days), datetime.min.time()) + timedelta(
+                minutes=minute
+            )
+            if when >= qdate:
+                when -= timedelta(days=1)
+            out.append(format_date(when))
+    return out[:n]
+
+
+def assemble_lengths(
+    q: Question,
+    lengths: list[str],
+    pool: Pool,
+    counter: TokenCounter,
+    seed: int,
+    tol: float,
+    header_tokens: int,
+    shape: dict | None = None,
+) -> dict[str, Instance]:
+    """One history per length, shortest first; each longer history extends the shorter one."""
     rng = derive_rng(seed, "assemble-order", q.question_id)  # same order at every length
     hay = candidate_order(rng, q, pool)
     fill = sorted(pool.filler, key=lambda s: rng.random())
     qtok = counter.text(question_overhead_text(q.question_date, q.question))
-    chosen = list(q.evidence_session_ids)
-    total = qtok + sum(pool.total(s) + header_tokens for s in chosen)
-    text_t = sum(pool.tokens[s][0] for s in chosen)
-    n_img = sum(pool.tokens[s][2] for s in chosen)
-    hi_i = fi_i = 0
-    aim = tol / 2  # aim at half the tolerance, so every instance lands well inside it
-    lo_bound = target * (1 - aim)
-    while True:
-        # prefer haystack unless the history is image-richer than the pool's text-per-image ratio
-        want_filler = n_img > 0 and text_t / n_img < pool.text_per_image and fi_i < len(fill)
-        nxt = None
-        if want_filler:
-            nxt, fi_i = fill[fi_i], fi_i + 1
-        elif hi_i < len(hay):
-            nxt, hi_i = hay[hi_i], hi_i + 1
-        elif fi_i < len(fill):
-            nxt, fi_i = fill[fi_i], fi_i + 1
-        if nxt is None:
-            break
-        add = pool.total(nxt) + header_tokens
-        if total + add > target * (1 + aim):
-            # the next session overshoots: finish with the best-fitting unused session
-            gap = target - total
-            rest = [s for s in fill[fi_i:] + hay[hi_i:] + [nxt]]
-            best = min(rest, key=lambda s: abs(pool.total(s) + header_tokens - gap))
-            if abs(total + pool.total(best) + header_tokens - target) < abs(total - target):
-                chosen.append(best)
-                total += pool.total(best) + header_tokens
-                text_t += pool.tokens[best][0]
-                n_img += pool.tokens[best][2]
-            if total >= lo_bound:
-                break
-            # still short: drop the finisher search and keep filling with smaller sessions
-            smaller = [
-                s for s in rest if s not in chosen and total + pool.total(s) + header_tokens <= target * (1 + aim)
-            ]
-            if not smaller:
-                break
-            s = max(smaller, key=lambda s: pool.total(s))
-            chosen.append(s)
-            total += pool.total(s) + header_tokens
-            text_t += pool.tokens[s][0]
-            n_img += pool.tokens[s][2]
-            if s in fill:
-                fill.remove(s)
-            if s in hay:
-                hay.remove(s)
-            continue
-        chosen.append(nxt)
-        total += add
-        text_t += pool.tokens[nxt][0]
-        n_img += pool.tokens[nxt][2]
-        if total >= lo_bound:
-            break
-    if abs(total - target) > tol * target:
-        raise MemLensError(
-            f"assemble: question {q.question_id} at {length}: reached {total} tokens, target "
-            f"{target} ±{tol:.0%}; the session pool is too small (raise data.scales.<scale>."
-            f"haystack_sessions / filler_sessions)"
-        )
-    # timestamps: evidence fixed; others uniform in the window, seeded per (question, session)
-    qdate = parse_date(q.question_date)
+    h = _History(q, pool, hay, fill, qtok, header_tokens)
+    n_ev = len(h.chosen)
+    out = {}
+    for length in sorted(lengths, key=length_tokens):
+        h.grow(q, length, length_tokens(length), shape_targets(shape or {}, length), tol)
+        out[length] = h.chosen.copy()
+    # timestamps: evidence fixed; the others by the evidence timing law, in pick order
+    longest = max(out.values(), key=len)
     ev_dates = {e.session_id: e.date for e in q.evidence}
-    dated = []
-    for sid in chosen:
-        if sid in ev_dates:
-            d = ev_dates[sid]
-        else:
-            r = derive_rng(seed, "session-date", q.question_id, sid)
-            d = format_date(qdate - timedelta(minutes=r.randrange(60, HISTORY_SPAN_DAYS * 24 * 60)))
-        dated.append((parse_date(d), sid, d))
-    dated.sort()
-    itok = sum(pool.tokens[s][1] for s in chosen)
-    return Instance(
-        question_id=q.question_id,
-        length=length,
-        target_tokens=target,
-        session_ids=[s for _, s, _ in dated],
-        dates=[d for _, _, d in dated],
-        answer_session_ids=[s for s in q.evidence_session_ids],
-        total_tokens=int(total),
-        text_tokens=int(total - itok),
-        image_tokens=int(itok),
-        n_images=int(sum(pool.tokens[s][2] for s in chosen)),
-    )
+    dates = dict(zip(longest[n_ev:], haystack_dates(seed, q, len(longest) - n_ev, pool.patterns)))
+    dates.update(ev_dates)
+    insts = {}
+    for length, chosen in out.items():
+        dated = sorted((parse_date(dates[s]), s) for s in chosen)
+        total = qtok + sum(pool.total(s) + header_tokens for s in chosen)
+        itok = sum(pool.tokens[s][1] for s in chosen)
+        insts[length] = Instance(
+            question_id=q.question_id,
+            length=length,
+            target_tokens=length_tokens(length),
+            session_ids=[s for _, s in dated],
+            dates=[dates[s] for _, s in dated],
+            answer_session_ids=list(q.evidence_session_ids),
+            total_tokens=int(total),
+            text_tokens=int(total - itok),
+            image_tokens=int(itok),
+            n_images=int(sum(pool.tokens[s][2] for s in chosen)),
+        )
+    return insts
+
+
+def assemble_one(
+    q: Question,
+    length: str,
+    pool: Pool,
+    counter: TokenCounter,
+    seed: int,
+    tol: float,
+    header_tokens: int,
+    shape: dict | None = None,
+) -> Instance:
+    """The history of one question at one length (see :func:`assemble_lengths`)."""
+    return assemble_lengths(q, [length], pool, counter, seed, tol, header_tokens, shape)[length]
 
 
 def run(cfg, paths: Paths) -> None:
@@ -192,16 +335,19 @@ def run(cfg, paths: Paths) -> None:
         rec = ImageRecord.from_dict(row["image"])
         images[rec.sha256] = rec
     topics = {t.topic_id: t for t in load_topics(paths)}
-    pool = Pool(sessions, images, counter, topics)
+    pool = Pool(sessions, images, counter, topics, questions)
     header_tokens = counter.text(SESSION_HEADER.format(i=12, date="2024/05/31 (Fri) 07:58"))
+    shape = {str(k): list(v) for k, v in (cfg.data.get("shape") or {}).items()}
+    lengths = resolved_lengths(cfg)
     out = paths.instances
     out.mkdir(parents=True, exist_ok=True)
     table = {}
-    for length in resolved_lengths(cfg):
-        insts = [
-            assemble_one(q, length, pool, counter, seed, tol, header_tokens)
-            for q in tqdm(questions, desc=f"assemble@{length}", unit="q", leave=False)
-        ]
+    per_q = [
+        assemble_lengths(q, lengths, pool, counter, seed, tol, header_tokens, shape)
+        for q in tqdm(questions, desc="assemble", unit="q", leave=False)
+    ]
+    for length in lengths:
+        insts = [d[length] for d in per_q]
         write_jsonl(out / f"{length}.jsonl", sorted(insts, key=lambda i: i.question_id))
         n = len(insts)
         table[length] = {

@@ -83,26 +83,46 @@ def make_plans(cfg, topics: list[Topic]) -> list[Plan]:
     return plans
 
 
+#: request constraints that shape an image (renderer variant, layout, size, photo effect) without
+#: carrying a question's value; haystack requests copy these from an evidence request
+SHAPE_KEYS = ("kind", "style", "photo", "n_items", "setting", "store_type", "event_type", "on_sale", "currency")
+
+
 def haystack_requests(
     cfg, topics: list[Topic], families: list[str], plans: list[Plan]
 ) -> list[tuple[str, ImageRequest]]:
-    """The haystack image pool: half mirrors the evidence images' family mix (so evidence families
-    are not a giveaway), half follows the topics' own families."""
+    """The haystack image pool, drawn to match the evidence images: each request copies the family
+    and the shape constraints (``SHAPE_KEYS``: renderer kind, style, photo effect, item count...) of
+    an evidence request drawn at random, so family, size, format and renderer mix are one
+    distribution for evidence and haystack images; never a value a question asks about. Its topic
+    is the evidence image's topic or, half of the time, another whose families include the image's
+    family (the haystack session that mentions it is written on that topic)."""
     sc = cfg.data.scales[cfg.data.scale]
     n_sessions = int(sc.haystack_sessions) + len(plans)
     n = int(round(n_sessions * float(cfg.images.get("haystack_per_session", 2.0))))
     seed = int(cfg.data.seed)
-    ev_fams = [r.family for p in plans for r in p.images if r.family in families]
+    ev = [(p.topic_id, r) for p in plans for r in p.images if r.family in families]
+    by_family: dict[str, list[Topic]] = {}
+    for t in topics:
+        for f in t.families:
+            by_family.setdefault(f, []).append(t)
     out = []
     for i in range(n):
         rng = derive_rng(seed, "haystack-image", i)
-        t = topics[rng.randrange(len(topics))]
-        if ev_fams and rng.random() < 0.5:
-            fam = ev_fams[rng.randrange(len(ev_fams))]
+        if ev:
+            tid, src = ev[rng.randrange(len(ev))]
+            fam = src.family
+            cons = {k: src.constraints[k] for k in SHAPE_KEYS if k in src.constraints}
+            if isinstance(cons.get("photo"), dict):  # a photo-effect spec names a scene: keep only "a photo"
+                cons["photo"] = True
+            fit = by_family.get(fam)
+            if fit and rng.random() < 0.5:  # else the evidence image's own topic (a related haystack)
+                tid = fit[rng.randrange(len(fit))].topic_id
         else:
+            t = topics[rng.randrange(len(topics))]
             fams = [f for f in t.families if f in families] or families
-            fam = fams[rng.randrange(len(fams))]
-        out.append((t.topic_id, ImageRequest(fam, {}, role="haystack")))
+            fam, cons, tid = fams[rng.randrange(len(fams))], {}, t.topic_id
+        out.append((tid, ImageRequest(fam, cons, role="haystack")))
     return out
 
 

@@ -16,6 +16,7 @@ from pathlib import Path
 
 from memlens.build.abilities.base import Plan
 from memlens.build.abilities.contexts import mention_for, thing_for
+from memlens.build.generate import echoes
 from memlens.build.generate.backends import generator_for
 from memlens.build.images.truth import drawn_values, find_boilerplate
 from memlens.build.ontology.stage import load_topics
@@ -30,8 +31,9 @@ from memlens.core.schema import AR, Evidence, ImageRecord, Question, Session, fo
 from memlens.core.store import derive_rng, hash_tree, short_id, write_manifest
 
 log = logging.getLogger(__name__)
-#: extra (distractor) image mentions per image-bearing session, on top of the first one
-EXTRA_MENTIONS = (0, 0, 1, 1, 2)
+#: extra (distractor) image mentions per image-bearing session, on top of the first one: evidence and
+#: haystack sessions alike carry ~1.5 images, as the paper's sessions
+EXTRA_MENTIONS = (0, 0, 0, 0, 0, 1, 1, 1, 1, 2)
 EPOCH = datetime(2024, 1, 1, 8, 0)
 
 
@@ -100,6 +102,52 @@ def _abstraction_of(d, qtype: str) -> dict:
     return {n: abstraction.classify(n, h if isinstance(h, str) else None) for n, h in sorted(named.items())}
 
 
+def image_kind(rec: ImageRecord) -> str:
+    """What the image is, as the assistant can react to it: the renderer's kind for signs and
+    tickets (a book cover, a boarding pass), else the family."""
+    kind = (rec.truth or {}).get("kind")
+    if rec.family in ("named_sign", "ticket") and isinstance(kind, str):
+        return kind
+    return rec.family
+
+
+class HaystackImages:
+    """The haystack images, each handed out once: first those of the session's own topic, then
+    those whose family fits the topic, then any (so images are mentioned in on-topic sessions)."""
+
+    def __init__(self, recs: list[ImageRecord], topics: dict):
+        self.recs = recs
+        self.used = [False] * len(recs)
+        self.by_topic: dict[str, list[int]] = {}
+        self.by_family: dict[str, list[int]] = {}
+        for i, r in enumerate(recs):
+            self.by_topic.setdefault(r.topic_id or "", []).append(i)
+            self.by_family.setdefault(r.family, []).append(i)
+        self.topics = topics
+        self.next_any = 0
+
+    def _first_free(self, idx: list[int]) -> int | None:
+        while idx and self.used[idx[0]]:
+            idx.pop(0)
+        return idx[0] if idx else None
+
+    def take(self, topic_id: str | None) -> ImageRecord | None:
+        i = self._first_free(self.by_topic.get(topic_id or "", []))
+        t = self.topics.get(topic_id)
+        for fam in t.families if t is not None and i is None else ():
+            i = self._first_free(self.by_family.get(fam, []))
+            if i is not None:
+                break
+        if i is None:
+            while self.next_any < len(self.recs) and self.used[self.next_any]:
+                self.next_any += 1
+            i = self.next_any if self.next_any < len(self.recs) else None
+        if i is None:
+            return None
+        self.used[i] = True
+        return self.recs[i]
+
+
 def question_date_for(rng) -> datetime:
     day = rng.randrange(0, 700)
     return EPOCH + timedelta(days=HISTORY_SPAN_DAYS + day, hours=rng.randrange(0, 13), minutes=rng.randrange(60))
@@ -161,24 +209,103 @@ def run(cfg, paths: Paths) -> None:
     # inside evidence sessions, so image-bearing sessions look alike whatever they carry.
     sc = cfg.data.scales[cfg.data.scale]
     usable = [r for r in haystack_imgs if r.sha256 in accepted]
-    hay_iter = iter(usable)
+    hay_images = HaystackImages(usable, topics)
+    # haystack mentions carry the evidence clauses (update, date in words, start time) at the
+    # evidence rates per image family, with values no question uses
+    ev_mentions = [(recs[f.image_idx[0]].family, f.mention) for _, recs, d in drafts for f in d.facts if f.image_idx]
+    echo = echoes.Echoes(
+        echoes.measure_rates(ev_mentions),
+        reserved,
+        echoes.taken_dates([f.mention for _, _, d in drafts for f in d.facts] + [d.question for _, _, d in drafts]),
+    )
 
-    def distractors(rng, k: int) -> list[Mention]:
+    def distractors(rng, k: int, topic_id: str, first: ImageRecord | None = None) -> list[Mention]:
         out = []
-        for _ in range(k):
-            rec = next(hay_iter, None)
+        for j in range(k + (first is not None)):
+            rec = first if (j == 0 and first is not None) else hay_images.take(topic_id)
             if rec is None:
                 break
             thing, ctx = thing_for(rng, rec.family, reserved, truth=rec.truth)  # agrees with the image
-            text = mention_for(rng, rec.family, thing)
+            vals = drawn_values(rec.truth, boilerplate)
+            tail = echo.tail(rng, rec.family, rec.truth)
+            text = mention_for(rng, rec.family, thing, tail=tail)
+            if tail and any(contains_token_bounded(text, v) for v in vals):
+                text = mention_for(rng, rec.family, thing)
             text = _anaphor_mention(seed, rec, ctx, boilerplate) or text
-            out.append(Mention(text, [rec.sha256], False, drawn_values(rec.truth, boilerplate)))
+            out.append(Mention(text, [rec.sha256], False, vals, image_kind=image_kind(rec)))
         return out
 
+    seen: set[str] = set()  # every sentence written so far, so none repeats verbatim in a history
+    # 2. haystack sessions: same writer and mention phrasing, each on the topic of its first image
+    #    (the crawl drew half of them from the evidence images' topics), so images stay on topic and
+    #    the sessions' image mix is the pool's, which mirrors the evidence images'.
+    # 3. filler sessions: text-only, varied lengths (fine length control at assembly).
+    # Both are written interleaved with the evidence sessions (``progress``), so every kind meets
+    # the growing set of sentences already written alike: rewritten repeats are no evidence marker.
+    topic_list = sorted(topics.values(), key=lambda t: t.topic_id)
+    hay_writer = gen.writer(wcfg, rejections, forbidden_all)
+    hay_writer.seen = seen  # one set for every writer of the build
+    n_hay, n_fill = int(sc.haystack_sessions), int(sc.filler_sessions)
+    done = {"haystack": 0, "filler": 0}
+
+    # haystack sessions come in episodes on one topic and subtopic, as a question's evidence
+    # sessions do: episode sizes are drawn from the questions' numbers of facts
+    q_subtopics: dict[str, list[str]] = {}
+    for p_, _, _ in drafts:
+        if p_.subtopic not in q_subtopics.setdefault(p_.topic_id, []):
+            q_subtopics[p_.topic_id].append(p_.subtopic)
+    episode_sizes = [max(1, len(d.facts)) for _, _, d in drafts] or [1]
+    # images per evidence fact (a fact may show several): a haystack session's first mention counts
+    # as many images as a fact drawn at random, so image counts per session match the evidence's
+    fact_images = [len(f.image_idx) for _, _, d in drafts for f in d.facts if f.image_idx] or [1]
+    episode = {"left": 0, "topic": None, "sub": ""}
+
+    def write_haystack(i: int) -> None:
+        rng = derive_rng(seed, "haystack", i)
+        if episode["left"] <= 0 or episode["topic"] is None:
+            first = hay_images.take(None)
+            topic = topics.get(first.topic_id) if first is not None else None
+            if topic is None:
+                topic = topic_list[rng.randrange(len(topic_list))]
+            sub = topic.subtopics[rng.randrange(len(topic.subtopics))] if topic.subtopics else topic.title
+            q_subs = q_subtopics.get(topic.topic_id)
+            if q_subs and rng.random() < 0.7:  # related: a subtopic the topic's questions talk about
+                sub = q_subs[rng.randrange(len(q_subs))]
+            episode.update(left=episode_sizes[rng.randrange(len(episode_sizes))], topic=topic, sub=sub)
+        else:
+            topic, sub = episode["topic"], episode["sub"]
+            first = hay_images.take(topic.topic_id)
+        episode["left"] -= 1
+        n_first = fact_images[rng.randrange(len(fact_images))]
+        mentions = distractors(rng, rng.choice(EXTRA_MENTIONS) + n_first - 1, topic.topic_id, first=first)
+        try:
+            s = hay_writer.write(rng, "haystack", topic, sub, mentions)
+        except MemLensError:  # a mention that cannot be written here: keep the session text-only
+            dropped["haystack_mentions"] = dropped.get("haystack_mentions", 0) + len(mentions)
+            s = hay_writer.write(rng, "haystack", topic, sub, [])
+        sessions[s.session_id] = s
+
+    def write_filler(i: int) -> None:
+        rng = derive_rng(seed, "filler", i)
+        s = hay_writer.write_filler(rng, n_turns=2 * rng.randint(2, 6))
+        sessions[s.session_id] = s
+
+    def progress(n_ev: int) -> None:
+        """Write haystack and filler sessions up to their share after ``n_ev`` evidence drafts."""
+        share = n_ev / len(drafts) if drafts else 1.0
+        while done["haystack"] < round(share * n_hay):
+            write_haystack(done["haystack"])
+            done["haystack"] += 1
+        while done["filler"] < round(share * n_fill):
+            write_filler(done["filler"])
+            done["filler"] += 1
+
     writer = gen.writer(wcfg, rejections, [])
+    writer.seen = seen
     sessions: dict[str, Session] = {}
     questions: list[Question] = []
-    for p, recs, d in drafts:
+    for n_ev, (p, recs, d) in enumerate(drafts):
+        progress(n_ev)
         topic = topics[p.topic_id]
         rng = derive_rng(seed, "sessions", p.plan_id)
         qdate = question_date_for(rng)
@@ -189,10 +316,11 @@ def run(cfg, paths: Paths) -> None:
         for j, fact in enumerate(d.facts):
             ids = [recs[k].sha256 for k in fact.image_idx]
             vals = [v for k in fact.image_idx for v in drawn_values(recs[k].truth, boilerplate)]
-            m = Mention(fact.mention, ids, has_answer=True, image_values=vals)
+            kind = image_kind(recs[fact.image_idx[0]]) if fact.image_idx else None
+            m = Mention(fact.mention, ids, has_answer=True, image_values=vals, image_kind=kind)
             if not ids:  # a context talked about without its evidence (answer refusal): nothing to acknowledge
                 m.has_answer, m.acknowledge = False, None
-            extra = distractors(rng, rng.choice(EXTRA_MENTIONS))
+            extra = distractors(rng, rng.choice(EXTRA_MENTIONS), p.topic_id)
             mentions = [m, *extra]
             rng.shuffle(mentions)
             s = writer.write(
@@ -214,7 +342,11 @@ def run(cfg, paths: Paths) -> None:
                 days = HISTORY_SPAN_DAYS * (n - j) / (n + 1) - rng.uniform(0, HISTORY_SPAN_DAYS / (n + 2))
             else:
                 days = rng.uniform(1, HISTORY_SPAN_DAYS - 1)
-            when = qdate - timedelta(days=days, minutes=rng.randrange(0, 600))
+            # a waking hour of that day (the time words of the facts read as daytime or evening)
+            day = (qdate - timedelta(days=days)).date()
+            when = datetime.combine(day, datetime.min.time()) + timedelta(minutes=rng.randrange(7 * 60, 23 * 60))
+            if when >= qdate:
+                when -= timedelta(days=1)
             evidence.append(Evidence(s.session_id, format_date(when), fact.mention, ids))
         qid = short_id("q", seed, p.plan_id, n=8)
         # the abstracted background paragraph (paper step 1/3) and the categories of the abstracted
@@ -252,30 +384,8 @@ def run(cfg, paths: Paths) -> None:
             )
         )
 
-    # 2. haystack sessions: same writer and mention phrasing; half on the questions' own topics
-    topic_list = sorted(topics.values(), key=lambda t: t.topic_id)
-    q_topics = sorted({(p.topic_id, p.subtopic) for p, _, _ in drafts})
-    hay_writer = gen.writer(wcfg, rejections, forbidden_all)
-    for i in range(int(sc.haystack_sessions)):
-        rng = derive_rng(seed, "haystack", i)
-        if q_topics and rng.random() < 0.5:  # related: an evidence session's topic and subtopic
-            tid, sub = q_topics[rng.randrange(len(q_topics))]
-            topic = topics[tid]
-        else:
-            topic = topic_list[rng.randrange(len(topic_list))]
-            sub = topic.subtopics[rng.randrange(len(topic.subtopics))] if topic.subtopics else topic.title
-        mentions = distractors(rng, 1 + rng.choice(EXTRA_MENTIONS))
-        try:
-            s = hay_writer.write(rng, "haystack", topic, sub, mentions)
-        except MemLensError:  # a mention that cannot be written here: keep the session text-only
-            dropped["haystack_mentions"] = dropped.get("haystack_mentions", 0) + len(mentions)
-            s = hay_writer.write(rng, "haystack", topic, sub, [])
-        sessions[s.session_id] = s
-    # 3. filler sessions: text-only, varied lengths (fine length control at assembly)
-    for i in range(int(sc.filler_sessions)):
-        rng = derive_rng(seed, "filler", i)
-        s = hay_writer.write_filler(rng, n_turns=2 * rng.randint(1, 6))
-        sessions[s.session_id] = s
+    # the rest of the haystack and fillers (all of them when there is no question)
+    progress(len(drafts))
     if not questions:
         raise DataError("generate: no question survived (all plans dropped); see the filter report")
     sessions = gen.finish(sessions)
@@ -295,6 +405,9 @@ def run(cfg, paths: Paths) -> None:
             "sessions": kinds,
             "dropped_plans": dropped,
             "validators": rejections.summary(),
+            "sentence_rewrites": {
+                k: writer.repeats[k] + hay_writer.repeats[k] for k in ("rewritten", "dropped", "kept")
+            },
             "abstraction": {
                 k: v
                 for k, v in abstraction.inventory().items()

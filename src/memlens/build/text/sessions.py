@@ -25,6 +25,7 @@ class Mention:
     has_answer: bool = False
     image_values: list[str] = field(default_factory=list)
     acknowledge: str = "the picture you shared"
+    image_kind: str | None = None  # what the image is (a receipt, a clock...): the assistant reacts to it
 
 
 @dataclass
@@ -44,19 +45,105 @@ def session_id_for(kind: str, topic_id: str, turns: list[Turn]) -> str:
     return "sess_" + sha256_bytes(canonical_bytes(payload))[:12]
 
 
+#: rewrites tried per repeated sentence, per variation level, before the next level
+VARY_TRIES = 6
+#: share of first-use sentences rewritten anyway (repeats are rewritten always)
+BASE_VARY = 0.25
+#: words kept free below an assistant reply's upper bound for rewriting repeated sentences
+ROOM_WORDS = 20
+_MENTION_MARK = "\x00"
+
+
 class SessionWriter:
-    def __init__(self, wcfg: WriterConfig, log: RejectionLog, forbidden: list[str] | None = None):
+    """Writes sessions; ``seen`` (shared by the writers of one build) holds every sentence written so
+    far, and a sentence already in it is rewritten (:func:`textbank.vary`) so none repeats verbatim."""
+
+    def __init__(
+        self, wcfg: WriterConfig, log: RejectionLog, forbidden: list[str] | None = None, seen: set | None = None
+    ):
         self.w = wcfg
         self.log = log
         self.forbidden = list(forbidden or [])
         self._index = PhraseIndex(self.forbidden)
+        self.seen: set[str] = seen if seen is not None else set()
+        self.repeats = {"rewritten": 0, "dropped": 0, "kept": 0}
 
-    def _admit(self, make, spec_kw: dict, what: str) -> str:
-        for _ in range(self.w.max_regenerations + 1):
+    def fresh(
+        self, rng: random.Random, text: str, mention: str | None = None, max_words: int = 10_000, min_words: int = 1
+    ) -> tuple[str, list[str]]:
+        """``text`` with every sentence already seen rewritten (the mention is kept verbatim; the
+        turn stays within ``[min_words, max_words]``) or, when no rewrite fits, dropped (not a
+        question), and the keys of its sentences (added to ``seen`` once the turn is admitted)."""
+        total = textbank.count_words(text)
+        hold = mention if mention and mention in text else None
+        # the mention stands in as one sentence of its own (a mark ending like it)
+        mark = _MENTION_MARK + (hold.rstrip()[-1] if hold and hold.rstrip()[-1:] in ".!?" else "") if hold else ""
+        work = text.replace(hold, mark, 1) if hold else text
+        parts = textbank.split_sentences(work)
+        keys: list[str] = []
+        local: set[str] = set()
+        for i in range(0, len(parts), 2):
+            sent = parts[i]
+            key = textbank.sentence_key(sent)
+            if key is None or _MENTION_MARK in sent or "<image>" in sent:
+                continue
+            if key not in self.seen and key not in local and rng.random() < BASE_VARY:
+                # some first uses are rewritten too, so rewrites mark no kind of session
+                cand = textbank.vary(rng, sent, rng.choice((0, 1)))
+                k = textbank.sentence_key(cand)
+                grown = textbank.count_words(cand) - textbank.count_words(sent)
+                if k and k not in self.seen and k not in local and total + grown <= max_words:
+                    parts[i], key, total = cand, k, total + grown
+            if key in self.seen or key in local:
+                new = None
+                for level in (0, 1, 2):
+                    for _ in range(VARY_TRIES):
+                        cand = textbank.vary(rng, sent, level)
+                        k = textbank.sentence_key(cand)
+                        grown = textbank.count_words(cand) - textbank.count_words(sent)
+                        if k and k not in self.seen and k not in local and total + grown <= max_words:
+                            total += grown
+                            new, key = cand, k
+                            break
+                    if new:
+                        break
+                if new:
+                    parts[i] = new
+                    self.repeats["rewritten"] += 1
+                elif not sent.rstrip().endswith("?") and total - textbank.count_words(sent) >= min_words:
+                    total -= textbank.count_words(sent)
+                    parts[i] = ""
+                    if i + 1 < len(parts) and "\n" not in parts[i + 1]:
+                        parts[i + 1] = ""
+                    elif i > 0:
+                        parts[i - 1] = ""
+                    elif i + 1 < len(parts):
+                        parts[i + 1] = ""
+                    self.repeats["dropped"] += 1
+                    continue
+                else:
+                    self.repeats["kept"] += 1
+            keys.append(key)
+            local.add(key)
+        out = "".join(parts)
+        return (out.replace(mark, hold, 1) if hold else out), keys
+
+    def _admit(self, make, spec_kw: dict, what: str, rng: random.Random | None = None) -> str:
+        for attempt in range(self.w.max_regenerations + 1):
             text = make()
+            keys: list[str] = []
+            if rng is not None:
+                lo, hi = spec_kw["words"]
+                floor = max(lo, textbank.count_words(text) // 2)  # a repeat is dropped only from a long turn
+                kept = self.repeats["kept"]
+                text, keys = self.fresh(rng, text, spec_kw.get("mention"), hi, floor)
+                if self.repeats["kept"] > kept and attempt < self.w.max_regenerations:
+                    self.repeats["kept"] = kept  # a repeat left in: write the turn afresh
+                    continue
             failed = check_turn(TurnSpec(text=text, **spec_kw))
             self.log.record(failed)
             if not failed:
+                self.seen.update(keys)
                 return text
         raise MemLensError(
             f"generate: could not write an admissible {what} turn after "
@@ -85,6 +172,8 @@ class SessionWriter:
         slot_of = dict(zip(slots, mentions))
         turns: list[Turn] = []
         uw, aw = self.w.user_words, self.w.assistant_words
+        # replies are written with some room below the upper bound, for the rewrites of repeats
+        aw_room = (aw[0], max(aw[0], aw[1] - ROOM_WORDS))
         base = {"forbidden": forbidden, "ambiguity": list(ambiguity or [])}
         for i in range(n_pairs):
             m = slot_of.get(i)
@@ -96,6 +185,7 @@ class SessionWriter:
                         ),
                         {"role": "user", "words": (1, 400), **base},
                         "opening",
+                        rng,
                     )
                 else:
                     text = self._admit(
@@ -104,6 +194,7 @@ class SessionWriter:
                         ),
                         {"role": "user", "words": (1, 400), **base},
                         "user",
+                        rng,
                     )
                 turns.append(Turn("user", text, [], False))
                 ack = None
@@ -121,22 +212,36 @@ class SessionWriter:
                         **base,
                     },
                     "mention",
+                    rng,
                 )
                 turns.append(Turn("user", text, list(m.image_ids), m.has_answer))
                 ack = m.acknowledge
+            reaction = m.image_kind if m is not None else None
             reply = self._admit(
-                lambda ack=ack: textbank.assistant_reply(
-                    rng, topic_title=topic.title, subtopic=subtopic, track=topic.track, words=aw, acknowledge=ack
+                lambda ack=ack, reaction=reaction: textbank.assistant_reply(
+                    rng,
+                    topic_title=topic.title,
+                    subtopic=subtopic,
+                    track=topic.track,
+                    words=aw_room,
+                    acknowledge=ack,
+                    reaction=reaction,
                 ),
                 {"role": "assistant", "words": aw, **base},
                 "assistant",
+                rng,
             )
             turns.append(Turn("assistant", reply, [], False))
         return Session(session_id_for(kind, topic.topic_id, turns), kind, topic.topic_id, turns)
 
     def write_filler(self, rng: random.Random, n_turns: int) -> Session:
         pairs = textbank.filler_session(rng, n_turns=n_turns, words=self.w.assistant_words)
-        turns = [Turn(role, text, [], False) for role, text in pairs]
+        turns = []
+        for role, text in pairs:
+            floor = self.w.assistant_words[0] if role == "assistant" else textbank.count_words(text) // 2
+            text, keys = self.fresh(rng, text, min_words=max(1, floor))
+            self.seen.update(keys)
+            turns.append(Turn(role, text, [], False))
         for t in turns:  # filler assistants need not end with a follow-up question
             self.log.record(check_turn(TurnSpec(role="user", text=t.content, forbidden=self._index)))
         return Session(session_id_for("filler", "", turns), "filler", "", turns)

@@ -50,6 +50,11 @@ __all__ = [
     "render_mention",
     "count_words",
     "template_inventory",
+    "image_reaction",
+    "IMAGE_KINDS",
+    "split_sentences",
+    "sentence_key",
+    "vary",
 ]
 
 # Which mention kind reads naturally for each image family.
@@ -141,7 +146,7 @@ FOLLOWUP_SLOTS = ("a",)
 MENTION_SLOTS = ("thing", "when")
 FILLER_SLOTS = ("x",)
 #: the text banks of this module (``data/<name>.yaml``)
-BANKS = ("words", "assistant", "user", "mentions", "filler")
+BANKS = ("words", "assistant", "user", "mentions", "filler", "variation")
 
 _WORDS = load_bank(_PKG, "words")
 _ING_NOUNS = frozenset(_WORDS.phrases("ing_nouns"))
@@ -195,6 +200,16 @@ _ACK_PLAIN = _C(_ASSISTANT.templates("ack_plain", slots=SLOTS))
 _ACK_SECOND = _C(_ASSISTANT.templates("ack_second", slots=SLOTS))
 # follow-up questions (knowledge-oriented only); {a} is an angle aspect
 _FOLLOWUP_FRAMES = _C(_ASSISTANT.templates("followup_frames", slots=FOLLOWUP_SLOTS))
+# reactions to the kind of image shared: frames over per-kind nouns and remarks
+REACTION_SLOTS = ("noun", "remark")
+_REACTION_FRAMES = _C(_ASSISTANT.templates("reaction_frames", slots=REACTION_SLOTS))
+_REACTIONS = {
+    k: (_ASSISTANT.phrases("reactions", k, "nouns"), _C(_ASSISTANT.templates("reactions", k, "remarks")))
+    for k in _ASSISTANT.mapping("reactions")
+}
+if "image" not in _REACTIONS:
+    raise _ASSISTANT.error(("reactions",), "needs an 'image' entry (the reaction to an image of any kind)")
+IMAGE_KINDS = tuple(_REACTIONS)
 # track-agnostic sentences used to reach the word range
 _GENERIC_SUPPORT = _C(_ASSISTANT.templates("generic_support", slots=SLOTS))
 _CONNECTORS = _ASSISTANT.phrases("connectors")
@@ -397,8 +412,13 @@ def assistant_reply(
     track: str,
     words: tuple[int, int] = (150, 250),
     acknowledge: str | None = None,
+    reaction: str | None = None,
 ) -> str:
     """Acknowledge (1-2 sentences), substance on 1-2 key points, one knowledge-oriented question.
+
+    ``reaction`` (an image kind, ``IMAGE_KINDS``; unknown kinds read as "image") makes the
+    acknowledgement a reaction to that kind of image ("Thanks for sharing the receipt; receipts are
+    the easiest way to keep track of spending."), never to what it shows.
 
     The whole reply has between ``words[0]`` and ``words[1]`` whitespace tokens. No digits, no
     ``<image>``: the subtopic, topic and acknowledgement hint are scrubbed of both before use.
@@ -410,7 +430,10 @@ def assistant_reply(
     slots["ack"], slots["Ack"] = ack, _cap(ack)
     keep_case = slots["sub"][:1].isupper()
 
-    ack_sents = [_render(rng, rng.choice(_ACK_HINT if ack else _ACK_PLAIN), slots)]
+    if reaction:
+        ack_sents = [image_reaction(rng, reaction)]
+    else:
+        ack_sents = [_render(rng, rng.choice(_ACK_HINT if ack else _ACK_PLAIN), slots)]
     if rng.random() < 0.5:
         ack_sents.append(_render(rng, rng.choice(_ACK_SECOND), slots))
 
@@ -491,6 +514,13 @@ def assistant_reply(
     else:
         parts = [ack_text, *body, *tail]
     return "\n\n".join(parts)
+
+
+def image_reaction(rng: random.Random, kind: str) -> str:
+    """One sentence reacting to the kind of image shared (``kind`` in ``IMAGE_KINDS``, else "image")."""
+    nouns, remarks = _REACTIONS.get(kind) or _REACTIONS["image"]
+    slots = {"noun": rng.choice(nouns), "remark": _render(rng, rng.choice(remarks), {})}
+    return _cap(_render(rng, rng.choice(_REACTION_FRAMES), slots))
 
 
 def _minimal_reply(rng: random.Random, lo: int, hi: int, ack: str, followup: str) -> str:
@@ -815,4 +845,62 @@ def template_inventory() -> dict[str, int]:
     out["total"] = sum(len(v) for v in banks.values())
     out["filler_subjects"] = sum(len(d["subjects"]) for d in _FILLER.values())
     out["filler_domains"] = len(_FILLER)
+    return out
+
+
+# --------------------------------------------------------------------------------------------------
+# Sentence variation (data/variation.yaml): no sentence repeats verbatim within a history
+# --------------------------------------------------------------------------------------------------
+_VARIATION = load_bank(_PKG, "variation")
+_SYNONYMS = {k: _VARIATION.phrases("synonyms", k) for k in _VARIATION.mapping("synonyms")}
+_SYN_RE = re.compile(r"\b(" + "|".join(sorted(map(re.escape, _SYNONYMS), key=len, reverse=True)) + r")\b", re.I)
+_OPENERS = _VARIATION.phrases("openers")
+_HEDGES = _VARIATION.phrases("hedges")
+_QUESTION_HEDGES = _VARIATION.phrases("question_hedges")
+#: a sentence ends at . ! or ? followed by white space (or the end of the text)
+_SENTENCE_END = re.compile(r"(?<=[.!?])(\s+)")
+#: sentences this short (greetings, "Thanks!") may repeat
+SHORT_SENTENCE_WORDS = 4
+
+
+def split_sentences(text: str) -> list[str]:
+    """The text as alternating [sentence, separator, sentence, ...]; ``"".join`` gives it back."""
+    return _SENTENCE_END.split(text)
+
+
+def sentence_key(sentence: str) -> str | None:
+    """What two sentences must share to count as a verbatim repeat (None: too short to count)."""
+    s = " ".join(sentence.split())
+    return s if count_words(s) >= SHORT_SENTENCE_WORDS else None
+
+
+def vary(rng: random.Random, sentence: str, level: int) -> str:
+    """A rewrite of ``sentence`` that keeps its sense: ``level`` 0 swaps synonyms only (same
+    sentence shape), 1 also adds a discourse opener or a hedge, 2 both."""
+    words = list(_SYN_RE.finditer(sentence))
+    out = sentence
+    if words:
+        picks = rng.sample(words, min(len(words), rng.randint(1, 3)))
+        for m in sorted(picks, key=lambda m: m.start(), reverse=True):
+            w = m.group(0)
+            alt = rng.choice(_SYNONYMS[w.lower()])
+            if w[:1].isupper():
+                alt = _cap(alt)
+            head = out[: m.start()]
+            art = re.search(r"\b([Aa])n? $", head)
+            if art:  # keep the article agreeing with the new word
+                vowel = alt[:1].lower() in "aeio" or (alt[:1].lower() == "u" and not alt.lower().startswith("us"))
+                head = head[: art.start()] + art.group(1) + ("n " if vowel else " ")
+            out = head + alt + out[m.end() :]
+    if level >= 1:
+        body, end = (out[:-1], out[-1]) if out[-1:] in ".!?" else (out, "")
+        opener = level >= 2 or rng.random() < 0.5
+        if opener and not body.startswith(tuple(_OPENERS)):
+            first = body.split(" ", 1)[0]
+            keep = first == "I" or first.startswith("I'") or (len(first) > 1 and first.isupper())
+            body = rng.choice(_OPENERS) + " " + (body if keep else _lower_first(body))
+        hedges = _HEDGES if end == "." else (_QUESTION_HEDGES if end == "?" else ())
+        if (level >= 2 or not opener) and hedges and not body.endswith(hedges):
+            body = body.rstrip(",;:") + rng.choice(hedges)
+        out = body + end
     return out
