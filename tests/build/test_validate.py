@@ -329,14 +329,14 @@ def test_warn_only_reports_failed_gates_without_failing(cfg, proj, neutral_class
     assert err is None and failing(rep) == {"text_leakage"}
 
 
-def test_repetition_is_advisory_by_default_and_fails_when_enforced(cfg, proj, monkeypatch):
+def test_repetition_fails_by_default_and_is_only_reported_when_advisory(cfg, proj, monkeypatch):
     figs = {k: dict(v) for k, v in NEUTRAL.items()}
     figs["repetition"] = {**NEUTRAL["repetition"], "lengths": {"32k": {**NEUTRAL["repetition"]["lengths"]["32k"]}}}
     figs["repetition"]["lengths"]["32k"]["repeat_share_mean"] = 0.4
     monkeypatch.setattr(V, "run_all", lambda *a, **k: {k: dict(v) for k, v in figs.items()})
     err, rep = run_validate(cfg, proj)
+    assert err is not None and "repetition/32k" in err
+    assert rep["metrics"]["validity/repetition/32k"] == 0.4 and rep["metrics"]["validity/repetition/32k/pass"] == 0.0
+    err, rep = run_validate(cfg, proj, advisory=["repetition"])
     assert err is None and failing(rep) == {"repetition/32k"} and rep["gates"]["repetition/32k"]["advisory"]
     assert "**NO** (advisory)" in (proj / "reports" / "validity.md").read_text()
-    assert rep["metrics"]["validity/repetition/32k"] == 0.4 and rep["metrics"]["validity/repetition/32k/pass"] == 0.0
-    err, rep = run_validate(cfg, proj, advisory=[])
-    assert err is not None and "repetition/32k" in err

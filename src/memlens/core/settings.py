@@ -484,7 +484,7 @@ class ValidateSettings(Section):
     text_max_features: PositiveInt = 20000
     min_sentence_words: PositiveInt = 5
     frequent_uses: PositiveInt = 100
-    advisory: list[Literal["text_only", "refusal_detection", "evidence_auc", "repetition"]] = ["repetition"]
+    advisory: list[Literal["text_only", "refusal_detection", "evidence_auc", "repetition"]] = []
     warn_only: bool = False
 
 
