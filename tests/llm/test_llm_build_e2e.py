@@ -87,7 +87,13 @@ def test_llm_build_validates_and_reruns_for_free(tiny_project, tmp_path):
         assert run_stage(root, "generate", *ov) == 0  # re-run: everything from the request cache
         assert srv.stats()["requests"] == first["requests"]
         for st in ("assemble", "validate", "evaluate", "judge", "report"):
-            assert run_stage(root, st, *ov, "model=refuse") == 0, st
+            # the scripted stand-in writes the same canned turns again and again: its sentence repetition is
+            # reported (checked below) but cannot be the gate here; every other gate applies
+            extra = ["validate.advisory=[repetition]"] if st == "validate" else []
+            assert run_stage(root, st, *ov, "model=refuse", *extra) == 0, st
+        validity = json.loads((root / "reports" / "validity.json").read_text())
+        advisory = {k for k, g in validity["gates"].items() if g.get("advisory") and not g["pass"]}
+        assert advisory <= {k for k in validity["gates"] if k.startswith("repetition/")}
     assert {p.name: p.read_bytes() for p in gen.iterdir()} == snap  # byte-identical, manifest included
     tasks = first["tasks"]
     assert {"qa", "text_only", "user_turn", "assistant_turn", "leak_check"} <= set(tasks)
@@ -102,7 +108,7 @@ def test_llm_build_validates_and_reruns_for_free(tiny_project, tmp_path):
     runs = [json.loads(x) for x in (root / ".memlens_cache" / "llm_runs.jsonl").read_text().splitlines()]
     assert runs[0]["run"]["total"]["requests"] == first["requests"] and runs[1]["run"]["total"]["requests"] == 0
     validity = json.loads((root / "reports" / "validity.json").read_text())
-    assert all(g["pass"] for g in validity["gates"].values()), validity["gates"]
+    assert all(g["pass"] or g["advisory"] for g in validity["gates"].values()), validity["gates"]
     questions = [json.loads(x) for x in (gen / "questions.jsonl").read_text().splitlines()]
     assert all(q["question"].startswith("Quick question. ") for q in questions)  # the writer's wording
     assert all("draft_question" in q["details"] and q["details"]["background"] for q in questions)

@@ -68,7 +68,9 @@ def _flatten(v) -> list[str]:
 
 class MetadataChannel:
     """Share of the requested constraint values (strings, numbers) present in the image's ground
-    truth: a rendered image that does not show what its question needs scores below 1."""
+    truth: a rendered image that does not show what its question needs scores below 1. The
+    constraints are rendering instructions, so they bind rendered images only; an image found on
+    the web (no exact ground truth, only provenance) is judged by the relevance channels."""
 
     name = "metadata"
 
@@ -77,7 +79,7 @@ class MetadataChannel:
 
     def score(self, path: Path, rec: ImageRecord, request: dict) -> float:
         wanted = [w for w in _flatten(request.get("constraints", {})) if w not in ("True", "False", "None")]
-        if not wanted:
+        if not wanted or "fetched_at" in rec.truth:  # found, not rendered: its truth is provenance
             return 1.0
         truth = " ".join(_flatten(rec.truth)).lower()
         return sum(w.lower() in truth for w in wanted) / len(wanted)

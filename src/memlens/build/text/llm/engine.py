@@ -336,7 +336,17 @@ class LLMEngine:
                 "failures": u.failures,
                 "prompt_tokens": u.prompt_tokens + u.cached_prompt_tokens,
                 "completion_tokens": u.completion_tokens + u.cached_completion_tokens,
-                "cost_usd": round(u.full_cost_usd, 6),
+                # from the token totals (one price per role), not a float sum whose order follows arrivals
+                "cost_usd": round(
+                    self._price(
+                        self.endpoints[r],
+                        u.prompt_tokens + u.cached_prompt_tokens,
+                        u.completion_tokens + u.cached_completion_tokens,
+                    ),
+                    6,
+                )
+                if r in self.endpoints
+                else round(u.full_cost_usd, 6),
             }
             run[r] = {
                 "requests": u.requests,
@@ -344,7 +354,9 @@ class LLMEngine:
                 "attempts": u.attempts,
                 "prompt_tokens": u.prompt_tokens,
                 "completion_tokens": u.completion_tokens,
-                "cost_usd": round(u.cost_usd, 6),
+                "cost_usd": round(self._price(self.endpoints[r], u.prompt_tokens, u.completion_tokens), 6)
+                if r in self.endpoints
+                else round(u.cost_usd, 6),
             }
         for d in (build, run):
             keys = sorted({k for v in d.values() for k in v})
