@@ -180,12 +180,14 @@ class TokensSettings(Section):
 class CrossEvidenceSettings(Section):
     """``data.cross_evidence``: other questions' evidence sessions as haystack (see the assemble stage).
     ``window_days``: only questions asked at most this many days apart lend each other evidence
-    sessions (which keep their own dates); ``balance``: how strongly each pick prefers sessions used
+    sessions (which keep their own dates), or the ``min_lenders`` nearest in time when fewer are
+    that close; ``balance``: how strongly each pick prefers sessions used
     in fewer histories of the length (0 = not at all)."""
 
     enabled: bool = True
     window_days: PositiveInt = 30
-    balance: NonNegFloat = 0.5
+    min_lenders: NonNegInt = 12
+    balance: NonNegFloat = 2.0
 
 
 class ScaleSettings(Section):
@@ -448,6 +450,10 @@ class GeneratorSettings(Section):
     assistant_words: IntRange
     user_words: IntRange
     turns_per_session: IntRange
+    # a share of long sessions (evidence and haystack alike): histories of every length then find
+    # sessions of the sizes the paper's shape needs (the 128K->256K extension: ~4,400 tokens each)
+    long_session_share: Fraction = 0.0
+    long_session_turns: IntRange = [18, 30]
     max_regenerations: NonNegInt
     llm: LLMGeneratorSettings | None = None
     filler: FillerSettings | None = None  # null: template filler sessions
