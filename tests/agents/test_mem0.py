@@ -105,6 +105,7 @@ def test_mem0_end_to_end(tiny_copy, monkeypatch):
         assert item.question.question_date in message_text(body)
         calls += meta["usage"]["model_calls"]
         assert meta["agent"]["embedding_calls"] > 0
+        assert meta["agent"]["refused_connections"] == 0  # mem0 tried no other address
     # every chat request was counted once (extraction + answer), the memories came from mem0's calls
     assert calls == len(bodies) == len(extraction) + 2
     for b in extraction:  # each extraction call sees only dated messages of one history
@@ -204,3 +205,21 @@ except PermissionError as exc:
         assert other.connection_count == 0
     assert out.returncode == 0, out.stderr
     assert f"refused: mem0 worker: connection to 127.0.0.1:{other.port} refused" in out.stdout
+
+
+@needs_mem0
+def test_the_version_check_imports_mem0_offline_without_touching_home(tmp_path):
+    home = tmp_path / "home"
+    home.mkdir()
+    env = {"PATH": os.environ.get("PATH", ""), "HOME": str(home), "MEM0_TELEMETRY": "False"}
+    out = subprocess.run(
+        [str(MEM0_PY), "-I", mem0_worker.__file__, "--version"],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=120,
+        check=False,
+    )
+    assert out.returncode == 0, out.stderr
+    assert json.loads(out.stdout)["mem0"] == mem0_worker.MEM0_VERSION == "2.0.4"
+    assert list(home.iterdir()) == []  # no ~/.mem0 (mem0 writes its config under MEM0_DIR, a temp dir)

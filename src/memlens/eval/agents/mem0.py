@@ -258,7 +258,9 @@ class _Mem0Memory(Memory):
                 await self.worker.start(self.user_id)
             found = (await self._call({"op": "search", "query": question, "top_k": a.top_k}))["results"]
             self.stored = {k: int(v) for k, v in (await self._call({"op": "stats"})).items() if k in ("items", "bytes")}
-            embedding = {k: self.worker.usage.get(k, 0) for k in ("embedding_calls", "embedding_tokens")}
+            embedding = {
+                k: self.worker.usage.get(k, 0) for k in ("embedding_calls", "embedding_tokens", "refused_connections")
+            }
             await self._call({"op": "close"})
             await self.worker.stop()
         except BaseException:

@@ -60,9 +60,10 @@ def endpoint_addresses(urls: list[str]) -> set[tuple[str, int]]:
     return allowed
 
 
-def guard_network(allowed: set[tuple[str, int]]) -> None:
+def guard_network(allowed: set[tuple[str, int]], refused: list[str] | None = None) -> None:
     """Let sockets of this process connect only to ``allowed`` (``(ip, port)``); any other TCP/UDP
-    connection raises ``PermissionError`` (Unix sockets are not affected)."""
+    connection raises ``PermissionError`` (Unix sockets are not affected) and is appended to
+    ``refused`` as ``host:port``."""
     original_connect = socket.socket.connect
     original_connect_ex = socket.socket.connect_ex
 
@@ -75,6 +76,8 @@ def guard_network(allowed: set[tuple[str, int]]) -> None:
         except ValueError:
             ip = host
         if (ip, port) not in allowed:
+            if refused is not None:
+                refused.append(f"{host}:{port}")
             raise PermissionError(f"mem0 worker: connection to {host}:{port} refused (not a configured endpoint)")
 
     def connect(self, address):
@@ -100,9 +103,11 @@ class Usage:
         self.embedding_calls = 0
         self.embedding_tokens = 0
         self.embedding_texts = 0
+        self.refused_connections: list[str] = []
 
     def as_dict(self) -> dict:
         return {
+            "refused_connections": len(self.refused_connections),
             "chat_calls": self.chat_calls,
             "chat_prompt_tokens": self.chat_prompt_tokens,
             "chat_completion_tokens": self.chat_completion_tokens,
@@ -142,7 +147,7 @@ class Worker:
         os.environ["MEM0_TELEMETRY"] = "False"  # read once, when mem0 is imported
         os.environ["MEM0_DIR"] = os.path.join(work, "mem0home")
         llm, emb, store = req["llm"], req["embedder"], req["vector_store"]
-        guard_network(endpoint_addresses([llm["base_url"], emb["base_url"]]))
+        guard_network(endpoint_addresses([llm["base_url"], emb["base_url"]]), self.usage.refused_connections)
 
         import mem0
         from mem0 import Memory
@@ -291,9 +296,15 @@ class Worker:
 
 
 def versions() -> dict:
+    import tempfile
+
     os.environ["MEM0_TELEMETRY"] = "False"
-    import faiss
-    import mem0
+    guard_network(set())  # importing mem0 needs no network
+    with tempfile.TemporaryDirectory(prefix="memlens-mem0-") as home:
+        os.environ["MEM0_DIR"] = home  # mem0 writes <MEM0_DIR>/config.json when imported (not ~/.mem0)
+        import faiss
+        import mem0
+        from mem0 import Memory  # noqa: F401 - the import a run does
 
     return {"mem0": mem0.__version__, "faiss": faiss.__version__, "python": sys.version.split()[0]}
 
