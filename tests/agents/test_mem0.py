@@ -23,7 +23,7 @@ import pytest
 from memlens.core.config import Paths
 from memlens.core.items import BuiltBenchmark
 from memlens.eval.agents import mem0_worker
-from memlens.eval.agents.mem0 import PROMPTS
+from memlens.eval.agents.mem0 import PROMPTS, Mem0Agent
 from memlens.eval.agents.view import render_turn
 from tests.agents.agent_support import mem0_responder, predictions, run_evaluate
 from tests.support.fake_openai import FakeOpenAIServer, default_responder, message_text
@@ -70,14 +70,23 @@ def _answer_request(bodies, question: str) -> dict:
 
 @needs_mem0
 def test_mem0_end_to_end(tiny_copy, monkeypatch):
+    """Two questions on one worker process (concurrency 1, reused): each in its own fresh store."""
     root = tiny_copy
     monkeypatch.setenv("MEMLENS_TEST_MEM0_KEY", "sk-test-0123456789")
+    processes = set()
+    acquire = Mem0Agent.acquire_worker
+
+    async def counting(self):
+        w = await acquire(self)
+        processes.add(w.proc.pid)
+        return w
+
+    monkeypatch.setattr(Mem0Agent, "acquire_worker", counting)
     with FakeOpenAIServer(responder=mem0_responder) as server:
-        rc = run_evaluate(
-            root, server, "mem0", *_args(server, "eval.max_items=2", "model.api_key_env=MEMLENS_TEST_MEM0_KEY")
-        )
-        assert rc == 0
+        args = ("eval.max_items=2", "model.concurrency=1", "model.api_key_env=MEMLENS_TEST_MEM0_KEY")
+        assert run_evaluate(root, server, "mem0", *_args(server, *args)) == 0
         bodies, headers, embeds = server.requests, server.request_headers, server.embedding_requests
+    assert len(processes) == 1  # the second question reused the first one's worker
     preds = predictions(root, "mem0")
     assert len(preds) == 2 and all(p["ok"] for p in preds.values()), preds
     items = {it.question_id: it for it in BuiltBenchmark(Paths(root)).items("32k")}

@@ -292,6 +292,7 @@ class FakeOpenAIServer:
         self.embedding_dims = embedding_dims
         self.embedding_faults = list(embedding_faults or ())
         self._embedding_requests: list[dict[str, Any] | None] = []
+        self._embedding_count = 0
         self.responder = responder or default_responder
         self.host = host
         self.model_name = model_name
@@ -412,9 +413,15 @@ class FakeOpenAIServer:
 
     @property
     def embedding_requests(self) -> list[dict[str, Any] | None]:
-        """Parsed bodies of the ``/v1/embeddings`` requests, in arrival order."""
+        """Parsed bodies of the ``/v1/embeddings`` requests, in arrival order (with
+        ``record_requests``; :attr:`embedding_count` counts them either way)."""
         with self._lock:
             return list(self._embedding_requests)
+
+    @property
+    def embedding_count(self) -> int:
+        with self._lock:
+            return self._embedding_count
 
     @property
     def request_headers(self) -> list[dict[str, str]]:
@@ -684,8 +691,10 @@ class FakeOpenAIServer:
             )
             return keep_alive
         with self._lock:
-            index = len(self._embedding_requests)
-            self._embedding_requests.append(body)
+            index = self._embedding_count
+            self._embedding_count += 1
+            if self.record_requests:
+                self._embedding_requests.append(body)
         fault = self.embedding_faults[index] if index < len(self.embedding_faults) else "ok"
         if self.latency_s > 0:
             await asyncio.sleep(self.latency_s)

@@ -831,6 +831,7 @@ class Mem0Settings(_AgentBase):
     extraction_max_tokens: PositiveInt = 2000  # mem0's own calls (its default)
     worker_python: str = ".venv-mem0/bin/python"  # relative to the project root
     worker_timeout_s: PositiveFloat = 3600  # per worker request (one session's add, the search)
+    worker_reuse: PositiveInt = 50  # questions per worker process (each in a fresh Memory); 1: one process each
 
 
 class ImportedSettings(_System):

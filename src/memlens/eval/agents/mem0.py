@@ -83,26 +83,25 @@ def _install_hint(python: Path) -> str:
 
 
 class _Worker:
-    """One worker process, its temporary folder and its slot."""
+    """One worker process and its own temporary folder (``MEM0_DIR``, stderr); it serves one
+    question at a time, each in a fresh ``Memory`` and store folder."""
 
     def __init__(self, agent: Mem0Agent):
         self.agent = agent
         self.proc: asyncio.subprocess.Process | None = None
-        self.dir: Path | None = None
+        self.home: Path | None = None
         self.stderr = None
-        self.slot: asyncio.Semaphore | None = None
         self.usage: dict[str, int] = {}
+        self.served = 0
 
-    async def start(self, user_id: str) -> None:
+    async def spawn(self) -> None:
         a = self.agent
         python = a.python_path()
         if not python.is_file():
             raise ConfigError(_install_hint(python))
-        self.slot = a.slots()
-        await self.slot.acquire()
+        self.home = Path(tempfile.mkdtemp(prefix="memlens-mem0-"))
         try:
-            self.dir = Path(tempfile.mkdtemp(prefix="memlens-mem0-"))
-            self.stderr = open(self.dir / "worker.stderr", "wb")  # noqa: SIM115 - closed in stop()
+            self.stderr = open(self.home / "worker.stderr", "wb")  # noqa: SIM115 - closed in _cleanup()
             self.proc = await asyncio.create_subprocess_exec(
                 str(python),
                 "-I",
@@ -111,29 +110,23 @@ class _Worker:
                 stdout=asyncio.subprocess.PIPE,
                 stderr=self.stderr,
                 env=a.worker_env(),
-                cwd=str(self.dir),
+                cwd=str(self.home),
                 limit=1 << 24,
             )
-            reply = await self.call(
-                {"op": "init", "dir": str(self.dir / "store"), "user_id": user_id, **a.worker_init()}
-            )
         except BaseException:
-            await self.stop(kill=True)
+            self._cleanup()
             raise
-        if reply.get("mem0_version") != mem0_worker.MEM0_VERSION:
-            await self.stop(kill=True)
-            raise ConfigError(
-                f"{python}: mem0ai {reply.get('mem0_version')} installed, {mem0_worker.MEM0_VERSION} "
-                "required: run `make install-mem0`"
-            )
+
+    def alive(self) -> bool:
+        return self.proc is not None and self.proc.returncode is None
 
     def _stderr_tail(self) -> str:
-        if self.dir is None:
+        if self.home is None:
             return ""
         try:
             if self.stderr is not None:
                 self.stderr.flush()
-            data = (self.dir / "worker.stderr").read_bytes()[-_STDERR_TAIL:]
+            data = (self.home / "worker.stderr").read_bytes()[-_STDERR_TAIL:]
         except OSError:
             return ""
         lines = [ln for ln in data.decode("utf-8", "replace").splitlines() if ln.strip()]
@@ -173,15 +166,17 @@ class _Worker:
         return reply
 
     async def stop(self, *, kill: bool = False) -> None:
+        """End the process (``close`` request, or SIGKILL) and remove its folder."""
         proc, self.proc = self.proc, None
         try:
             if proc is not None and proc.returncode is None:
-                if kill:
+                if not kill and proc.stdin is not None:
+                    with contextlib.suppress(OSError, RuntimeError):
+                        proc.stdin.write(b'{"op": "close"}\n')
+                        proc.stdin.close()
+                else:
                     with contextlib.suppress(ProcessLookupError):
                         proc.kill()
-                elif proc.stdin is not None:
-                    with contextlib.suppress(OSError):
-                        proc.stdin.close()
                 try:
                     await asyncio.wait_for(proc.wait(), 30)
                 except TimeoutError:
@@ -189,15 +184,15 @@ class _Worker:
                         proc.kill()
                     await proc.wait()
         finally:
-            if self.stderr is not None:
-                self.stderr.close()
-                self.stderr = None
-            if self.dir is not None:
-                shutil.rmtree(self.dir, ignore_errors=True)
-                self.dir = None
-            slot, self.slot = self.slot, None
-            if slot is not None:
-                slot.release()
+            self._cleanup()
+
+    def _cleanup(self) -> None:
+        if self.stderr is not None:
+            self.stderr.close()
+            self.stderr = None
+        if self.home is not None:
+            shutil.rmtree(self.home, ignore_errors=True)
+            self.home = None
 
 
 class _Mem0Memory(Memory):
@@ -205,13 +200,45 @@ class _Mem0Memory(Memory):
         super().__init__(ctx)
         self.agent = agent
         self.user_id = user_id
-        self.worker = _Worker(agent)
+        self.worker: _Worker | None = None
+        self.store: Path | None = None
+        self.base: dict[str, int] = {}
         self.counted: dict[str, int] = {}
         self.added = 0
         self.stored = {"items": 0, "bytes": 0}
 
+    async def _begin(self) -> _Worker:
+        """A worker (idle or new) with a fresh ``Memory`` in a fresh store folder."""
+        a = self.agent
+        worker = self.worker = await a.acquire_worker()
+        self.store = Path(tempfile.mkdtemp(prefix="memlens-mem0-store-"))
+        init = {"op": "init", "dir": str(self.store), "home": str(worker.home), "user_id": self.user_id}
+        reply = await worker.call({**init, **a.worker_init()})
+        if reply.get("mem0_version") != mem0_worker.MEM0_VERSION:
+            raise ConfigError(
+                f"{a.python_path()}: mem0ai {reply.get('mem0_version')} installed, {mem0_worker.MEM0_VERSION} "
+                "required: run `make install-mem0`"
+            )
+        worker.served += 1
+        # the process's totals so far (a reused worker): this question counts from here
+        self.base = dict(worker.usage)
+        self.counted = dict(worker.usage)
+        return worker
+
+    async def _finish(self, *, ok: bool) -> None:
+        worker, self.worker = self.worker, None
+        try:
+            if worker is not None:
+                await self.agent.release_worker(worker, ok=ok)
+        finally:
+            if self.store is not None:
+                shutil.rmtree(self.store, ignore_errors=True)
+                self.store = None
+
     def _count(self) -> None:
         """Add the worker's new chat calls and tokens to the question's counter."""
+        if self.worker is None:
+            return
         u, c = self.worker.usage, self.counted
         counter = self.ctx.counter
         counter.calls += u.get("chat_calls", 0) - c.get("chat_calls", 0)
@@ -220,15 +247,14 @@ class _Mem0Memory(Memory):
         self.counted = dict(u)
 
     async def _call(self, req: dict) -> dict:
+        worker = self.worker or await self._begin()
         try:
-            return await self.worker.call(req)
+            return await worker.call(req)
         finally:
             self._count()
 
     async def ingest(self, session: AgentSession) -> None:
         try:
-            if self.worker.proc is None:
-                await self.worker.start(self.user_id)
             texts = await self.ctx.image_texts(session.images)
             messages = []
             for t in session.turns:
@@ -248,24 +274,25 @@ class _Mem0Memory(Memory):
             )
             self.added += len(reply.get("added") or [])
         except BaseException:
-            await self.worker.stop(kill=True)
+            await self._finish(ok=False)
             raise
 
     async def answer(self, question: str, question_date: str) -> AgentAnswer:
         a = self.agent
         try:
-            if self.worker.proc is None:  # a history without sessions
-                await self.worker.start(self.user_id)
             found = (await self._call({"op": "search", "query": question, "top_k": a.top_k}))["results"]
             self.stored = {k: int(v) for k, v in (await self._call({"op": "stats"})).items() if k in ("items", "bytes")}
-            embedding = {
-                k: self.worker.usage.get(k, 0) for k in ("embedding_calls", "embedding_tokens", "refused_connections")
+            u = self.worker.usage if self.worker is not None else {}
+            notes_usage = {
+                k: u.get(k, 0) - self.base.get(k, 0)
+                for k in ("embedding_calls", "embedding_tokens", "refused_connections")
             }
-            await self._call({"op": "close"})
-            await self.worker.stop()
+            await self._call({"op": "end"})
         except BaseException:
-            await self.worker.stop(kill=True)
+            await self._finish(ok=False)
             raise
+        # the worker goes back to the pool (or exits) while the answer call runs
+        finishing = asyncio.create_task(self._finish(ok=True))
         lines = [
             PROMPTS["memory_line"].format(
                 memory=str(r.get("memory") or "").strip(),
@@ -283,7 +310,10 @@ class _Mem0Memory(Memory):
                 ),
             },
         ]
-        raw = await self.ctx.chat(messages, what="answer")
+        try:
+            raw = await self.ctx.chat(messages, what="answer")
+        finally:
+            await finishing
         retrieved: list[Retrieved] = []
         seen: set[str] = set()
         for r in found:  # best memory of each session, in retrieval order
@@ -292,7 +322,7 @@ class _Mem0Memory(Memory):
                 continue
             seen.add(sid)
             retrieved.append(Retrieved(str(sid), float(r.get("score") or 0.0), len(retrieved) + 1))
-        notes = {"memories_added": self.added, "memories_retrieved": len(found), **embedding}
+        notes = {"memories_added": self.added, "memories_retrieved": len(found), **notes_usage}
         return AgentAnswer(raw.strip(), retrieved, notes)
 
     def stats(self) -> dict:
@@ -318,6 +348,7 @@ class Mem0Agent(MemoryAgent):
         extraction_max_tokens: int = 2000,
         worker_python: str = ".venv-mem0/bin/python",
         worker_timeout_s: float = 3600,
+        worker_reuse: int = 50,
         **common,
     ):
         super().__init__(name, **common)
@@ -339,6 +370,7 @@ class Mem0Agent(MemoryAgent):
                 extraction_max_tokens=extraction_max_tokens,
                 worker_python=worker_python,
                 worker_timeout_s=worker_timeout_s,
+                worker_reuse=worker_reuse,
             )
         )
         self.top_k = int(top_k)
@@ -350,6 +382,8 @@ class Mem0Agent(MemoryAgent):
         self.extraction_max_tokens = int(extraction_max_tokens)
         self.worker_python = worker_python
         self.worker_timeout_s = float(worker_timeout_s)
+        self.worker_reuse = max(1, int(worker_reuse))
+        self._idle: list[_Worker] = []
         self.root: Path | None = None
         self._slots: tuple[Any, asyncio.Semaphore] | None = None
         self._ids = itertools.count(1)
@@ -370,6 +404,42 @@ class Mem0Agent(MemoryAgent):
         if self._slots is None or self._slots[0] is not loop:
             self._slots = (loop, asyncio.Semaphore(max(1, self.concurrency)))
         return self._slots[1]
+
+    async def acquire_worker(self) -> _Worker:
+        """An idle worker process, or a new one, once one of the ``concurrency`` slots is free."""
+        slot = self.slots()
+        await slot.acquire()
+        try:
+            while self._idle:
+                w = self._idle.pop()
+                if w.alive():
+                    return w
+                await w.stop(kill=True)
+            w = _Worker(self)
+            await w.spawn()
+            return w
+        except BaseException:
+            slot.release()
+            raise
+
+    async def release_worker(self, worker: _Worker, *, ok: bool) -> None:
+        """Back to the idle workers after a good question (at most ``worker_reuse`` questions per
+        process); killed after a failed one, so that nothing of a broken state serves again."""
+        try:
+            if ok and worker.alive() and worker.served < self.worker_reuse:
+                self._idle.append(worker)
+            else:
+                await worker.stop(kill=not ok)
+        finally:
+            self.slots().release()
+
+    async def _run(self, items, on_result) -> None:
+        self._idle = []
+        try:
+            await super()._run(items, on_result)
+        finally:
+            idle, self._idle = self._idle, []
+            await asyncio.gather(*(w.stop() for w in idle), return_exceptions=True)
 
     def worker_env(self) -> dict[str, str]:
         env = {k: os.environ[k] for k in _PASS_ENV if k in os.environ}

@@ -98,6 +98,7 @@ OPERATIONAL_KEYS = frozenset(
         "embedder_api_key_env",
         "worker_python",
         "worker_timeout_s",
+        "worker_reuse",
     }
 )
 
