@@ -21,6 +21,7 @@ from pathlib import Path
 import pytest
 
 from memlens.core.config import Paths
+from memlens.core.errors import ConfigError
 from memlens.core.items import BuiltBenchmark
 from memlens.eval.agents import mem0_worker
 from memlens.eval.agents.mem0 import PROMPTS, Mem0Agent
@@ -152,6 +153,7 @@ def _kill_mem0_workers() -> int:
 
 
 @needs_mem0
+@pytest.mark.slow
 def test_a_killed_worker_is_a_recorded_failure_and_a_rerun_retries_it(tiny_copy):
     root = tiny_copy
     kills: list[int] = []
@@ -184,6 +186,24 @@ def test_wrong_embedding_dims_fail_the_question_with_a_clear_message(tiny_copy):
     assert not p["ok"] and "48-dimensional vectors, model.embedding_dims is 64" in p["error"]
 
 
+@needs_mem0
+@pytest.mark.slow
+def test_a_hung_worker_request_times_out_as_a_failure(tiny_copy):
+    """The first extraction call stalls (the server sleeps 30 s): the add never returns, the
+    question fails after worker_timeout_s and its worker is killed (no process is left)."""
+    root = tiny_copy
+
+    def faults(index, body):
+        return "timeout" if index == 0 else "ok"
+
+    with FakeOpenAIServer(responder=mem0_responder, faults=faults, timeout_sleep_s=30) as server:
+        args = ("eval.max_items=1", "eval.max_failure_rate=1", "model.worker_timeout_s=1.5")
+        run_evaluate(root, server, "mem0", *_args(server, *args))
+    (p,) = predictions(root, "mem0").values()
+    assert not p["ok"] and "no reply to 'add' within 1.5 s (worker_timeout_s)" in p["error"]
+    assert _kill_mem0_workers() == 0
+
+
 def test_a_missing_mem0_environment_stops_the_run_with_the_install_hint(tiny_copy, capsys):
     root = tiny_copy
     with FakeOpenAIServer(responder=mem0_responder) as server:
@@ -194,6 +214,19 @@ def test_a_missing_mem0_environment_stops_the_run_with_the_install_hint(tiny_cop
     assert rc != 0
     err = capsys.readouterr().err
     assert "make install-mem0" in err and ".venv-none/bin/python" in err
+
+
+def test_an_environment_without_mem0_is_refused_before_any_request(tmp_path):
+    venv = tmp_path / "venv"
+    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(venv)], check=True, timeout=120)
+    agent = Mem0Agent(worker_python=str(venv / "bin" / "python"))
+    with pytest.raises(ConfigError, match=r"mem0ai is not installed, 2\.0\.4 required: run `make install-mem0`"):
+        agent.check()
+    meta = venv / "lib" / "python3.11" / "site-packages" / "mem0ai-1.0.0.dist-info" / "METADATA"
+    meta.parent.mkdir(parents=True)
+    meta.write_text("Metadata-Version: 2.1\nName: mem0ai\nVersion: 1.0.0\n")
+    with pytest.raises(ConfigError, match=r"mem0ai 1\.0\.0 installed, 2\.0\.4 required"):
+        agent.check()
 
 
 def test_the_worker_reaches_only_the_configured_endpoints():

@@ -1,10 +1,11 @@
 """Mem0 with the real ``mem0ai`` package (2.0.4, the paper's version), in an environment of its own.
 
 ``mem0ai`` 2.0.4 requires ``protobuf<7``, the main environment pins protobuf 7 (mlflow,
-opentelemetry), so mem0 runs in ``.venv-mem0`` (``make install-mem0``) as a worker process
-(:mod:`memlens.eval.agents.mem0_worker`, JSON lines over stdin/stdout), one process and one fresh
-FAISS store in a temporary folder per question; questions run concurrently, each in its process
-(at most ``concurrency`` workers at once).
+opentelemetry), so mem0 runs in ``.venv-mem0`` (``make install-mem0``) in worker processes
+(:mod:`memlens.eval.agents.mem0_worker`, JSON lines over stdin/stdout): at most ``concurrency``
+at once, questions in parallel, each question in a fresh ``Memory`` with its own FAISS store in a
+fresh temporary folder; a worker serves up to ``worker_reuse`` questions one after the other (its
+imports are what it keeps) and is killed after a failed one.
 
 Published settings (``shared/reference/official-memory-agents.md``), as configured here: backbone
 Qwen3-8B through an OpenAI-compatible endpoint, ``Memory`` config version v1.1, FAISS with cosine
@@ -76,6 +77,7 @@ _PASS_ENV = (
     "no_proxy",
 )
 _STDERR_TAIL = 2000
+_INIT_TIMEOUT_S = 300.0
 
 
 def _install_hint(python: Path) -> str:
@@ -132,19 +134,18 @@ class _Worker:
         lines = [ln for ln in data.decode("utf-8", "replace").splitlines() if ln.strip()]
         return " | ".join(lines[-3:])
 
-    async def call(self, req: dict) -> dict:
+    async def call(self, req: dict, *, timeout_s: float | None = None) -> dict:
         proc = self.proc
+        timeout_s = timeout_s or self.agent.worker_timeout_s
         if proc is None or proc.stdin is None or proc.stdout is None:
             raise MemLensError("mem0 worker: not running")
         op = req.get("op")
         try:
             proc.stdin.write((json.dumps(req, ensure_ascii=False) + "\n").encode("utf-8"))
             await proc.stdin.drain()
-            line = await asyncio.wait_for(proc.stdout.readline(), self.agent.worker_timeout_s)
+            line = await asyncio.wait_for(proc.stdout.readline(), timeout_s)
         except TimeoutError:
-            raise MemLensError(
-                f"mem0 worker: no reply to {op!r} within worker_timeout_s={self.agent.worker_timeout_s:g} s"
-            ) from None
+            raise MemLensError(f"mem0 worker: no reply to {op!r} within {timeout_s:g} s (worker_timeout_s)") from None
         except (BrokenPipeError, ConnectionResetError):
             line = b""
         if not line:
@@ -213,7 +214,8 @@ class _Mem0Memory(Memory):
         worker = self.worker = await a.acquire_worker()
         self.store = Path(tempfile.mkdtemp(prefix="memlens-mem0-store-"))
         init = {"op": "init", "dir": str(self.store), "home": str(worker.home), "user_id": self.user_id}
-        reply = await worker.call({**init, **a.worker_init()})
+        # the first init imports mem0, faiss and qdrant-client: seconds on a busy machine
+        reply = await worker.call({**init, **a.worker_init()}, timeout_s=max(a.worker_timeout_s, _INIT_TIMEOUT_S))
         if reply.get("mem0_version") != mem0_worker.MEM0_VERSION:
             raise ConfigError(
                 f"{a.python_path()}: mem0ai {reply.get('mem0_version')} installed, {mem0_worker.MEM0_VERSION} "
@@ -330,8 +332,8 @@ class _Mem0Memory(Memory):
 
 
 class Mem0Agent(MemoryAgent):
-    """Mem0 (``mem0ai`` 2.0.4, FAISS) in a worker process per question; ``search(top_k)`` then one
-    answer call over the retrieved memories."""
+    """Mem0 (``mem0ai`` 2.0.4, FAISS) in worker processes, a fresh ``Memory`` per question;
+    ``search(top_k)`` then one answer call over the retrieved memories."""
 
     Config = Mem0Settings
     PROMPTS = PROMPTS
@@ -481,11 +483,31 @@ class Mem0Agent(MemoryAgent):
             "max_retries": c["max_retries"],
         }
 
+    def installed_mem0(self) -> str | None:
+        """The mem0ai version of the worker's virtual environment, read from its package metadata
+        (None when the interpreter is not a venv's)."""
+        venv = self.python_path().parent.parent
+        if not (venv / "pyvenv.cfg").is_file():
+            return None
+        for meta in sorted(venv.glob("lib/python*/site-packages/mem0ai-*.dist-info/METADATA")):
+            for line in meta.read_text(encoding="utf-8", errors="replace").splitlines():
+                if line.startswith("Version:"):
+                    return line.split(":", 1)[1].strip()
+        return "none"
+
     def check(self) -> None:
-        """The Mem0 environment exists and holds the required mem0ai (``--version``, no network)."""
+        """The Mem0 environment exists and holds the required mem0ai (its package metadata, or
+        ``mem0_worker.py --version`` for an interpreter outside a venv; no network). The worker
+        checks the version it imports again."""
         python = self.python_path()
         if not python.is_file():
             raise ConfigError(_install_hint(python))
+        version = self.installed_mem0()
+        if version is not None:
+            if version != mem0_worker.MEM0_VERSION:
+                got = "mem0ai is not installed" if version == "none" else f"mem0ai {version} installed"
+                raise ConfigError(f"{python}: {got}, {mem0_worker.MEM0_VERSION} required: run `make install-mem0`")
+            return
         try:
             out = subprocess.run(
                 [str(python), "-I", str(Path(mem0_worker.__file__).resolve()), "--version"],
