@@ -835,6 +835,23 @@ class HybridSettings(_AgentBase):
     retriever_options: dict[str, Any] | None = None
 
 
+class Mem0Settings(_AgentBase):
+    """``model`` with ``_target_: memlens.eval.agents.mem0.Mem0Agent`` (mem0ai 2.0.4 in
+    ``.venv-mem0``): the backbone extracts and answers, ``embedder_*`` name an OpenAI-compatible
+    ``/v1/embeddings`` endpoint (null base URL: ``base_url``) whose vectors have ``embedding_dims``."""
+
+    top_k: PositiveInt = 20
+    embedder_base_url: str | None = None
+    embedder_model: str = "text-embedding-3-small"
+    embedder_api_key_env: str | None = None  # NAME of the environment variable holding its key
+    embedding_dims: PositiveInt = 1536
+    distance_strategy: Literal["cosine", "euclidean", "inner_product"] = "cosine"
+    extraction_max_tokens: PositiveInt = 2000  # mem0's own calls (its default)
+    worker_python: str = ".venv-mem0/bin/python"  # relative to the project root
+    worker_timeout_s: PositiveFloat = 3600  # per worker request (one session's add, the search)
+    worker_reuse: PositiveInt = 50  # questions per worker process (each in a fresh Memory); 1: one process each
+
+
 class ImportedSettings(_System):
     """``model`` with ``_target_: memlens.eval.agents.exchange.ImportedAnswers``: the answers an
     upstream runner (MemOS, M2A) wrote, imported (``answers``: the file, relative to the project)."""
@@ -857,6 +874,7 @@ MODEL_SCHEMAS: dict[str, type[BaseModel]] = {
     "memlens.eval.agents.memagent.MemAgent": MemAgentSettings,
     "memlens.eval.agents.m3_agent.M3Agent": M3AgentSettings,
     "memlens.eval.agents.hybrid.HybridPixelAgent": HybridSettings,
+    "memlens.eval.agents.mem0.Mem0Agent": Mem0Settings,
     "memlens.eval.agents.exchange.ImportedAnswers": ImportedSettings,
 }
 JUDGE_SCHEMAS: dict[str, type[BaseModel]] = {
