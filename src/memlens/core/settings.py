@@ -516,6 +516,7 @@ class MemorySettings(Section):
     granularity: Literal["session", "turn"] = "session"  # one document per session or per turn
     temporal_filter: bool = True  # only sessions at or before the question date
     subset: Literal["agent", "all"] = "agent"  # the 195-question agent subset (scaled) or every question
+    sample: NonNegInt = 0  # 0: the whole set; N: a seeded draw of N of its questions, types in turn
     lengths: list[str] = []  # empty: every built length
     ks: list[PositiveInt] = [1, 3, 5, 10]  # recall@k cut-offs
     depth: PositiveInt = 50  # sessions retrieved per question (MRR looks this deep)
