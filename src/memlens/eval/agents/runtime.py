@@ -8,7 +8,8 @@ session of the role-stripped view (:mod:`memlens.eval.agents.view`), then
 
 * **Isolation.** One memory object per question, created after the previous question's memory
   is no longer reachable from it; nothing is shared between memories except the call cache
-  (keyed by the full request) and the adapter cache (keyed by image hash and adapter id).
+  (keyed by the full request) and the adapter cache (keyed by image hash and adapter id; the
+  project's one adapter cache, shared with ``memlens diagnose``).
 * **Concurrency across questions.** Questions run as coroutines on one event loop (``2 x
   concurrency`` at once, so that the CPU work of some overlaps the calls of others), their
   backbone calls through one client (:class:`~memlens.eval.agents.llm.Backbone`) whose semaphore
@@ -104,33 +105,16 @@ def family_lookup(benchmark: Any):
     return family
 
 
-def truth_lookup(benchmark: Any):
-    """``sha256 -> ground truth`` of a built benchmark's images (for ``oracle_caption``), or None."""
-    src = getattr(benchmark, "source", None)
-    if src is None or not hasattr(src, "paths"):
-        return None
-
-    def truth_of(sha: str) -> dict | None:
-        rec = src.images.get(sha)
-        return rec.truth if rec is not None else None
-
-    return truth_of
-
-
-def make_adapter(name: str, options: dict, cache_dir: Path, benchmark: Any):
-    """An input adapter (``memlens.eval.memory.adapters``); ``oracle_caption`` reads the ground
-    truth of the benchmark's image index (an upper bound: the agent is never shown the index)."""
-    from memlens.eval.memory.adapters import build_adapter
+def make_adapter(name: str, options: dict, cache_root: Path, benchmark: Any):
+    """An input adapter on the project's one adapter cache (:func:`memlens.eval.memory.adapters.open_adapter`,
+    shared with ``memlens diagnose``; ``cache_root`` is ``Paths.cache``), OCR without a progress bar
+    (questions describe a few images at a time)."""
+    from memlens.eval.memory.adapters import open_adapter
 
     opts = dict(options)
-    if name == "oracle_caption":
-        truth_of = truth_lookup(benchmark)
-        if truth_of is None:
-            raise ConfigError("adapter oracle_caption needs a built benchmark (its image index holds the ground truth)")
-        opts["truth_of"] = truth_of
-    if name in ("ocr",):
+    if name == "ocr":
         opts.setdefault("progress", False)
-    return build_adapter(name, cache_dir=cache_dir, **opts)
+    return open_adapter(name, opts, cache_root=cache_root, benchmark=benchmark)
 
 
 class QuestionContext:
@@ -265,6 +249,7 @@ class MemoryAgent(Model):
         self.tokenizer_name = tokenizer
         self.cache_calls = bool(cache_calls)
         self.cache_dir: Path | None = None
+        self.project_cache: Path | None = None
         self.benchmark: Any = None
         self._backbone: Backbone | None = None
         self._adapter = None
@@ -278,7 +263,8 @@ class MemoryAgent(Model):
 
     # ------------------------------------------------------------------ set-up
     def attach(self, paths: Any, benchmark: Any) -> None:
-        self.cache_dir = Path(paths.cache) / "agents"
+        self.project_cache = Path(paths.cache)
+        self.cache_dir = self.project_cache / "agents"
         self.benchmark = benchmark
 
     def _cache_root(self) -> Path:
@@ -302,9 +288,8 @@ class MemoryAgent(Model):
     @property
     def adapter(self):
         if self._adapter is None:
-            self._adapter = make_adapter(
-                self.adapter_name, self.adapter_options, self._cache_root() / "adapters", self.benchmark
-            )
+            self._cache_root()  # attached
+            self._adapter = make_adapter(self.adapter_name, self.adapter_options, self.project_cache, self.benchmark)
         return self._adapter
 
     def text_encoder(self):
