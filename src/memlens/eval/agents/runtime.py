@@ -171,6 +171,8 @@ class MemoryAgent(Model):
     PROMPTS: ClassVar[dict[str, str]] = {}
     #: adapters this agent accepts (None: any)
     ADAPTERS: ClassVar[tuple[str, ...] | None] = None
+    #: how the agent finds what it answers from (shown by ``memlens evaluate --dry-run``)
+    RETRIEVER: ClassVar[str] = "none"
 
     def __init__(
         self,
@@ -335,6 +337,11 @@ class MemoryAgent(Model):
         if len(texts) != len(todo):
             raise MemLensError(f"adapter {self.adapter_name}: {len(texts)} texts for {len(todo)} images")
         return {im.sha256: t for im, t in zip(todo, texts)}
+
+    def retrieval(self) -> str:
+        """The retriever in words (``bm25 top 10``, ``dense top 3`` ...)."""
+        k = getattr(self, "top_k", None) or getattr(self, "search_top_k", None)
+        return f"{self.RETRIEVER}, top {k}" if k and self.RETRIEVER != "none" else self.RETRIEVER
 
     def identity_extra(self) -> dict:
         prompts = hashlib.sha256(canonical_bytes({"runtime": AGENT_RUNTIME_VERSION, **self.PROMPTS})).hexdigest()
