@@ -54,25 +54,6 @@ __all__ = ["AGENT_RUNTIME_VERSION", "AgentAnswer", "Memory", "MemoryAgent", "Que
 #: bump when the runtime changes what an agent is given (the view, the adapter texts)
 AGENT_RUNTIME_VERSION = "agents-1"
 
-#: the client keys of :class:`memlens.core.http.OpenAICompatibleConfig` an agent passes through
-CLIENT_KEYS = (
-    "base_url",
-    "model",
-    "api_key_env",
-    "concurrency",
-    "max_new_tokens",
-    "temperature",
-    "timeout_s",
-    "max_retries",
-    "image_transport",
-    "max_image_side",
-    "extra_body",
-    "top_p",
-    "seed",
-    "backoff_base_s",
-    "backoff_max_s",
-)
-
 
 @dataclass(frozen=True)
 class Retrieved:
@@ -204,23 +185,9 @@ class MemoryAgent(Model):
         resources: dict | None = None,
         notes: str | None = None,
     ):
-        client = dict(
-            base_url=base_url,
-            model=model,
-            api_key_env=api_key_env,
-            concurrency=concurrency,
-            max_new_tokens=max_new_tokens,
-            temperature=temperature,
-            timeout_s=timeout_s,
-            max_retries=max_retries,
-            image_transport=image_transport,
-            max_image_side=max_image_side,
-            extra_body=extra_body,
-            top_p=top_p,
-            seed=seed,
-            backoff_base_s=backoff_base_s,
-            backoff_max_s=backoff_max_s,
-        )
+        from memlens.core.http import OpenAICompatibleConfig
+
+        client = OpenAICompatibleConfig.settings_of(locals())
         super().__init__(
             name,
             kind,
@@ -240,8 +207,6 @@ class MemoryAgent(Model):
             )
         if token_param not in ("max_tokens", "max_completion_tokens"):
             raise ConfigError(f"model.token_param must be max_tokens or max_completion_tokens, not {token_param!r}")
-        from memlens.core.http import OpenAICompatibleConfig
-
         OpenAICompatibleConfig(**client)  # validates now, no network
         self.client_settings = client
         self.concurrency = int(concurrency)
