@@ -26,6 +26,7 @@ family name in words.
 from __future__ import annotations
 
 from pathlib import Path
+from types import MappingProxyType
 from typing import Protocol
 
 from memlens.core.errors import ConfigError, DataError
@@ -156,33 +157,19 @@ class OpenClipChannel:
 class _Endpoint:
     """A VLM behind an OpenAI-compatible endpoint (:mod:`memlens.core.http`), one question per image."""
 
-    def __init__(
-        self,
-        name: str,
-        *,
-        base_url: str | None = None,
-        model: str | None = None,
-        api_key_env: str | None = None,
-        concurrency: int = 8,
-        timeout_s: float = 120.0,
-        max_retries: int = 3,
-        max_new_tokens: int = 64,
-    ):
+    #: client settings a channel's configuration leaves unset
+    DEFAULTS = MappingProxyType({"concurrency": 8, "timeout_s": 120.0, "max_retries": 3})
+
+    def __init__(self, name: str, *, max_new_tokens: int, **options):
+        """``options``: ``base_url`` and ``model`` (required), ``api_key_env``, ``concurrency``,
+        ``timeout_s``, ``max_retries`` (:class:`~memlens.core.http.OpenAICompatibleConfig`)."""
         from memlens.core.http import OpenAICompatibleClient, OpenAICompatibleConfig
 
-        if not base_url or not model:
+        if not options.get("base_url") or not options.get("model"):
             raise ConfigError(f"filter channel {name}: needs base_url and model (an OpenAI-compatible VLM)")
         self.name = name
-        self.config = OpenAICompatibleConfig(
-            base_url=base_url,
-            model=model,
-            api_key_env=api_key_env,
-            concurrency=int(concurrency),
-            timeout_s=float(timeout_s),
-            max_retries=int(max_retries),
-            max_new_tokens=int(max_new_tokens),
-            max_image_side=512,
-        )
+        settings = {**self.DEFAULTS, **options, "max_new_tokens": int(max_new_tokens), "max_image_side": 512}
+        self.config = OpenAICompatibleConfig(**settings)
         self._client_cls = OpenAICompatibleClient
 
     def ask(self, items: list[tuple[Path, str]]) -> list[str]:

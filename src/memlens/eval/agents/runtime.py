@@ -75,15 +75,9 @@ class AgentAnswer:
 
 def family_lookup(benchmark: Any):
     """``image id -> image family`` of a built benchmark (a hint for adapters), or None."""
-    src = getattr(benchmark, "source", None)
-    if src is None or not hasattr(src, "paths"):
-        return None
+    from memlens.eval.memory.adapters import image_lookup
 
-    def family(image_id: str) -> str | None:
-        rec = src.images.get(image_id)
-        return rec.family if rec is not None else None
-
-    return family
+    return image_lookup(benchmark, "family")
 
 
 def make_adapter(name: str, options: dict, cache_root: Path, benchmark: Any):

@@ -63,6 +63,7 @@ __all__ = [
     "OracleCaptionAdapter",
     "adapter_cache_dir",
     "build_adapter",
+    "image_lookup",
     "open_adapter",
     "truth_lookup",
     "truth_text",
@@ -222,18 +223,24 @@ def adapter_cache_dir(cache_root: str | Path) -> Path:
     return Path(cache_root) / "memory" / "adapters"
 
 
-def truth_lookup(benchmark: Any) -> Callable[[str], dict | None] | None:
-    """``sha256 -> ground truth`` of a built benchmark's images (for ``oracle_caption``), or None
-    (an official release has no image ground truth)."""
+def image_lookup(benchmark: Any, field: str) -> Callable[[str], Any] | None:
+    """``image id -> <field> of its image record`` (``truth``, ``family`` ...) of a built benchmark's
+    image index, or None for a benchmark without one (an official release)."""
     src = getattr(benchmark, "source", None)
     if src is None or not hasattr(src, "paths"):
         return None
 
-    def truth_of(sha: str) -> dict | None:
-        rec = src.images.get(sha)
-        return rec.truth if rec is not None else None
+    def lookup(image_id: str) -> Any:
+        rec = src.images.get(image_id)
+        return getattr(rec, field) if rec is not None else None
 
-    return truth_of
+    return lookup
+
+
+def truth_lookup(benchmark: Any) -> Callable[[str], dict | None] | None:
+    """``sha256 -> ground truth`` of a built benchmark's images (for ``oracle_caption``), or None
+    (an official release has no image ground truth)."""
+    return image_lookup(benchmark, "truth")
 
 
 def open_adapter(
