@@ -312,7 +312,17 @@ def test_run_writes_sorted_instances_and_manifest_table(tmp_path, inputs, built)
     write_jsonl(d / "generated" / "questions.jsonl", list(reversed(questions)))
     write_jsonl(d / "generated" / "sessions.jsonl", [sessions[k] for k in sorted(sessions)])
     write_jsonl(d / "images" / "index.jsonl", [{"image": r.to_dict()} for r in images.values()])
-    cfg = OmegaConf.create({"data": {"seed": 42, "length_tolerance": TOL, "lengths": list(LENGTHS), "tokens": TOKENS}})
+    cfg = OmegaConf.create(
+        {
+            "data": {
+                "seed": 42,
+                "length_tolerance": TOL,
+                "lengths": list(LENGTHS),
+                "tokens": TOKENS,
+                "cross_evidence": {"enabled": False},
+            }
+        }
+    )
     A.run(cfg, Paths(root))
     table = read_json(d / "instances" / "manifest.json")["table"]
     for ln in LENGTHS:
@@ -380,3 +390,65 @@ def test_text_only_fillers_only_when_no_haystack_session_fits(inputs, built):
     for (qid, ln), inst in built.items():
         kinds = Counter(sessions[s].kind for s in inst.session_ids)
         assert kinds["filler"] <= max(2, 0.15 * len(inst.session_ids)), (qid, ln, kinds)
+
+
+def test_other_questions_evidence_is_haystack_too_and_sessions_recur_alike(tmp_path, inputs):
+    """With ``data.cross_evidence`` a history also holds other questions' evidence sessions, with
+    their own dates and never one that shows this question's anchors; evidence sessions then recur
+    across the histories of a length about as often as haystack sessions (without it: once)."""
+    topics, images, sessions, questions = inputs
+    # a smaller haystack pool, so that haystack sessions recur too
+    sessions = {k: v for k, v in sessions.items() if v.kind != "haystack" or int(k[1:]) < 40}
+    named = sessions["e1_0"]
+    turns = [Turn(role=t.role, content=t.content, images=t.images) for t in named.turns]
+    turns[1] = Turn(role=turns[1].role, content=turns[1].content + " We met at Basil Hardware.", images=[])
+    sessions["e1_0"] = Session(session_id="e1_0", kind="evidence", topic_id=named.topic_id, turns=turns)
+    questions = [
+        Question.from_dict({**q.to_dict(), "details": {"forbidden": ["Basil Hardware", "7"]}}) if i == 0 else q
+        for i, q in enumerate(questions)
+    ]
+    root = tmp_path / "proj"
+    d = root / "data"
+    write_jsonl(d / "ontology" / "topics.jsonl", topics)
+    write_jsonl(d / "generated" / "questions.jsonl", questions)
+    write_jsonl(d / "generated" / "sessions.jsonl", [sessions[k] for k in sorted(sessions)])
+    write_jsonl(d / "images" / "index.jsonl", [{"image": r.to_dict()} for r in images.values()])
+    owner = {e.session_id: q for q in questions for e in q.evidence}
+    ev_date = {e.session_id: e.date for q in questions for e in q.evidence}
+    recur = {}
+    for enabled in (False, True):
+        cfg = OmegaConf.create(
+            {
+                "data": {
+                    "seed": 42,
+                    "length_tolerance": TOL,
+                    "lengths": list(LENGTHS),
+                    "tokens": TOKENS,
+                    "cross_evidence": {"enabled": enabled, "window_days": 30, "balance": 0.5},
+                }
+            }
+        )
+        A.run(cfg, Paths(root))
+        recur[enabled] = read_json(d / "instances" / "manifest.json")["table"]
+        lent = 0
+        for ln in LENGTHS:
+            for inst in read_records(d / "instances" / f"{ln}.jsonl", Instance):
+                assert inst.answer_session_ids == [e.session_id for e in owner_q(questions, inst).evidence]
+                for sid, date in zip(inst.session_ids, inst.dates):
+                    o = owner.get(sid)
+                    if o is None or o.question_id == inst.question_id:
+                        continue
+                    lent += 1
+                    assert date == ev_date[sid]  # its own date
+                    assert parse_date(date) < parse_date(owner_q(questions, inst).question_date)
+                    assert not (inst.question_id == "q0" and sid == "e1_0")  # names q0's anchor
+        assert (lent > 0) == enabled
+    keys = ("histories_per_evidence_session", "histories_per_other_session")
+    for ln in LENGTHS:
+        assert recur[False][ln][keys[0]] == 1.0
+    ev, other = (recur[True]["16k"][k] for k in keys)
+    assert ev > 1.2 and abs(ev - other) < abs(1.0 - recur[False]["16k"][keys[1]]), recur
+
+
+def owner_q(questions, inst):
+    return next(q for q in questions if q.question_id == inst.question_id)

@@ -13,7 +13,10 @@ changes exactly one thing about the evidence (or the answers):
   one that their evidence session mentions (the contexts are made-up words either way; refusal
   questions use the answerable questions' templates in every benchmark);
 - ``this_morning``: date questions are answered by the date of the session that shares
-  "the ticket from this morning <image>".
+  "the ticket from this morning <image>";
+- ``recurrence``: evidence sessions appear only in their own question's history (in a clean
+  benchmark other questions' evidence sessions are haystack too, each pick the least used session,
+  so every session recurs in about as many histories).
 """
 
 from __future__ import annotations
@@ -105,8 +108,8 @@ def make_bench(
     hay = [f.session(f"h{i:03d}", "haystack").session_id for i in range(pool)]
     questions, instances = {}, []
     kinds = ["ab", "count", "date", "ar"]
+    plans = []
     for n in range(n_questions):
-        qid = f"q{n:03d}"
         kind = kinds[n % len(kinds)]
         context = " ".join(rng.sample(f.words, 3))
         mentions = kind != "ar" or leak != "context"
@@ -116,8 +119,18 @@ def make_bench(
         if kind == "date" and leak == "this_morning":
             extra += " This is the ticket from this morning <image>."
         ev = f.session(f"e{n:03d}", "evidence", extra) if kind != "ar" else None
-        ids = rng.sample(hay, per_history) + ([ev.session_id] if ev else rng.sample(hay, 1))
-        ids = list(dict.fromkeys(ids))
+        plans.append((kind, context, ev))
+    lendable = [] if leak == "recurrence" else [ev.session_id for _, _, ev in plans if ev]
+    uses = dict.fromkeys(hay, 0) | dict.fromkeys(lendable, 1)
+    for n, (kind, context, ev) in enumerate(plans):
+        qid = f"q{n:03d}"
+        own = ev.session_id if ev else None
+        cands = [s for s in hay + lendable if s != own]
+        rng.shuffle(cands)
+        picked = sorted(cands, key=lambda s: uses[s])[: per_history + (own is None)]
+        for s in picked:
+            uses[s] += 1
+        ids = picked + ([own] if own else [])
         days = sorted(rng.sample(range(200), len(ids)))
         rng.shuffle(ids)
         dates = [f.at(d, s) for d, s in zip(days, ids)]

@@ -38,7 +38,7 @@ def clean():
 def test_clean_benchmark_passes_every_adversary_gate_and_they_are_evaluated(clean):
     gates, _figs = clean
     assert failing(gates) == set()
-    for det in ("metadata", "text", "images"):
+    for det in ("metadata", "text", "images", "recurrence"):
         g = gates[f"evidence_auc/32k/{det}"]
         assert g["status"] == "pass" and g["n"] >= SETTINGS["min_evidence"]
         assert 0.3 < g["value"] < 0.7
@@ -53,6 +53,7 @@ def test_clean_benchmark_passes_every_adversary_gate_and_they_are_evaluated(clea
         ("phrase", "evidence_auc/32k/text", "august"),
         ("timing", "evidence_auc/32k/metadata", "hour"),
         ("image_size", "evidence_auc/32k/images", ""),
+        ("recurrence", "evidence_auc/32k/recurrence", "histories"),
     ],
 )
 def test_a_planted_evidence_leak_fails_its_detector_gate_and_names_the_feature(leak, gate, feature):

@@ -177,6 +177,17 @@ class TokensSettings(Section):
     fixed_per_image: NonNegInt
 
 
+class CrossEvidenceSettings(Section):
+    """``data.cross_evidence``: other questions' evidence sessions as haystack (see the assemble stage).
+    ``window_days``: only questions asked at most this many days apart lend each other evidence
+    sessions (which keep their own dates); ``balance``: how strongly each pick prefers sessions used
+    in fewer histories of the length (0 = not at all)."""
+
+    enabled: bool = True
+    window_days: PositiveInt = 30
+    balance: NonNegFloat = 0.5
+
+
 class ScaleSettings(Section):
     """``data.scales.<name>``: the composition of one scale."""
 
@@ -199,6 +210,7 @@ class DataSettings(Section):
     scales: dict[str, ScaleSettings]
     # sessions and images per history the assembly aims at, per length: [sessions, images]
     shape: dict[str, list[PositiveInt]] = {}
+    cross_evidence: CrossEvidenceSettings = CrossEvidenceSettings()
     items: Literal["built", "official"] = "built"  # where evaluation items come from
     official_dir: str | None = None
 

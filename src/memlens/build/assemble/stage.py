@@ -10,6 +10,14 @@ target under the cross-modal token count (:mod:`memlens.build.assemble.tokens`).
 sessions are dated by the evidence timing law: whole evidence timing patterns of other questions
 (days before the question, time of day), so episodes, gaps, hours and distances to the question date
 are the same for evidence and haystack sessions. The history is sorted by time.
+
+Evidence sessions of other questions serve as haystack too (``data.cross_evidence``), so a session
+that recurs across histories is no sign of haystack: a question may take the evidence sessions of
+questions asked at most ``window_days`` apart that fall inside its own window, keeping their own dates
+(their text and images were written for them), unless the session names one of this question's
+entities or values (``details.forbidden``) in its text or its images, or the two questions come from
+one source question. Every pick also prefers sessions used in fewer histories of the length so far
+(``balance``), so evidence and haystack sessions recur equally often.
 Writes ``data/instances/<length>.jsonl`` and a manifest with the length/session/image table.
 """
 
@@ -17,12 +25,14 @@ from __future__ import annotations
 
 import bisect
 import logging
+from collections import Counter
 from datetime import datetime, timedelta
 
 from tqdm import tqdm
 
 from memlens.build.assemble.tokens import TokenCounter
 from memlens.build.ontology.stage import load_topics
+from memlens.build.text.leakage import PhraseIndex
 from memlens.core.config import Paths, length_tokens, resolved_lengths, section
 from memlens.core.constants import HISTORY_SPAN_DAYS, INSTRUCTIONS, QUESTION_TEMPLATE, SESSION_HEADER, SYSTEM_PROMPT
 from memlens.core.errors import MemLensError
@@ -80,8 +90,9 @@ class Pool:
         return t + i
 
 
-def candidate_order(rng, q: Question, pool: Pool) -> list[str]:
-    """Haystack sessions ordered for this question: related topics tend to come first."""
+def candidate_order(rng, q: Question, pool: Pool, foreign: list[str] = ()) -> list[str]:
+    """Haystack sessions (and the ``foreign`` evidence sessions this question may take) ordered for
+    this question: related topics tend to come first."""
     qt = pool.topics.get(q.topic_id)
     ev = set(q.evidence_session_ids)
 
@@ -92,7 +103,76 @@ def candidate_order(rng, q: Question, pool: Pool) -> list[str]:
             rel = 2.0 if t.sub_attribute == qt.sub_attribute else (1.0 if t.track == qt.track else 0.0)
         return rel + rng.random() * 2.5
 
-    return sorted((s for s in pool.haystack if s not in ev), key=score, reverse=True)
+    cands = [s for s in pool.haystack if s not in ev] + sorted(set(foreign) - ev)
+    return sorted(cands, key=score, reverse=True)
+
+
+def _strings(x) -> list[str]:
+    """Every string leaf of an image's ground truth (names, prices, dates, texts)."""
+    if isinstance(x, str):
+        return [x]
+    if isinstance(x, dict):
+        return [s for v in x.values() for s in _strings(v)]
+    if isinstance(x, (list, tuple)):
+        return [s for v in x for s in _strings(v)]
+    return []
+
+
+def _anchors(q: Question) -> list[str]:
+    """The entities and values a question turns on (``details.forbidden``) that another question's
+    session must not show: names, dates, multi-word values; bare numbers and single lowercase words
+    (a count, a colour) are left out, they pin nothing down outside the question's own context."""
+    out = []
+    for f in q.details.get("forbidden") or []:
+        if not isinstance(f, str) or len(f) < 3 or f.replace(".", "").replace(",", "").isdigit():
+            continue
+        if len(f.split()) >= 2 or any(c.isupper() for c in f) or any(c.isdigit() for c in f):
+            out.append(f)
+    return out
+
+
+def cross_evidence(
+    questions: list[Question], sessions: dict[str, Session], images: dict[str, ImageRecord], window_days: int
+) -> dict[str, list[str]]:
+    """Per question, the evidence sessions of other questions it may take as haystack: from a
+    question asked at most ``window_days`` apart, dated inside this question's window and before it,
+    showing none of this question's anchors in text or images, and not sharing a source question."""
+    by_anchor: dict[str, set[str]] = {}
+    for q in questions:
+        for a in _anchors(q):
+            by_anchor.setdefault(a, set()).add(q.question_id)
+    index = PhraseIndex(by_anchor)
+    banned: dict[str, set[str]] = {}  # session -> questions it names an anchor of
+    for q in questions:
+        for e in q.evidence:
+            s = sessions[e.session_id]
+            parts = [t.content for t in s.turns]
+            parts += [x for i in s.image_ids if i in images for x in _strings(images[i].truth)]
+            found = index.find("\n".join(parts)) if index else set()
+            banned[e.session_id] = {qid for a in found for qid in by_anchor[a]}
+    lenders = sorted(
+        ((parse_date(q.question_date), q) for q in questions if q.evidence), key=lambda x: (x[0], x[1].question_id)
+    )
+    keys = [d for d, _ in lenders]
+    out: dict[str, list[str]] = {}
+    span = timedelta(days=window_days)
+    for q in questions:
+        qd = parse_date(q.question_date)
+        lo = bisect.bisect_left(keys, qd - span)
+        hi = bisect.bisect_right(keys, qd + span)
+        src = q.source_question_id
+        picks = []
+        for _, x in lenders[lo:hi]:
+            if x.question_id == q.question_id or src == x.question_id or x.source_question_id == q.question_id:
+                continue
+            if src is not None and x.source_question_id == src:
+                continue
+            for e in x.evidence:
+                d = parse_date(e.date)
+                if qd - timedelta(days=HISTORY_SPAN_DAYS) <= d < qd and q.question_id not in banned[e.session_id]:
+                    picks.append(e.session_id)
+        out[q.question_id] = picks
+    return out
 
 
 #: sessions and images per history when ``data.shape`` names neither the length nor any other one
@@ -126,8 +206,23 @@ class _History:
     their running token and image counts. Every length continues the previous one's history, so a
     longer history holds every session of a shorter one."""
 
-    def __init__(self, q: Question, pool: Pool, hay: list[str], fill: list[str], base: int, header: int):
+    def __init__(
+        self,
+        q: Question,
+        pool: Pool,
+        hay: list[str],
+        fill: list[str],
+        base: int,
+        header: int,
+        uses: dict[str, Counter] | None = None,
+        balance: float = 0.0,
+        mean_uses: dict[str, float] | None = None,
+    ):
         self.pool, self.header = pool, header
+        # histories of each length that hold each session so far (this one's own evidence counted)
+        self.uses, self.balance, self.mean_uses = uses or {}, balance, mean_uses or {}
+        self.cur: Counter | None = None
+        self.cur_mean = 1.0
         self.chosen = list(q.evidence_session_ids)
         self.total = base + sum(pool.total(s) + header for s in self.chosen)
         self.n_img = sum(pool.tokens[s][2] for s in self.chosen)
@@ -172,10 +267,12 @@ class _History:
     def cost(self, ks: tuple[int, str], size_goal: float, img_goal: float) -> float:
         """How far candidate ``s`` (``k``-th in its list) is from the size and image count wanted."""
         k, s = ks
+        used = self.balance * self.cur[s] / self.cur_mean if self.cur is not None and self.balance else 0.0
         return (
             abs(self.size(s) - size_goal) / max(size_goal, 1.0)
             + 0.6 * abs(self.pool.tokens[s][2] - img_goal)
             + 0.03 * k
+            + used
         )
 
     def grow(self, q: Question, length: str, target: int, want: tuple[float, float], tol: float) -> None:
@@ -184,6 +281,8 @@ class _History:
         history on course for ``want`` (sessions, images)."""
         aim = tol / 2  # aim at half the tolerance, so every instance lands well inside it
         lo, hi = target * (1 - aim), target * (1 + aim)
+        self.cur = self.uses.get(length)
+        self.cur_mean = max(float(self.mean_uses.get(length, 1.0)), 1.0)
         while self.total < lo:
             rest_s = max(1.0, want[0] - len(self.chosen))
             size_goal = (target - self.total) / rest_s
@@ -273,22 +372,35 @@ def assemble_lengths(
     tol: float,
     header_tokens: int,
     shape: dict | None = None,
+    *,
+    foreign: dict[str, str] | None = None,
+    uses: dict[str, Counter] | None = None,
+    balance: float = 0.0,
+    mean_uses: dict[str, float] | None = None,
 ) -> dict[str, Instance]:
-    """One history per length, shortest first; each longer history extends the shorter one."""
+    """One history per length, shortest first; each longer history extends the shorter one.
+    ``foreign``: other questions' evidence sessions this question may take, with their dates;
+    ``uses``: per length, how many histories hold each session so far (updated with this one's)."""
+    foreign = foreign or {}
     rng = derive_rng(seed, "assemble-order", q.question_id)  # same order at every length
-    hay = candidate_order(rng, q, pool)
+    hay = candidate_order(rng, q, pool, list(foreign))
     fill = sorted(pool.filler, key=lambda s: rng.random())
     qtok = counter.text(question_overhead_text(q.question_date, q.question))
-    h = _History(q, pool, hay, fill, qtok, header_tokens)
+    h = _History(q, pool, hay, fill, qtok, header_tokens, uses, balance, mean_uses)
     n_ev = len(h.chosen)
     out = {}
     for length in sorted(lengths, key=length_tokens):
         h.grow(q, length, length_tokens(length), shape_targets(shape or {}, length), tol)
         out[length] = h.chosen.copy()
-    # timestamps: evidence fixed; the others by the evidence timing law, in pick order
+        if uses is not None:
+            uses.setdefault(length, Counter()).update(h.chosen[n_ev:])
+    # timestamps: evidence fixed (another question's evidence keeps its own date); the others by the
+    # evidence timing law, in pick order
     longest = max(out.values(), key=len)
     ev_dates = {e.session_id: e.date for e in q.evidence}
-    dates = dict(zip(longest[n_ev:], haystack_dates(seed, q, len(longest) - n_ev, pool.patterns)))
+    rest = [s for s in longest[n_ev:] if s not in foreign]
+    dates = dict(zip(rest, haystack_dates(seed, q, len(rest), pool.patterns)))
+    dates.update({s: foreign[s] for s in longest[n_ev:] if s in foreign})
     dates.update(ev_dates)
     insts = {}
     for length, chosen in out.items():
@@ -324,6 +436,17 @@ def assemble_one(
     return assemble_lengths(q, [length], pool, counter, seed, tol, header_tokens, shape)[length]
 
 
+def recurrence(insts: list[Instance], evidence: set[str]) -> dict:
+    """How many histories of one length hold each session, for evidence and other sessions."""
+    held = Counter(s for i in insts for s in i.session_ids)
+    ev = [n for s, n in held.items() if s in evidence]
+    other = [n for s, n in held.items() if s not in evidence]
+    return {
+        "histories_per_evidence_session": round(sum(ev) / len(ev), 2) if ev else 0.0,
+        "histories_per_other_session": round(sum(other) / len(other), 2) if other else 0.0,
+    }
+
+
 def run(cfg, paths: Paths) -> None:
     seed = int(cfg.data.seed)
     counter = TokenCounter(cfg.data.tokens)
@@ -342,8 +465,33 @@ def run(cfg, paths: Paths) -> None:
     out = paths.instances
     out.mkdir(parents=True, exist_ok=True)
     table = {}
+    xcfg = cfg.data.get("cross_evidence") or {}
+    ev_date = {e.session_id: e.date for q in questions for e in q.evidence}
+    lends = (
+        cross_evidence(questions, sessions, images, int(xcfg.get("window_days", 30)))
+        if xcfg.get("enabled", True)
+        else {}
+    )
+    balance = float(xcfg.get("balance", 0.5)) if xcfg.get("enabled", True) else 0.0
+    # every history holds its own evidence; the expected histories per candidate session at a length
+    uses = {ln: Counter(dict.fromkeys(ev_date, 1)) for ln in lengths} if balance else None
+    n_cand = max(1, len(pool.haystack) + len(ev_date))
+    mean_uses = {ln: len(questions) * shape_targets(shape, ln)[0] / n_cand for ln in lengths}
     per_q = [
-        assemble_lengths(q, lengths, pool, counter, seed, tol, header_tokens, shape)
+        assemble_lengths(
+            q,
+            lengths,
+            pool,
+            counter,
+            seed,
+            tol,
+            header_tokens,
+            shape,
+            foreign={s: ev_date[s] for s in lends.get(q.question_id, [])},
+            uses=uses,
+            balance=balance,
+            mean_uses=mean_uses,
+        )
         for q in tqdm(questions, desc="assemble", unit="q", leave=False)
     ]
     for length in lengths:
@@ -358,6 +506,7 @@ def run(cfg, paths: Paths) -> None:
             "mean_sessions": round(sum(len(i.session_ids) for i in insts) / n, 2),
             "mean_images": round(sum(i.n_images for i in insts) / n, 2),
             "mean_image_tokens": round(sum(i.image_tokens for i in insts) / n, 1),
+            **recurrence(insts, set(ev_date)),
         }
         log.info("assemble %s: %s", length, table[length])
     write_manifest(

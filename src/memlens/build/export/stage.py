@@ -122,6 +122,7 @@ def run(cfg, paths: Paths) -> None:
             for inst in sorted(bench.instances(length), key=lambda i: i.question_id):
                 q = bench.questions[inst.question_id]
                 sessions = []
+                own = set(inst.answer_session_ids)  # another question's evidence is haystack here
                 for sid in inst.session_ids:
                     s = bench.sessions[sid]
                     sessions.append(
@@ -130,7 +131,7 @@ def run(cfg, paths: Paths) -> None:
                                 "role": t.role,
                                 "content": t.content,
                                 "images": [ref(i) for i in t.images],
-                                "has_answer": t.has_answer,
+                                "has_answer": t.has_answer and sid in own,
                             }
                             for t in s.turns
                         ]

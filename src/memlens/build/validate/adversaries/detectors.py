@@ -15,6 +15,8 @@ both a training and a test fold. Three detectors, each scored by out-of-fold ROC
   (``<image>`` removed). Top features by coefficient (towards evidence and towards haystack).
 - ``images``: evidence vs haystack *images* on image metadata alone (family, width, height,
   aspect, bytes, format), each image once; gradient boosting; permutation importance.
+- ``recurrence``: what a reader of the whole release can count: in how many histories of the
+  length the session recurs, and its images (mean, least, most); gradient boosting.
 """
 
 from __future__ import annotations
@@ -186,6 +188,25 @@ def image_units(bench: Bench, us: list[Unit]) -> tuple[np.ndarray, np.ndarray, n
     return np.asarray(rows, dtype=float).reshape(len(rows), len(names)), np.asarray(ys), np.asarray(gs), names
 
 
+def recurrence_matrix(bench: Bench, length: str, us: list[Unit]) -> tuple[np.ndarray, list[str]]:
+    """Per unit: the histories of ``length`` holding the session, and holding each of its images."""
+    held: dict[str, int] = defaultdict(int)
+    img_held: dict[str, int] = defaultdict(int)
+    for inst in bench.instances[length]:
+        imgs = set()
+        for sid in inst.session_ids:
+            held[sid] += 1
+            imgs.update(bench.sessions[sid].image_ids)
+        for i in imgs:
+            img_held[i] += 1
+    names = ["histories", "image_histories_mean", "image_histories_min", "image_histories_max"]
+    rows = []
+    for u in us:
+        n_img = [img_held[i] for i in bench.sessions[u.session_id].image_ids] or [0]
+        rows.append([held[u.session_id], float(np.mean(n_img)), min(n_img), max(n_img)])
+    return np.asarray(rows, dtype=float).reshape(len(rows), len(names)), names
+
+
 def _splits(y: np.ndarray, groups: np.ndarray, k: int, seed: int):
     from sklearn.model_selection import GroupKFold
 
@@ -308,4 +329,6 @@ def run(bench: Bench, *, k_folds: int = 5, seed: int = 0, top: int = 8, max_feat
             out[ln]["text"] = text_model(xs, tnames, y, g, k=k_folds, seed=seed, top=top)
         xi, yi, gi, ni = image_units(bench, us)
         out[ln]["images"] = gradient_boosting(xi, yi, gi, ni, k=k_folds, seed=seed, top=top)
+        xr, nr = recurrence_matrix(bench, ln, us)
+        out[ln]["recurrence"] = gradient_boosting(xr, y, g, nr, k=k_folds, seed=seed, top=top)
     return dict(out)
