@@ -155,7 +155,7 @@ def test_haystack_images_are_mentioned_in_sessions_on_their_topic(tiny_project, 
 def test_haystack_image_sessions_talk_about_the_questions_topics(built):
     """Haystack episodes mirror the questions: an image-bearing haystack session is on the topic of
     some question, so a topic no question has never marks a session as haystack."""
-    qs, ss, _ = built
+    _, ss, _ = built
     ev_topics = {s.topic_id for s in ss.values() if s.kind == "evidence" and s.image_ids}
     hay = [s for s in ss.values() if s.kind == "haystack" and s.image_ids]
     assert hay and {s.topic_id for s in hay} <= ev_topics
