@@ -25,7 +25,7 @@ def _sample(req, key: str) -> dict:
 
 @pytest.fixture(scope="module")
 def evidence():
-    """(family, kind, mention, request, question) for the image facts of plans of every variant."""
+    """(family, truth, mention, request, question) for the image facts of plans of every variant."""
     topics = build_topics(load_ontology_file(), 42)
     reserved: set[str] = set()
     out, drafts = [], []
@@ -48,7 +48,7 @@ def evidence():
                         if f.image_idx:
                             k = f.image_idx[0]
                             req = plan.images[k]
-                            out.append((req.family, truths[k].get("kind"), f.mention, req, key))
+                            out.append((req.family, truths[k], f.mention, req, key))
     return out, drafts, reserved
 
 

@@ -181,7 +181,7 @@ class Frames:
     question's contexts; ``dates``: (month, day) pairs named by questions and facts; ``forbidden``:
     answers and abstracted names of every question."""
 
-    pools: dict[tuple[str, str], list[str]]
+    pools: dict[tuple[str, str, str], list[str]]
     reserved: set[str]
     dates: set[tuple[int, int]]
     forbidden: list[str] = field(default_factory=list)
@@ -305,8 +305,11 @@ class Frames:
 
     # ------------------------------------------------------------------ public
     def pool(self, family: str, truth: dict | None) -> list[str]:
-        truth = truth or {}
-        return self.pools.get((family, str(truth.get("kind") or "")), []) or self.pools.get((family, "*"), [])
+        """The frames of the most specific non-empty pool of :func:`pool_keys`."""
+        for key in pool_keys(family, truth):
+            if self.pools.get(key):
+                return self.pools[key]
+        return []
 
     def draw(self, rng: random.Random, family: str, truth: dict | None, tries: int = 8) -> str | None:
         """A haystack mention of an image of ``family`` (ground truth ``truth``), or None when its
@@ -332,21 +335,31 @@ def _bounded(text: str, needle: str) -> bool:
     return contains_token_bounded(text, needle)
 
 
+def pool_keys(family: str, truth: dict | None) -> tuple[tuple[str, str, str], ...]:
+    """The pools an image draws from, most specific first: its family, kind and whether it fits a
+    knowledge-update category (a café sign can carry a café's update clause, a bakery's price
+    label for honey cannot carry the honey one); its family and kind; its family."""
+    truth = truth or {}
+    kind = str(truth.get("kind") or "")
+    fit = "ku" if ku_categories(family, truth) else "-"
+    return ((family, kind, fit), (family, kind, "*"), (family, "*", "*"))
+
+
 def measure(
-    mentions: list[tuple[str, str | None, str]], lex: Lexicon | None = None
-) -> tuple[dict[tuple[str, str], list[str]], dict[str, list[str]]]:
-    """Frame pools and fillers from evidence mentions ``(family, kind, text)``: ``(family, kind)``
-    -> frames (one per usable mention, so a frame's share is its evidence share), ``(family, "*")``
-    for the family as a whole; and slot -> the fillers used (phrase-list slots and generic anaphors)."""
+    mentions: list[tuple[str, dict | None, str]], lex: Lexicon | None = None
+) -> tuple[dict[tuple[str, str, str], list[str]], dict[str, list[str]]]:
+    """Frame pools and fillers from evidence mentions ``(family, image truth, text)``: pool key
+    (:func:`pool_keys`) -> frames (one per usable mention, so a frame's share is its evidence
+    share); and slot -> the fillers used (phrase-list slots and generic anaphors)."""
     lex = lex or Lexicon.build()
-    pools: dict[tuple[str, str], list[str]] = {}
+    pools: dict[tuple[str, str, str], list[str]] = {}
     fillers: dict[str, list[str]] = {}
-    for fam, kind, text in mentions:
+    for fam, truth, text in mentions:
         f = lex.frame_of(text)
         if f is None:
             continue
-        pools.setdefault((fam, str(kind or "")), []).append(f[0])
-        pools.setdefault((fam, "*"), []).append(f[0])
+        for key in pool_keys(fam, truth):
+            pools.setdefault(key, []).append(f[0])
         for slot, s in f[1]:
             if slot in lex.lists or slot == "anag":
                 fillers.setdefault(slot, []).append(s)

@@ -226,7 +226,7 @@ def run(cfg, paths: Paths) -> None:
     # values that fit the haystack image and that no question uses (generate/frames.py)
     frame_pools, frame_fillers = frames.measure(
         [
-            (recs[f.image_idx[0]].family, (recs[f.image_idx[0]].truth or {}).get("kind"), f.mention)
+            (recs[f.image_idx[0]].family, recs[f.image_idx[0]].truth, f.mention)
             for _, recs, d in drafts
             for f in d.facts
             if f.image_idx
