@@ -197,6 +197,8 @@ def test_haystack_mentions_are_evidence_frames(tiny_project, built):
                 fr = f[0].strip().lower() if f else None
                 hits += fr is not None and any(fr.endswith(p) or p.endswith(fr) for p in pool)
     assert total > 20 and hits / total > 0.8, (hits, total)
+    counts = built[2]["haystack_mentions"]  # the manifest counts both kinds of haystack mention
+    assert counts["frames"] > 4 * counts["fallback"], counts
 
 
 def test_assistant_reacts_to_the_kind_of_image_shared(built):

@@ -232,6 +232,7 @@ def run(cfg, paths: Paths) -> None:
             if f.image_idx
         ]
     )
+    framed = {"frames": 0, "fallback": 0}  # haystack mentions written from an evidence frame or not
     framer = frames.Frames(frame_pools, reserved, taken, forbidden_all, frame_fillers)
 
     def distractors(rng, k: int, topic_id: str, first: ImageRecord | None = None) -> list[Mention]:
@@ -244,7 +245,9 @@ def run(cfg, paths: Paths) -> None:
             text = framer.draw(rng, rec.family, rec.truth)
             if text is not None and not any(contains_token_bounded(text, v) for v in vals):
                 out.append(Mention(text, [rec.sha256], False, vals, image_kind=image_kind(rec)))
+                framed["frames"] += 1
                 continue
+            framed["fallback"] += 1
             # no evidence frame of this family and kind: the shared phrasing with the evidence clauses
             thing, ctx = thing_for(rng, rec.family, reserved, truth=rec.truth)  # agrees with the image
             tail = echo.tail(rng, rec.family, rec.truth)
@@ -440,6 +443,7 @@ def run(cfg, paths: Paths) -> None:
             "sessions": kinds,
             "dropped_plans": dropped,
             "validators": rejections.summary(),
+            "haystack_mentions": framed,
             "sentence_rewrites": {
                 k: writer.repeats[k] + hay_writer.repeats[k] for k in ("rewritten", "dropped", "kept")
             },
