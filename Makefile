@@ -43,7 +43,7 @@ drop_pinned = awk 'function key(s) { split(s, a, "=="); s = tolower(a[1]); gsub(
 	!/^[A-Za-z0-9]/ || !(key($$1) in base)' $(1) $(2)
 LINT_PATHS := src tests benchmarks
 
-.PHONY: install install-ml install-agents lock lint remote repro exps test test-fast ui leaderboard bench params
+.PHONY: install install-ml install-agents install-mem0 lock lint remote repro exps test test-fast ui leaderboard bench params
 
 install: $(VENV)/.installed
 
@@ -69,17 +69,42 @@ $(VENV)/.installed-agents: requirements-agents.lock $(VENV)/.installed
 	$(PY) -m pip install -q --no-deps -r requirements-agents.lock
 	touch $@
 
+# Mem0 (`mem0ai` 2.0.4, the paper's version) requires protobuf<7, requirements.lock pins 7 (mlflow,
+# opentelemetry): it gets an environment of its own, $(MEM0_VENV) (mem0ai + faiss-cpu, no torch, no
+# memlens), run as a worker subprocess by memlens.eval.agents.mem0 (model=mem0).
+MEM0_VENV ?= .venv-mem0
+install-mem0: $(MEM0_VENV)/.installed
+
+$(MEM0_VENV)/.installed: requirements-mem0.lock
+	test -x $(MEM0_VENV)/bin/python || $(PYTHON) -m venv $(MEM0_VENV)
+	$(MEM0_VENV)/bin/python -m pip install -q --no-deps -r requirements-mem0.lock
+	touch $@
+
 # Re-resolve the lock files from pyproject.toml (needs the package registry; about 10 s). Existing
 # pins are kept unless pyproject.toml rules them out; `make lock UPGRADE=1` takes the newest allowed.
 #   requirements.lock         dependencies + dev (what `make install` installs)
 #   requirements-ml.lock      extra ml: only what requirements.lock does not pin (installed on top)
 #   requirements-agents.lock  extras agents + crawl, likewise
+#   requirements-mem0.lock    mem0ai 2.0.4 + faiss-cpu for .venv-mem0 (requirements.lock's pins
+#                             preferred, except protobuf: mem0ai needs <7)
 lock: install
 	$(call uv_compile,--extra dev $(NO_ST),requirements.lock)
 	@sed -i '1i # make install: pip install --no-deps -r requirements.lock, then pip install --no-deps -e .' requirements.lock
 	$(call lock_on_top,ml,--extra ml)
 	$(call lock_on_top,agents,--extra agents --extra crawl $(NO_ST))
+	$(lock_mem0)
 
+# requirements-mem0.lock: a separate environment, so every pin is listed (not only those
+# requirements.lock lacks); protobuf is left free (mem0ai requires protobuf<7).
+MEM0_REQUIREMENTS := mem0ai==2.0.4 faiss-cpu
+define lock_mem0
+	d=$$(mktemp -d) && printf '%s\n' $(MEM0_REQUIREMENTS) > $$d/mem0.in && \
+	grep -v '^protobuf==' requirements.lock > $$d/constraints.txt && \
+	{ [ ! -f requirements-mem0.lock ] || cp requirements-mem0.lock $$d/out.lock; } && \
+	$(UV) pip compile -q $$d/mem0.in -c $$d/constraints.txt $(LOCK_OPTS) $(if $(UPGRADE),--upgrade) -o $$d/out.lock && \
+	{ echo "# make install-mem0: python3 -m venv .venv-mem0, then pip install --no-deps -r requirements-mem0.lock"; \
+	  grep -v '^#' $$d/out.lock | sed "s|$$d/||g"; } > requirements-mem0.lock; s=$$?; rm -rf $$d; exit $$s
+endef
 # $(call uv_compile,ARGS,OUT): resolve pyproject.toml with ARGS into OUT (OUT's pins are preferred).
 uv_compile = $(UV) pip compile -q pyproject.toml $(1) $(LOCK_OPTS) $(if $(UPGRADE),--upgrade) -o $(2)
 # $(call lock_on_top,NAME,ARGS): requirements-NAME.lock = the resolution of dev + ARGS constrained by
@@ -147,7 +172,8 @@ endef
 exps: install
 	@dvc exp show --no-pager $(EXPS_FORMAT) --drop '.*' --keep '$(EXPS_COLUMNS)'
 
-test: install install-ml install-agents
+# install-mem0 (about 20 s from scratch here) lets tests/agents/test_mem0.py run the real mem0ai.
+test: install install-ml install-agents install-mem0
 	@if [ "$(LINT)" = 1 ]; then $(MAKE) --no-print-directory lint; fi
 	$(PY) -m pytest -n 2 --dist loadfile
 

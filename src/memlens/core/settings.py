@@ -180,12 +180,14 @@ class TokensSettings(Section):
 class CrossEvidenceSettings(Section):
     """``data.cross_evidence``: other questions' evidence sessions as haystack (see the assemble stage).
     ``window_days``: only questions asked at most this many days apart lend each other evidence
-    sessions (which keep their own dates); ``balance``: how strongly each pick prefers sessions used
+    sessions (which keep their own dates), or the ``min_lenders`` nearest in time when fewer are
+    that close; ``balance``: how strongly each pick prefers sessions used
     in fewer histories of the length (0 = not at all)."""
 
     enabled: bool = True
     window_days: PositiveInt = 30
-    balance: NonNegFloat = 0.5
+    min_lenders: NonNegInt = 12
+    balance: NonNegFloat = 2.0
 
 
 class ScaleSettings(Section):
@@ -448,6 +450,10 @@ class GeneratorSettings(Section):
     assistant_words: IntRange
     user_words: IntRange
     turns_per_session: IntRange
+    # a share of long sessions (evidence and haystack alike): histories of every length then find
+    # sessions of the sizes the paper's shape needs (the 128K->256K extension: ~4,400 tokens each)
+    long_session_share: Fraction = 0.0
+    long_session_turns: IntRange = [18, 30]
     max_regenerations: NonNegInt
     llm: LLMGeneratorSettings | None = None
     filler: FillerSettings | None = None  # null: template filler sessions
@@ -510,6 +516,7 @@ class MemorySettings(Section):
     granularity: Literal["session", "turn"] = "session"  # one document per session or per turn
     temporal_filter: bool = True  # only sessions at or before the question date
     subset: Literal["agent", "all"] = "agent"  # the 195-question agent subset (scaled) or every question
+    sample: NonNegInt = 0  # 0: the whole set; N: a seeded draw of N of its questions, types in turn
     lengths: list[str] = []  # empty: every built length
     ks: list[PositiveInt] = [1, 3, 5, 10]  # recall@k cut-offs
     depth: PositiveInt = 50  # sessions retrieved per question (MRR looks this deep)
@@ -829,6 +836,23 @@ class HybridSettings(_AgentBase):
     retriever_options: dict[str, Any] | None = None
 
 
+class Mem0Settings(_AgentBase):
+    """``model`` with ``_target_: memlens.eval.agents.mem0.Mem0Agent`` (mem0ai 2.0.4 in
+    ``.venv-mem0``): the backbone extracts and answers, ``embedder_*`` name an OpenAI-compatible
+    ``/v1/embeddings`` endpoint (null base URL: ``base_url``) whose vectors have ``embedding_dims``."""
+
+    top_k: PositiveInt = 20
+    embedder_base_url: str | None = None
+    embedder_model: str = "text-embedding-3-small"
+    embedder_api_key_env: str | None = None  # NAME of the environment variable holding its key
+    embedding_dims: PositiveInt = 1536
+    distance_strategy: Literal["cosine", "euclidean", "inner_product"] = "cosine"
+    extraction_max_tokens: PositiveInt = 2000  # mem0's own calls (its default)
+    worker_python: str = ".venv-mem0/bin/python"  # relative to the project root
+    worker_timeout_s: PositiveFloat = 3600  # per worker request (one session's add, the search)
+    worker_reuse: PositiveInt = 50  # questions per worker process (each in a fresh Memory); 1: one process each
+
+
 class ImportedSettings(_System):
     """``model`` with ``_target_: memlens.eval.agents.exchange.ImportedAnswers``: the answers an
     upstream runner (MemOS, M2A) wrote, imported (``answers``: the file, relative to the project)."""
@@ -851,6 +875,7 @@ MODEL_SCHEMAS: dict[str, type[BaseModel]] = {
     "memlens.eval.agents.memagent.MemAgent": MemAgentSettings,
     "memlens.eval.agents.m3_agent.M3Agent": M3AgentSettings,
     "memlens.eval.agents.hybrid.HybridPixelAgent": HybridSettings,
+    "memlens.eval.agents.mem0.Mem0Agent": Mem0Settings,
     "memlens.eval.agents.exchange.ImportedAnswers": ImportedSettings,
 }
 JUDGE_SCHEMAS: dict[str, type[BaseModel]] = {

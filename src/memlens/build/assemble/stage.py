@@ -103,8 +103,15 @@ def candidate_order(rng, q: Question, pool: Pool, foreign: list[str] = ()) -> li
             rel = 2.0 if t.sub_attribute == qt.sub_attribute else (1.0 if t.track == qt.track else 0.0)
         return rel + rng.random() * 2.5
 
-    cands = [s for s in pool.haystack if s not in ev] + sorted(set(foreign) - ev)
-    return sorted(cands, key=score, reverse=True)
+    hay = sorted((s for s in pool.haystack if s not in ev), key=score, reverse=True)
+    lent = sorted(sorted(set(foreign) - ev), key=score, reverse=True)
+    if not lent:
+        return hay
+    # interleaved, half and half: about half of the other sessions are other questions' evidence
+    # when every session recurs alike (the recurrence balance of the picks does the rest)
+    keyed = [((i + 1) / (1 - LENT_SHARE), 0, s) for i, s in enumerate(hay)]
+    keyed += [((j + 1) / LENT_SHARE, 1, s) for j, s in enumerate(lent)]
+    return [s for _, _, s in sorted(keyed)]
 
 
 def _strings(x) -> list[str]:
@@ -132,10 +139,15 @@ def _anchors(q: Question) -> list[str]:
 
 
 def cross_evidence(
-    questions: list[Question], sessions: dict[str, Session], images: dict[str, ImageRecord], window_days: int
+    questions: list[Question],
+    sessions: dict[str, Session],
+    images: dict[str, ImageRecord],
+    window_days: int,
+    min_lenders: int = 0,
 ) -> dict[str, list[str]]:
     """Per question, the evidence sessions of other questions it may take as haystack: from a
-    question asked at most ``window_days`` apart, dated inside this question's window and before it,
+    question asked at most ``window_days`` apart (or from the ``min_lenders`` questions nearest in
+    time when fewer are that close), dated inside this question's window and before it,
     showing none of this question's anchors in text or images, and not sharing a source question."""
     by_anchor: dict[str, set[str]] = {}
     for q in questions:
@@ -160,9 +172,12 @@ def cross_evidence(
         qd = parse_date(q.question_date)
         lo = bisect.bisect_left(keys, qd - span)
         hi = bisect.bisect_right(keys, qd + span)
+        near = lenders[lo:hi]
+        if len(near) < min_lenders:  # a sparse benchmark: the nearest questions in time, however far
+            near = sorted(lenders, key=lambda x: (abs((x[0] - qd).total_seconds()), x[1].question_id))[:min_lenders]
         src = q.source_question_id
         picks = []
-        for _, x in lenders[lo:hi]:
+        for _, x in near:
             if x.question_id == q.question_id or src == x.question_id or x.source_question_id == q.question_id:
                 continue
             if src is not None and x.source_question_id == src:
@@ -175,6 +190,10 @@ def cross_evidence(
     return out
 
 
+#: how much a candidate's image count off the wanted one weighs against its size off the wanted one
+IMAGE_WEIGHT = 0.6
+#: the share of other questions' evidence sessions among the candidates of each pick
+LENT_SHARE = 0.6
 #: sessions and images per history when ``data.shape`` names neither the length nor any other one
 DEFAULT_TOKENS_PER_SESSION = 2300.0
 DEFAULT_IMAGES_PER_SESSION = 1.45
@@ -270,7 +289,7 @@ class _History:
         used = self.balance * self.cur[s] / self.cur_mean if self.cur is not None and self.balance else 0.0
         return (
             abs(self.size(s) - size_goal) / max(size_goal, 1.0)
-            + 0.6 * abs(self.pool.tokens[s][2] - img_goal)
+            + IMAGE_WEIGHT * abs(self.pool.tokens[s][2] - img_goal)
             + 0.03 * k
             + used
         )
@@ -468,15 +487,20 @@ def run(cfg, paths: Paths) -> None:
     xcfg = cfg.data.get("cross_evidence") or {}
     ev_date = {e.session_id: e.date for q in questions for e in q.evidence}
     lends = (
-        cross_evidence(questions, sessions, images, int(xcfg.get("window_days", 30)))
+        cross_evidence(questions, sessions, images, int(xcfg.get("window_days", 30)), int(xcfg.get("min_lenders", 12)))
         if xcfg.get("enabled", True)
         else {}
     )
-    balance = float(xcfg.get("balance", 0.5)) if xcfg.get("enabled", True) else 0.0
+    balance = float(xcfg.get("balance", 2.0)) if xcfg.get("enabled", True) else 0.0
     # every history holds its own evidence; the expected histories per candidate session at a length
     uses = {ln: Counter(dict.fromkeys(ev_date, 1)) for ln in lengths} if balance else None
     n_cand = max(1, len(pool.haystack) + len(ev_date))
     mean_uses = {ln: len(questions) * shape_targets(shape, ln)[0] / n_cand for ln in lengths}
+    # questions take their turns in a seeded order unrelated to their ids (the recurrence balance
+    # makes a history depend on the ones before it)
+    turn = derive_rng(seed, "assemble-turns")
+    order = sorted(questions, key=lambda q: q.question_id)
+    turn.shuffle(order)
     per_q = [
         assemble_lengths(
             q,
@@ -492,7 +516,7 @@ def run(cfg, paths: Paths) -> None:
             balance=balance,
             mean_uses=mean_uses,
         )
-        for q in tqdm(questions, desc="assemble", unit="q", leave=False)
+        for q in tqdm(order, desc="assemble", unit="q", leave=False)
     ]
     for length in lengths:
         insts = [d[length] for d in per_q]

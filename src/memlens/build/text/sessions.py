@@ -34,10 +34,26 @@ class WriterConfig:
     user_words: tuple[int, int] = (25, 90)
     turns: tuple[int, int] = (6, 10)
     max_regenerations: int = 5
+    #: the share of long sessions (evidence and haystack alike), with ``long_turns`` turns
+    long_share: float = 0.0
+    long_turns: tuple[int, int] = (18, 30)
 
     @classmethod
     def from_cfg(cls, g) -> WriterConfig:
-        return cls(tuple(g.assistant_words), tuple(g.user_words), tuple(g.turns_per_session), int(g.max_regenerations))
+        return cls(
+            tuple(g.assistant_words),
+            tuple(g.user_words),
+            tuple(g.turns_per_session),
+            int(g.max_regenerations),
+            float(g.get("long_session_share", 0.0) or 0.0),
+            tuple(g.get("long_session_turns") or (18, 30)),
+        )
+
+    def pairs(self, rng: random.Random, n_mentions: int) -> int:
+        """User/assistant pairs of the next session: one more than its mentions at least; a long
+        session (a ``long_share`` of them) draws from ``long_turns``, the others from ``turns``."""
+        lo, hi = self.long_turns if self.long_share and rng.random() < self.long_share else self.turns
+        return max(n_mentions + 1, rng.randint(lo // 2, hi // 2))
 
 
 def session_id_for(kind: str, topic_id: str, turns: list[Turn]) -> str:
@@ -165,8 +181,7 @@ class SessionWriter:
         for m in mentions:
             if m.image_values:
                 m.image_values = [v for v in m.image_values if not PhraseIndex([v]).find(f"{topic.title} {subtopic}")]
-        lo, hi = self.w.turns
-        n_pairs = max(len(mentions) + 1, rng.randint(lo // 2, hi // 2))
+        n_pairs = self.w.pairs(rng, len(mentions))
         # user turns 0..n_pairs-1; mentions go to random user turns (not always the first)
         slots = sorted(rng.sample(range(n_pairs), len(mentions))) if mentions else []
         slot_of = dict(zip(slots, mentions))

@@ -94,6 +94,11 @@ OPERATIONAL_KEYS = frozenset(
         "extra_args",
         "notes",
         "progress",
+        "embedder_base_url",
+        "embedder_api_key_env",
+        "worker_python",
+        "worker_timeout_s",
+        "worker_reuse",
     }
 )
 

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import hashlib
 import logging
+import random
 from collections import defaultdict
 from pathlib import Path
 from typing import Any
@@ -54,6 +55,26 @@ def question_ids(bench, subset: str) -> list[str]:
     if bench.kind == "official":
         return sorted(bench.source.agent_subset())
     return list(agent_subset(list(bench.questions.values()))["question_ids"])
+
+
+def sample_ids(bench, ids: list[str], n: int) -> list[str]:
+    """``n`` of ``ids`` (all when ``n`` is 0 or more): a seeded draw, round-robin over question
+    types (as many of each as it has, up to an equal share); for a figure whose full cost (OCR of every history image)
+    is too high, with the sample size stated next to it."""
+    if not n or n >= len(ids):
+        return sorted(ids)
+    by_type: dict[str, list[str]] = {}
+    for qid in sorted(ids):
+        by_type.setdefault(bench.questions[qid].question_type, []).append(qid)
+    rng = random.Random("diagnose-sample")
+    for lst in by_type.values():
+        rng.shuffle(lst)
+    out: list[str] = []
+    while len(out) < n:
+        for t in sorted(by_type):
+            if by_type[t] and len(out) < n:
+                out.append(by_type[t].pop())
+    return sorted(out)
 
 
 def make_retriever(kind: str, mcfg, encoder: TextEncoder | None, image_path):
@@ -96,7 +117,7 @@ def run(cfg, paths: Paths) -> None:
     if missing:
         raise ConfigError(f"memory.lengths {missing} are not in the benchmark (built: {built})")
     lengths = sorted(lengths, key=length_tokens)
-    ids = set(question_ids(bench, str(mcfg.subset)))
+    ids = set(sample_ids(bench, question_ids(bench, str(mcfg.subset)), int(mcfg.get("sample") or 0)))
     questions = bench.questions
     truth_of = None
     if bench.kind == "built":
@@ -383,7 +404,8 @@ def summary_md(header: dict, agg: list[dict], fid: dict, brief: bool = False) ->
         "# Retrieval and storage-fidelity diagnostics",
         "",
         f"Benchmark `{header['dataset_hash'][:12]}`, {header['questions']} questions "
-        f"({header['config']['subset']} set), lengths {', '.join(header['lengths'])}; "
+        f"({header['config']['subset']} set{', a seeded sample' if header['config'].get('sample') else ''}), "
+        f"lengths {', '.join(header['lengths'])}; "
         f"temporal filter {'on' if header['config']['temporal_filter'] else 'off'}, "
         f"granularity {header['config']['granularity']}. `oracle_caption` is an UPPER BOUND (ground truth as text).",
         "",

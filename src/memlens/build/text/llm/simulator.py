@@ -221,8 +221,7 @@ class SimulatedWriter(SessionWriter):
         for m in mentions:  # as in the template writer: topic words reveal nothing
             if m.image_values:
                 m.image_values = [v for v in m.image_values if not PhraseIndex([v]).find(f"{topic.title} {subtopic}")]
-        lo, hi = self.w.turns
-        n_pairs = max(len(mentions) + 1, rng.randint(lo // 2, hi // 2))
+        n_pairs = self.w.pairs(rng, len(mentions))
         slots = sorted(rng.sample(range(n_pairs), len(mentions))) if mentions else []
         seed = rng.getrandbits(32)
         hidden = sorted({v for m in mentions for v in m.image_values} | {f for f in (extra_forbidden or []) if f})
