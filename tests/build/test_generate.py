@@ -152,6 +152,55 @@ def test_haystack_images_are_mentioned_in_sessions_on_their_topic(tiny_project, 
     assert fits / total > 0.95
 
 
+def test_haystack_image_sessions_talk_about_the_questions_topics(built):
+    """Haystack episodes mirror the questions: an image-bearing haystack session is on the topic of
+    some question, so a topic no question has never marks a session as haystack."""
+    _, ss, _ = built
+    ev_topics = {s.topic_id for s in ss.values() if s.kind == "evidence" and s.image_ids}
+    hay = [s for s in ss.values() if s.kind == "haystack" and s.image_ids]
+    assert hay and {s.topic_id for s in hay} <= ev_topics
+
+
+def test_haystack_mentions_are_evidence_frames(tiny_project, built):
+    """Nearly every haystack image mention has the frame of an evidence mention of its image's
+    family and kind (the rest: images of a kind no evidence shows, e.g. group chats)."""
+    import re
+
+    from memlens.build.generate import frames
+
+    qs, ss, _ = built
+    images = _images(tiny_project)
+    lex = frames.Lexicon.build()
+    pools, _ = frames.measure(
+        [
+            (images[e.image_ids[0]]["family"], images[e.image_ids[0]].get("truth"), e.fact)
+            for q in qs
+            for e in q.evidence
+            if e.image_ids
+        ],
+        lex,
+    )
+    sent = re.compile(r"[^.!?]*<image>[^.!?]*[.!?]?")
+    hits = total = 0
+    for s in ss.values():
+        if s.kind != "haystack":
+            continue
+        for t in s.turns:
+            if not t.images:
+                continue
+            rec = images[t.images[0]]
+            kind = str((rec.get("truth") or {}).get("kind") or "")
+            pool = {p.lower() for p in pools.get((rec["family"], kind, "*"), [])}
+            for m in sent.findall(t.content):
+                f = lex.frame_of(m.strip())
+                total += 1
+                fr = f[0].strip().lower() if f else None
+                hits += fr is not None and any(fr.endswith(p) or p.endswith(fr) for p in pool)
+    assert total > 20 and hits / total > 0.8, (hits, total)
+    counts = built[2]["haystack_mentions"]  # the manifest counts both kinds of haystack mention
+    assert counts["frames"] > 4 * counts["fallback"], counts
+
+
 def test_assistant_reacts_to_the_kind_of_image_shared(built):
     _, ss, _ = built
     n = 0

@@ -16,7 +16,7 @@ from pathlib import Path
 
 from memlens.build.abilities.base import Plan
 from memlens.build.abilities.contexts import mention_for, thing_for
-from memlens.build.generate import echoes
+from memlens.build.generate import echoes, frames
 from memlens.build.generate.backends import generator_for
 from memlens.build.images.truth import drawn_values, find_boilerplate
 from memlens.build.ontology.stage import load_topics
@@ -148,6 +148,13 @@ class HaystackImages:
         return self.recs[i]
 
 
+def session_subtopic(seed: int, topic, *key) -> str:
+    """The subtopic one image-bearing session talks about: any subtopic of its topic, drawn per
+    session (evidence and haystack alike), so no subtopic is the mark of one question's sessions."""
+    subs = list(topic.subtopics) or [topic.title]
+    return subs[derive_rng(seed, "subtopic", *key).randrange(len(subs))]
+
+
 def question_date_for(rng) -> datetime:
     day = rng.randrange(0, 700)
     return EPOCH + timedelta(days=HISTORY_SPAN_DAYS + day, hours=rng.randrange(0, 13), minutes=rng.randrange(60))
@@ -213,11 +220,20 @@ def run(cfg, paths: Paths) -> None:
     # haystack mentions carry the evidence clauses (update, date in words, start time) at the
     # evidence rates per image family, with values no question uses
     ev_mentions = [(recs[f.image_idx[0]].family, f.mention) for _, recs, d in drafts for f in d.facts if f.image_idx]
-    echo = echoes.Echoes(
-        echoes.measure_rates(ev_mentions),
-        reserved,
-        echoes.taken_dates([f.mention for _, _, d in drafts for f in d.facts] + [d.question for _, _, d in drafts]),
+    taken = echoes.taken_dates([f.mention for _, _, d in drafts for f in d.facts] + [d.question for _, _, d in drafts])
+    echo = echoes.Echoes(echoes.measure_rates(ev_mentions), reserved, taken)
+    # haystack mentions are evidence frames of the same image family and kind, refilled with
+    # values that fit the haystack image and that no question uses (generate/frames.py)
+    frame_pools, frame_fillers = frames.measure(
+        [
+            (recs[f.image_idx[0]].family, recs[f.image_idx[0]].truth, f.mention)
+            for _, recs, d in drafts
+            for f in d.facts
+            if f.image_idx
+        ]
     )
+    framed = {"frames": 0, "fallback": 0}  # haystack mentions written from an evidence frame or not
+    framer = frames.Frames(frame_pools, reserved, taken, forbidden_all, frame_fillers)
 
     def distractors(rng, k: int, topic_id: str, first: ImageRecord | None = None) -> list[Mention]:
         out = []
@@ -225,8 +241,15 @@ def run(cfg, paths: Paths) -> None:
             rec = first if (j == 0 and first is not None) else hay_images.take(topic_id)
             if rec is None:
                 break
-            thing, ctx = thing_for(rng, rec.family, reserved, truth=rec.truth)  # agrees with the image
             vals = drawn_values(rec.truth, boilerplate)
+            text = framer.draw(rng, rec.family, rec.truth)
+            if text is not None and not any(contains_token_bounded(text, v) for v in vals):
+                out.append(Mention(text, [rec.sha256], False, vals, image_kind=image_kind(rec)))
+                framed["frames"] += 1
+                continue
+            framed["fallback"] += 1
+            # no evidence frame of this family and kind: the shared phrasing with the evidence clauses
+            thing, ctx = thing_for(rng, rec.family, reserved, truth=rec.truth)  # agrees with the image
             tail = echo.tail(rng, rec.family, rec.truth)
             text = mention_for(rng, rec.family, thing, tail=tail)
             if tail and any(contains_token_bounded(text, v) for v in vals):
@@ -259,10 +282,23 @@ def run(cfg, paths: Paths) -> None:
     # as many images as a fact drawn at random, so image counts per session match the evidence's
     fact_images = [len(f.image_idx) for _, _, d in drafts for f in d.facts if f.image_idx] or [1]
     episode = {"left": 0, "topic": None, "sub": ""}
+    # haystack episodes mirror the questions: each takes the topic and number of image sessions of
+    # a question, dealt from a shuffled deck (reshuffled when used up), so the haystack talks about
+    # each topic in proportion to its evidence sessions; each session draws its own subtopic
+    ev_topics = [(p_.topic_id, p_.subtopic, n) for p_, _, d in drafts if (n := sum(1 for f in d.facts if f.image_idx))]
+    deck = {"cards": [], "rng": derive_rng(seed, "haystack-topics")}
 
     def write_haystack(i: int) -> None:
         rng = derive_rng(seed, "haystack", i)
-        if episode["left"] <= 0 or episode["topic"] is None:
+        if (episode["left"] <= 0 or episode["topic"] is None) and ev_topics:
+            if not deck["cards"]:
+                deck["cards"] = list(ev_topics)
+                deck["rng"].shuffle(deck["cards"])
+            tid, _, size = deck["cards"].pop()
+            topic = topics[tid]
+            first = hay_images.take(tid)
+            episode.update(left=size, topic=topic, sub="")
+        elif episode["left"] <= 0 or episode["topic"] is None:
             first = hay_images.take(None)
             topic = topics.get(first.topic_id) if first is not None else None
             if topic is None:
@@ -276,6 +312,8 @@ def run(cfg, paths: Paths) -> None:
             topic, sub = episode["topic"], episode["sub"]
             first = hay_images.take(topic.topic_id)
         episode["left"] -= 1
+        if ev_topics:
+            sub = session_subtopic(seed, topic, "haystack", i)
         n_first = fact_images[rng.randrange(len(fact_images))]
         mentions = distractors(rng, rng.choice(EXTRA_MENTIONS) + n_first - 1, topic.topic_id, first=first)
         try:
@@ -327,7 +365,7 @@ def run(cfg, paths: Paths) -> None:
                 rng,
                 "evidence",
                 topic,
-                p.subtopic,
+                session_subtopic(seed, topic, p.plan_id, j),
                 mentions,
                 extra_forbidden=d.forbidden,
                 ambiguity=d.details.get("ambiguity"),
@@ -405,6 +443,7 @@ def run(cfg, paths: Paths) -> None:
             "sessions": kinds,
             "dropped_plans": dropped,
             "validators": rejections.summary(),
+            "haystack_mentions": framed,
             "sentence_rewrites": {
                 k: writer.repeats[k] + hay_writer.repeats[k] for k in ("rewritten", "dropped", "kept")
             },
