@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 import json
+import re
 import shutil
 
 from memlens.build.export.stage import agent_subset
 from memlens.core.config import Paths
 from memlens.core.items import BuiltBenchmark
-from tests.agents.agent_support import agent_responder, predictions, run_evaluate
+from tests.agents.agent_support import TINY, agent_responder, predictions, run_evaluate
 from tests.support.fake_openai import FakeOpenAIServer, message_text
 
 
@@ -124,3 +125,38 @@ def test_different_settings_never_share_answers(tiny_copy):
         ident = s["identity"]
         assert ident["+adapter_id"] == "markers/v1" and len(ident["+agent_protocol"]) == 64
         assert "base_url" not in ident and "concurrency" not in ident
+
+
+def test_the_dry_run_of_an_agent_shows_its_identity_and_the_key_its_answer_is_stored_under(tiny_copy, capsys):
+    from memlens.cli import main
+
+    root = tiny_copy
+    base = ["evaluate", "--root", str(root), *TINY, "model=memory-t1", "eval.lengths=[32k]"]
+
+    def dry(*extra: str) -> str:
+        assert main([*base, *extra, "--dry-run"]) == 0
+        return capsys.readouterr().out
+
+    out = dry()
+    assert not (root / ".memlens_cache").exists()  # nothing written, nothing sent (no server runs)
+    assert "memory agent MemoryT1Agent" in out and "retriever bm25 over sessions, top 10" in out
+    assert "adapter markers (markers/v1)" in out and "model qwen2.5-3b-instruct" in out
+    assert '    +adapter_id = "markers/v1"' in out and "    top_k = 10" in out and "    +agent_protocol = " in out
+    assert "[1] system" not in out  # no LVLM prompt: the agent writes its own
+    system = re.search(r"^identity     system key ([0-9a-f]{64}) ", out, flags=re.M).group(1)
+    key = re.search(r"^request key  ([0-9a-f]{64}) ", out, flags=re.M).group(1)
+    qid = re.search(r" question (q_\w+), ", out).group(1)
+    assert qid in set(agent_subset(list(_bench(root).questions.values()))["question_ids"])
+
+    # the evaluate stage stores the first answer under exactly that system and request key
+    with FakeOpenAIServer(responder=agent_responder) as server:
+        assert run_evaluate(root, server, "memory-t1", "eval.lengths=[32k]", "eval.max_items=1") == 0
+    row = predictions(root, "memory-t1")[qid]
+    assert row["request_key"] == key
+    assert (root / ".memlens_cache" / "results" / system[:32] / "system.json").is_file()
+    assert f"request key  {key} (answered in the results store)" in dry()
+
+    # another adapter or top-k: another identity (the LVLM-style key would not change with the adapter)
+    other = dry("model.adapter=oracle_caption", "model.top_k=3")
+    assert "oracle_caption/truth-text/v1, an UPPER BOUND" in other and "top 3" in other
+    assert re.search(r"^request key  ([0-9a-f]{64}) ", other, flags=re.M).group(1) != key

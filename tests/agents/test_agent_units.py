@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import hashlib
 
+import pytest
+
 from memlens.core.items import EvalItem, HistorySession
 from memlens.core.schema import Question, Turn
 from memlens.eval.agents.common import answer_line, pack
@@ -75,3 +77,17 @@ def test_the_view_strips_roles_orders_by_date_and_names_images_by_content(tmp_pa
     shown = repr(view.sessions) + view.question
     for leak in ("answer_1", "haystack_7", "needle", "has_answer", "is_evidence"):
         assert leak not in shown
+
+
+def test_the_call_cache_keeps_a_committed_call_and_refuses_a_file_that_is_not_one(tmp_path):
+    from memlens.core.errors import ConfigError
+    from memlens.eval.agents.llm import CallCache
+
+    path = tmp_path / "calls.sqlite"
+    CallCache(path).put("k", {"text": "Answer: 3"})  # committed at once: no close needed
+    assert CallCache(path).get("k") == {"text": "Answer: 3"} and len(CallCache(path)) == 1
+    bad = tmp_path / "notes.sqlite"
+    bad.write_bytes(b"not a database " * 200)
+    with pytest.raises(ConfigError, match=r"notes\.sqlite: cannot open the agent call cache"):
+        CallCache(bad)
+    assert bad.read_bytes() == b"not a database " * 200

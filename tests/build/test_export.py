@@ -12,23 +12,13 @@ from memlens.build.export import stage as E
 from memlens.core.config import Paths
 from memlens.core.io import read_json, sha256_file
 from memlens.core.items import BuiltBenchmark
-from memlens.core.official import OfficialRelease, iter_json_array
+from memlens.core.official import IMAGE_REF_FIELDS, ITEM_FIELDS, TURN_FIELDS, OfficialRelease, iter_json_array
 from memlens.core.schema import KU, QUESTION_TYPES
 from memlens.core.store import hash_tree
 
-ITEM_FIELDS = {
-    "question_id",
-    "question_type",
-    "question_subtype",
-    "question",
-    "answer",
-    "question_date",
-    "haystack_dates",
-    "haystack_session_ids",
-    "haystack_sessions",
-    "answer_session_ids",
-}
-E_ITEM_COLUMNS = ITEM_FIELDS | {"old_answer"}
+#: the fields every release item holds (the official format's, ``old_answer`` only on knowledge updates)
+REQUIRED_FIELDS = set(ITEM_FIELDS) - {"old_answer"}
+E_ITEM_COLUMNS = set(ITEM_FIELDS)
 CFG = OmegaConf.create({"export": {"huggingface": True}})
 
 
@@ -64,17 +54,17 @@ def test_official_layout(exported, bench):
         assert [it["question_id"] for it in its] == sorted(i.question_id for i in bench.instances(ln))
         for it in its:
             # the official fields and nothing else: the answer key is a file of its own
-            assert ITEM_FIELDS <= set(it) <= ITEM_FIELDS | {"old_answer"}, it["question_id"]
+            assert REQUIRED_FIELDS <= set(it) <= set(ITEM_FIELDS), it["question_id"]
             q = bench.questions[it["question_id"]]
             assert ("old_answer" in it) == (q.old_answer is not None)
             assert len(it["haystack_sessions"]) == len(it["haystack_dates"]) == len(it["haystack_session_ids"])
             assert set(it["answer_session_ids"]) <= set(it["haystack_session_ids"])
             for sess in it["haystack_sessions"]:
                 for t in sess:
-                    assert set(t) == {"role", "content", "images", "has_answer"}
+                    assert set(t) == set(TURN_FIELDS)
                     assert t["content"].count("<image>") == len(t["images"])
                     for ref in t["images"]:
-                        assert set(ref) == {"file", "image_url", "blip_caption"}
+                        assert set(ref) == set(IMAGE_REF_FIELDS)
                         path = rel / "release_images" / ref["file"]
                         sha = sha256_file(path)
                         assert path.name == f"{sha[:12]}{path.suffix}"

@@ -265,3 +265,17 @@ def test_channel_settings_name_what_is_wrong(spec, why):
         ChannelSettings.model_validate(spec)
     ok = {"name": "caption", "backend": "transformers", "model_path": "m/", "role": "secondary", "threshold": 0.2}
     assert ChannelSettings.model_validate(ok).model_path == "m/"
+
+
+def test_vlm_channels_share_their_endpoint_options():
+    """Caption and watermark channels take the same endpoint options, each with its own token budget."""
+    cap = build_channels([{"name": "caption", "base_url": "http://127.0.0.1:9/v1", "model": "vlm"}])[0]
+    wm = build_channels(
+        [{"name": "watermark", "backend": "openai", "base_url": "http://127.0.0.1:9/v1", "model": "v"}]
+    )[0]
+    assert cap.endpoint.config.max_new_tokens == 64 and wm.endpoint.config.max_new_tokens == 8
+    assert build_channels([{"name": "watermark"}])[0].endpoint is None  # the heuristic asks nothing
+    with pytest.raises(ConfigError, match="needs base_url and model"):
+        build_channels([{"name": "caption"}])
+    with pytest.raises(ConfigError, match=r"unknown option.*temprature"):
+        WatermarkChannel(temprature=0.5)

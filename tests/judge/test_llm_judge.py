@@ -360,3 +360,30 @@ def test_judge_cache_commits_every_result(tmp_path):
         reader.conn.close()
     writer.conn.close()  # no close(): like a kill -9
     assert len(JudgeCache(path)) == 3
+
+
+def test_judge_cache_reads_a_file_written_before_the_shared_setup_and_refuses_a_non_database(tmp_path):
+    """The judge cache opens through the request cache's SQLite set-up: an existing judge cache (the
+    judgments table written by plain sqlite3) is read as it is, in WAL mode; a file that is not a
+    database is an error naming it, left untouched."""
+    import sqlite3
+
+    from memlens.core.errors import ConfigError
+
+    path = tmp_path / "old.sqlite"
+    conn = sqlite3.connect(path)  # the layout of an existing cache, default (rollback) journal
+    conn.execute(JudgeCache._SCHEMA)
+    conn.execute(
+        "INSERT INTO judgments VALUES (?,?,?,?,?,?,?)", ("k", 1, "[Score]: 1 point", "m", "v", "IE_Entity", 0.0)
+    )
+    conn.commit()
+    conn.close()
+    cache = JudgeCache(path)
+    assert cache.get_many(["k", "x"]) == {"k": (1, "[Score]: 1 point")}
+    assert cache.conn.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
+    cache.close()
+    bad = tmp_path / "notes.sqlite"
+    bad.write_bytes(b"these are my notes, not a database" * 100)
+    with pytest.raises(ConfigError, match=r"notes\.sqlite: cannot open the judge cache .*judge\.cache_path"):
+        JudgeCache(bad)
+    assert bad.read_bytes() == b"these are my notes, not a database" * 100

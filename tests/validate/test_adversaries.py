@@ -171,3 +171,26 @@ def test_same_benchmark_and_seed_give_identical_figures():
         figs.pop("timing")
         runs.append(canonical_json(figs))
     assert runs[0] == runs[1]
+
+
+def test_held_out_chance_does_not_punish_a_balanced_design():
+    """Two answers, 20 questions each: leave-one-out gives every question the *other* answer (its
+    own lost a vote), chance 0; held out on folds, the constant of the other folds is right about
+    half the time."""
+    from memlens.core.schema import Question
+
+    qs = [
+        Question(
+            question_id=f"q{i:02d}",
+            question_type="information_extraction",
+            question_subtype="entity",
+            question=f"How many cups are on shelf {i}?",
+            answer=str(3 + i % 2),
+            question_date="2025/01/01 (Wed) 10:00",
+        )
+        for i in range(40)
+    ]
+    assert textonly.chance_by_subtype(qs)["information_extraction/entity"] == 0.0
+    parts = textonly.folds([q.question_id for q in qs], 5, 0)
+    ch = textonly.chance_by_subtype(qs, parts)["information_extraction/entity"]
+    assert 0.3 <= ch <= 0.7

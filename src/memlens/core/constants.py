@@ -80,3 +80,65 @@ LENGTH_TOKENS: dict[str, int] = {
 }
 #: haystack and evidence sessions are dated at most this many days before the question
 HISTORY_SPAN_DAYS = 240
+
+# --------------------------------------------------------------------------------------------------
+# Number words (one home: the question writers, the time-word adversary and the judge read them)
+# --------------------------------------------------------------------------------------------------
+#: English number words 0..20, index = value ("three receipts")
+NUMBER_WORDS: tuple[str, ...] = (
+    "zero",
+    "one",
+    "two",
+    "three",
+    "four",
+    "five",
+    "six",
+    "seven",
+    "eight",
+    "nine",
+    "ten",
+    "eleven",
+    "twelve",
+    "thirteen",
+    "fourteen",
+    "fifteen",
+    "sixteen",
+    "seventeen",
+    "eighteen",
+    "nineteen",
+    "twenty",
+)
+#: the ordinal words of a month's days, index = day - 1 ("the twenty-first of May")
+ORDINAL_WORDS: tuple[str, ...] = (
+    "first",
+    "second",
+    "third",
+    "fourth",
+    "fifth",
+    "sixth",
+    "seventh",
+    "eighth",
+    "ninth",
+    "tenth",
+    "eleventh",
+    "twelfth",
+    "thirteenth",
+    "fourteenth",
+    "fifteenth",
+    "sixteenth",
+    "seventeenth",
+    "eighteenth",
+    "nineteenth",
+    "twentieth",
+    "twenty-first",
+    "twenty-second",
+    "twenty-third",
+    "twenty-fourth",
+    "twenty-fifth",
+    "twenty-sixth",
+    "twenty-seventh",
+    "twenty-eighth",
+    "twenty-ninth",
+    "thirtieth",
+    "thirty-first",
+)

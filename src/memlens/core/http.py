@@ -157,6 +157,12 @@ class OpenAICompatibleConfig:
         """Plain dict of the settings (safe to log: it holds no secret)."""
         return asdict(self)
 
+    @classmethod
+    def settings_of(cls, values: Mapping[str, Any]) -> dict[str, Any]:
+        """The client settings among ``values`` (e.g. a backend constructor's ``locals()``): every
+        field of this class that ``values`` has, in field order (not validated: build the config)."""
+        return {f.name: values[f.name] for f in fields(cls) if f.name in values}
+
 
 @dataclass
 class CompletionResult:

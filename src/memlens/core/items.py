@@ -14,7 +14,7 @@ answer, question type or details; the ``oracle_evidence`` mode keeps only the ev
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from memlens.core.config import Paths
@@ -188,7 +188,10 @@ class BuiltBenchmark:
                     raise DataError(
                         f"instances/{length}.jsonl: question {q.question_id} references missing session {sid}"
                     )
-                hist.append(HistorySession(sid, date, s.turns, sid in ev, self.session_digest(sid)))
+                turns = s.turns
+                if sid not in ev and any(t.has_answer for t in turns):  # another question's evidence
+                    turns = [replace(t, has_answer=False) for t in turns]
+                hist.append(HistorySession(sid, date, turns, sid in ev, self.session_digest(sid)))
             yield EvalItem(q, length, hist, self.resolve_image)
 
     def count(self, length: str) -> int:

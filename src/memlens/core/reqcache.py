@@ -10,6 +10,9 @@ parameters that change the answer, the messages). A re-run of the same requests 
   are never stored.
 * A file that is not a cache (or a corrupt one) is a :class:`~memlens.core.errors.ConfigError`
   naming it; nothing is overwritten.
+
+:func:`open_sqlite` is that set-up (WAL, ``synchronous=NORMAL``, the schema, the error naming the
+file) for every SQLite cache of the project (this one, the LLM judge's).
 """
 
 from __future__ import annotations
@@ -25,7 +28,24 @@ from typing import Any
 
 from memlens.core.errors import ConfigError
 
-__all__ = ["CachedCompletion", "RequestCache", "request_key"]
+__all__ = ["CachedCompletion", "RequestCache", "open_sqlite", "request_key"]
+
+
+def open_sqlite(path: Path, schema: str, *, what: str, hint: str) -> sqlite3.Connection:
+    """A crash-safe SQLite connection shared by threads: the folder made, WAL journal with
+    ``synchronous=NORMAL`` (a committed row survives a killed process), ``schema`` applied. A file
+    that is not a database is a :class:`ConfigError` naming it, ``what`` it should be and ``hint``
+    (what to do); nothing is overwritten."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    try:
+        conn = sqlite3.connect(str(path), timeout=60, check_same_thread=False)
+        conn.execute("PRAGMA journal_mode=WAL")
+        conn.execute("PRAGMA synchronous=NORMAL")
+        conn.execute(schema)
+        conn.commit()
+    except sqlite3.DatabaseError as exc:
+        raise ConfigError(f"{path}: cannot open the {what} ({exc}); {hint}") from None
+    return conn
 
 
 def request_key(model: str, params: dict[str, Any], messages: list[dict]) -> str:
@@ -63,18 +83,10 @@ class RequestCache:
 
     def __init__(self, path: str | Path):
         self.path = Path(path)
-        self.path.parent.mkdir(parents=True, exist_ok=True)
         self._lock = threading.Lock()
-        try:
-            self.conn = sqlite3.connect(str(self.path), timeout=60, check_same_thread=False)
-            self.conn.execute("PRAGMA journal_mode=WAL")
-            self.conn.execute("PRAGMA synchronous=NORMAL")
-            self.conn.execute(self._SCHEMA)
-            self.conn.commit()
-        except sqlite3.DatabaseError as exc:
-            raise ConfigError(
-                f"{self.path}: cannot open the request cache ({exc}); move it away or set generator.llm.cache_path"
-            ) from None
+        self.conn = open_sqlite(
+            self.path, self._SCHEMA, what="request cache", hint="move it away or set generator.llm.cache_path"
+        )
 
     def get(self, key: str) -> CachedCompletion | None:
         with self._lock:

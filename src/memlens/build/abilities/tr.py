@@ -56,7 +56,7 @@ from memlens.build.images.synthetic.formats import MONTHS
 from memlens.build.images.truth import printed_strings
 from memlens.build.text import textbank
 from memlens.build.text.validators import contains_token_bounded
-from memlens.core.constants import HISTORY_SPAN_DAYS
+from memlens.core.constants import HISTORY_SPAN_DAYS, NUMBER_WORDS, ORDINAL_WORDS
 from memlens.core.schema import IMAGE_PLACEHOLDER, TR, Question, format_date, parse_date
 
 # --------------------------------------------------------------------------------------------------
@@ -64,40 +64,8 @@ from memlens.core.schema import IMAGE_PLACEHOLDER, TR, Question, format_date, pa
 # --------------------------------------------------------------------------------------------------
 EPOCH = datetime(2024, 1, 1, 8, 0)
 WINDOW = 225  # evidence sessions and events stay inside this many days
-ORDINALS = [
-    "first",
-    "second",
-    "third",
-    "fourth",
-    "fifth",
-    "sixth",
-    "seventh",
-    "eighth",
-    "ninth",
-    "tenth",
-    "eleventh",
-    "twelfth",
-    "thirteenth",
-    "fourteenth",
-    "fifteenth",
-    "sixteenth",
-    "seventeenth",
-    "eighteenth",
-    "nineteenth",
-    "twentieth",
-    "twenty-first",
-    "twenty-second",
-    "twenty-third",
-    "twenty-fourth",
-    "twenty-fifth",
-    "twenty-sixth",
-    "twenty-seventh",
-    "twenty-eighth",
-    "twenty-ninth",
-    "thirtieth",
-    "thirty-first",
-]
-HOUR_WORDS = ["twelve", "one", "two", "three", "four", "five", "six", "seven", "eight", "nine", "ten", "eleven"]
+#: clock hours in words, index = hour % 12
+HOUR_WORDS = (NUMBER_WORDS[12], *NUMBER_WORDS[1:12])
 MINUTE_WORDS = {5: "five", 10: "ten", 20: "twenty", 25: "twenty-five"}
 CHANCE_WINDOW_DAYS = 180
 
@@ -329,7 +297,7 @@ def _ds(d: date) -> str:
 
 def date_words(d: date, anchor: date) -> str:
     """'the third of March' (+ ' last year' when the anchor is in a later year); no digits."""
-    s = f"the {ORDINALS[d.day - 1]} of {MONTHS[d.month - 1]}"
+    s = f"the {ORDINAL_WORDS[d.day - 1]} of {MONTHS[d.month - 1]}"
     if d.year < anchor.year:
         s += " last year" if d.year == anchor.year - 1 else f" {d.year}"
     return s

@@ -26,6 +26,7 @@ family name in words.
 from __future__ import annotations
 
 from pathlib import Path
+from types import MappingProxyType
 from typing import Protocol
 
 from memlens.core.errors import ConfigError, DataError
@@ -156,22 +157,19 @@ class OpenClipChannel:
 class _Endpoint:
     """A VLM behind an OpenAI-compatible endpoint (:mod:`memlens.core.http`), one question per image."""
 
-    def __init__(self, name, base_url, model, api_key_env, concurrency, timeout_s, max_retries, max_new_tokens):
+    #: client settings a channel's configuration leaves unset
+    DEFAULTS = MappingProxyType({"concurrency": 8, "timeout_s": 120.0, "max_retries": 3})
+
+    def __init__(self, name: str, *, max_new_tokens: int, **options):
+        """``options``: ``base_url`` and ``model`` (required), ``api_key_env``, ``concurrency``,
+        ``timeout_s``, ``max_retries`` (:class:`~memlens.core.http.OpenAICompatibleConfig`)."""
         from memlens.core.http import OpenAICompatibleClient, OpenAICompatibleConfig
 
-        if not base_url or not model:
+        if not options.get("base_url") or not options.get("model"):
             raise ConfigError(f"filter channel {name}: needs base_url and model (an OpenAI-compatible VLM)")
         self.name = name
-        self.config = OpenAICompatibleConfig(
-            base_url=base_url,
-            model=model,
-            api_key_env=api_key_env,
-            concurrency=int(concurrency),
-            timeout_s=float(timeout_s),
-            max_retries=int(max_retries),
-            max_new_tokens=int(max_new_tokens),
-            max_image_side=512,
-        )
+        settings = {**self.DEFAULTS, **options, "max_new_tokens": int(max_new_tokens), "max_image_side": 512}
+        self.config = OpenAICompatibleConfig(**settings)
         self._client_cls = OpenAICompatibleClient
 
     def ask(self, items: list[tuple[Path, str]]) -> list[str]:
@@ -205,6 +203,34 @@ class _Endpoint:
                 f"(first: image {Path(items[k][0]).name}: {failures[k]})"
             )
         return [answers[k] for k in range(len(items))]
+
+
+class _VLMChannel:
+    """What the caption and watermark channels share: a name, threshold and role, a ``backend`` of
+    ``BACKENDS`` and, with ``backend: openai``, the VLM endpoint they ask (``endpoint`` options:
+    ``base_url``, ``model``, ``api_key_env``, ``concurrency``, ``timeout_s``, ``max_retries``,
+    ``max_new_tokens``; see :class:`_Endpoint`)."""
+
+    BACKENDS: tuple[str, ...] = ("openai",)
+    ENDPOINT_KEYS = ("base_url", "model", "api_key_env", "concurrency", "timeout_s", "max_retries", "max_new_tokens")
+    #: ``max_new_tokens`` when the configuration sets none
+    MAX_NEW_TOKENS = 64
+
+    def _setup(self, name: str, threshold: float, role: str, backend: str, endpoint: dict) -> None:
+        if backend not in self.BACKENDS:
+            raise ConfigError(f"filter channel {name}: backend {backend!r} (known: {', '.join(self.BACKENDS)})")
+        unknown = sorted(set(endpoint) - set(self.ENDPOINT_KEYS))
+        if unknown:
+            raise ConfigError(f"filter channel {name}: unknown option(s) {', '.join(unknown)}")
+        self.name, self.threshold, self.role, self.backend = name, threshold, role, backend
+        self.max_new_tokens = int(endpoint.pop("max_new_tokens", self.MAX_NEW_TOKENS))
+        self.endpoint = _Endpoint(name, max_new_tokens=self.max_new_tokens, **endpoint) if backend == "openai" else None
+
+    def score(self, path: Path, rec: ImageRecord, request: dict) -> float:
+        return self.score_many([(path, rec, request)])[0]
+
+    def score_many(self, items: list[tuple[Path, ImageRecord, dict]]) -> list[float]:  # pragma: no cover
+        raise NotImplementedError
 
 
 class Blip2Captioner:
@@ -245,12 +271,14 @@ class Blip2Captioner:
         return caps
 
 
-class CaptionChannel:
+class CaptionChannel(_VLMChannel):
     """A caption of the image, scored by MiniLM text-text cosine with the image's query. The caption
-    comes from a VLM endpoint (``backend: openai``, e.g. BLIP-2 or Qwen-VL served by vLLM) or from a
-    local BLIP-2 model in process (``backend: transformers``, ``model_path``)."""
+    comes from a VLM endpoint (``backend: openai``, e.g. BLIP-2 or Qwen-VL served by vLLM; the
+    endpoint options of :class:`_VLMChannel`) or from a local BLIP-2 model in process (``backend:
+    transformers``, ``model_path``)."""
 
     CAPTION_PROMPT = "Describe this image in one short sentence."
+    BACKENDS = ("openai", "transformers")
 
     def __init__(
         self,
@@ -258,31 +286,19 @@ class CaptionChannel:
         threshold: float = 0.30,
         role: str = "secondary",
         backend: str = "openai",
-        base_url: str | None = None,
-        model: str | None = None,
-        api_key_env: str | None = None,
         prompt: str | None = None,
-        concurrency: int = 8,
-        timeout_s: float = 120.0,
-        max_retries: int = 3,
-        max_new_tokens: int = 64,
         model_path: str | None = None,
         device: str = "cpu",
         batch_size: int = 8,
+        **endpoint,
     ):
-        if backend not in ("openai", "transformers"):
-            raise ConfigError(f"filter channel {name}: backend {backend!r} (known: openai, transformers)")
-        self.name, self.threshold, self.role = name, threshold, role
+        self._setup(name, threshold, role, backend, endpoint)
         self.batch_size = max(1, int(batch_size))
+        self.blip2 = None
         if backend == "transformers":
             if not model_path:
                 raise ConfigError(f"filter channel {name}: backend transformers needs model_path (a local folder)")
-            self.endpoint, self.blip2 = None, Blip2Captioner(model_path, device, max_new_tokens, prompt)
-        else:
-            self.blip2 = None
-            self.endpoint = _Endpoint(
-                name, base_url, model, api_key_env, concurrency, timeout_s, max_retries, max_new_tokens
-            )
+            self.blip2 = Blip2Captioner(model_path, device, self.max_new_tokens, prompt)
         self.prompt = prompt or self.CAPTION_PROMPT
         self._encoder = None
         self.captions: dict[str, str] = {}  # image sha256 -> caption (kept for the filter index)
@@ -314,11 +330,8 @@ class CaptionChannel:
         b = self._encode([query_of(r, q) for _, r, q in items])
         return [float((x * y).sum()) for x, y in zip(a, b)]
 
-    def score(self, path: Path, rec: ImageRecord, request: dict) -> float:
-        return self.score_many([(path, rec, request)])[0]
 
-
-class WatermarkChannel:
+class WatermarkChannel(_VLMChannel):
     """Negative content: watermarks, stock logos, copyright overlays (score in [0, 1], high = present).
 
     ``heuristic``: the high-pass of the grey image (image minus its blur) is autocorrelated (FFT);
@@ -327,6 +340,8 @@ class WatermarkChannel:
     VLM answers ``question``; yes -> 1, no -> 0.
     """
 
+    BACKENDS = ("heuristic", "openai")
+    MAX_NEW_TOKENS = 8
     QUESTION = "Does this image contain a watermark, a stock-photo logo or a copyright text overlay? Answer yes or no."
 
     def __init__(
@@ -335,26 +350,13 @@ class WatermarkChannel:
         threshold: float = 0.5,
         role: str = "negative",
         backend: str = "heuristic",
-        base_url: str | None = None,
-        model: str | None = None,
-        api_key_env: str | None = None,
         prompt: str | None = None,
-        concurrency: int = 8,
-        timeout_s: float = 120.0,
-        max_retries: int = 3,
-        max_new_tokens: int = 8,
         size: int = 256,
+        **endpoint,
     ):
-        if backend not in ("heuristic", "openai"):
-            raise ConfigError(f"filter channel {name}: backend {backend!r} (known: heuristic, openai)")
-        self.name, self.threshold, self.role, self.backend = name, threshold, role, backend
+        self._setup(name, threshold, role, backend, endpoint)
         self.size = int(size)
         self.question = prompt or self.QUESTION
-        self.endpoint = (
-            _Endpoint(name, base_url, model, api_key_env, concurrency, timeout_s, max_retries, max_new_tokens)
-            if backend == "openai"
-            else None
-        )
 
     def periodicity(self, path: Path) -> float:
         import numpy as np
@@ -390,9 +392,6 @@ class WatermarkChannel:
             else:
                 raise DataError(f"filter channel {self.name}: image {Path(p).name}: answer {a[:80]!r} is not yes/no")
         return out
-
-    def score(self, path: Path, rec: ImageRecord, request: dict) -> float:
-        return self.score_many([(path, rec, request)])[0]
 
 
 def build_channels(spec: list) -> list[RelevanceScorer]:

@@ -18,13 +18,14 @@ from dataclasses import dataclass
 from datetime import date
 
 from memlens.build.abilities import ku, tr
+from memlens.core.constants import ORDINAL_WORDS
 
 #: the knowledge-update clause templates, as regular expressions over a mention
 _KU_TAILS = tuple(ku.FIRST_TAILS) + tuple(ku.UPDATE_TAILS)
 _KU_RE = tuple(
     re.compile(re.escape(t.split("{attr}")[0]) + r".+?" + re.escape(t.split("{attr}")[1]) + r"\b") for t in _KU_TAILS
 )
-_DATE_RE = re.compile(r"\bthe (" + "|".join(map(re.escape, tr.ORDINALS)) + r") of (" + "|".join(tr.MONTHS) + r")\b")
+_DATE_RE = re.compile(r"\bthe (" + "|".join(map(re.escape, ORDINAL_WORDS)) + r") of (" + "|".join(tr.MONTHS) + r")\b")
 _STARTED_RE = re.compile(r"\bI had started at\b")
 #: how temporal evidence attaches a date in words to an image (``tr`` entity facts)
 DATE_TAILS = ("— that was on {dw}", "(from {dw})", ", taken on {dw}", "; that was back on {dw}")
@@ -67,7 +68,7 @@ def taken_dates(texts) -> set[tuple[int, int]]:
     out = set()
     for t in texts:
         for m in _DATE_RE.finditer(t):
-            out.add((tr.MONTHS.index(m.group(2)) + 1, tr.ORDINALS.index(m.group(1)) + 1))
+            out.add((tr.MONTHS.index(m.group(2)) + 1, ORDINAL_WORDS.index(m.group(1)) + 1))
     return out
 
 

@@ -31,6 +31,7 @@ from datetime import date
 from memlens.build.abilities import contexts, ie, ku, tr
 from memlens.build.generate import echoes
 from memlens.build.text import abstraction
+from memlens.core.constants import ORDINAL_WORDS
 
 #: relative time suffixes of an occasion (``contexts.TIME_SUFFIXES``)
 SUFFIXES = tuple(contexts.TIME_SUFFIXES)
@@ -97,7 +98,7 @@ class Lexicon:
         }
         attrs, descs, anaphors = _ku_attrs(), _ku_descs(), _anaphors()
         months = "|".join(tr.MONTHS)
-        ords = "|".join(sorted(map(re.escape, tr.ORDINALS), key=len, reverse=True))
+        ords = "|".join(sorted(map(re.escape, ORDINAL_WORDS), key=len, reverse=True))
         groups = [
             ("attr", _alt(attrs)),
             ("ana", _alt(anaphors)),

@@ -166,6 +166,27 @@ class SessionWriter:
             f"{self.w.max_regenerations} regenerations (last failures: {failed})"
         )
 
+    def plan_session(
+        self,
+        rng: random.Random,
+        topic: Topic,
+        subtopic: str,
+        mentions: list[Mention],
+        extra_forbidden: list[str] | None = None,
+    ) -> tuple[PhraseIndex, int, list[int]]:
+        """What every writer decides first, in this order of random draws: the phrases the session
+        must not contain, its number of user/assistant pairs and the user turns that carry the
+        mentions (random ones, not always the first). An image value that the session's own topic
+        words contain ("laundry detergent") reveals nothing, so it is dropped from the mentions'
+        values."""
+        forbidden = PhraseIndex(self.forbidden + list(extra_forbidden or [])) if extra_forbidden else self._index
+        for m in mentions:
+            if m.image_values:
+                m.image_values = [v for v in m.image_values if not PhraseIndex([v]).find(f"{topic.title} {subtopic}")]
+        n_pairs = self.w.pairs(rng, len(mentions))
+        slots = sorted(rng.sample(range(n_pairs), len(mentions))) if mentions else []
+        return forbidden, n_pairs, slots
+
     def write(
         self,
         rng: random.Random,
@@ -176,14 +197,8 @@ class SessionWriter:
         extra_forbidden: list[str] | None = None,
         ambiguity: list[str] | None = None,
     ) -> Session:
-        forbidden = PhraseIndex(self.forbidden + list(extra_forbidden or [])) if extra_forbidden else self._index
-        # an image value that the session's own topic words contain ("laundry detergent") reveals nothing
-        for m in mentions:
-            if m.image_values:
-                m.image_values = [v for v in m.image_values if not PhraseIndex([v]).find(f"{topic.title} {subtopic}")]
-        n_pairs = self.w.pairs(rng, len(mentions))
-        # user turns 0..n_pairs-1; mentions go to random user turns (not always the first)
-        slots = sorted(rng.sample(range(n_pairs), len(mentions))) if mentions else []
+        forbidden, n_pairs, slots = self.plan_session(rng, topic, subtopic, mentions, extra_forbidden)
+        # user turns 0..n_pairs-1
         slot_of = dict(zip(slots, mentions))
         turns: list[Turn] = []
         uw, aw = self.w.user_words, self.w.assistant_words

@@ -32,10 +32,9 @@ class CaptionMode:
 
         name = str(eval_cfg.get("caption_adapter") or "ocr")
         options = dict(eval_cfg.get("caption_adapter_options") or {})
-        root = Path(paths.cache) / "agents"
-        self.adapter = make_adapter(name, options, root / "adapters", benchmark)
+        self.adapter = make_adapter(name, options, Path(paths.cache), benchmark)
         self.adapter_id = str(self.adapter.id)
-        self.images = ImageStore(root / "images", family_lookup(benchmark))
+        self.images = ImageStore(Path(paths.cache) / "agents" / "images", family_lookup(benchmark))
 
     def prepare(self, item: EvalItem) -> CaptionedItem:
         """The item with its image texts; an image the adapter cannot read leaves the item without

@@ -252,7 +252,7 @@ class ImportedAnswers(Model):
 # ------------------------------------------------------------------------------------------ command
 def main(argv: list[str] | None = None) -> int:
     from memlens.core.config import Paths, load_config
-    from memlens.eval.agents.runtime import make_adapter
+    from memlens.eval.agents.runtime import family_lookup, make_adapter
     from memlens.eval.agents.subset import question_subset
     from memlens.eval.benchmark import open_benchmark, requested_lengths
 
@@ -278,11 +278,8 @@ def main(argv: list[str] | None = None) -> int:
 
         subset = question_subset(cfg, bench, _Agentlike("export"))  # auto: the agent subset
         lengths = requested_lengths(cfg, bench)
-        root = paths.cache / "agents"
-        adapter = make_adapter(args.adapter, {}, root / "adapters", bench)
-        from memlens.eval.agents.runtime import family_lookup
-
-        images = ImageStore(root / "images", family_lookup(bench))
+        adapter = make_adapter(args.adapter, {}, paths.cache, bench)
+        images = ImageStore(paths.cache / "agents" / "images", family_lookup(bench))
         items = {ln: (it for it in bench.items(ln) if subset is None or it.question_id in subset) for ln in lengths}
         out = Path(args.out)
         if not out.is_absolute():

@@ -142,6 +142,7 @@ class HybridPixelAgent(MemoryAgent):
 
     Config = HybridSettings
     PROMPTS = PROMPTS
+    RETRIEVER = "reciprocal-rank fusion"
 
     def __init__(
         self,
@@ -178,6 +179,9 @@ class HybridPixelAgent(MemoryAgent):
         self.image_tokens = int(image_tokens)
         self.retriever_options = dict(retriever_options or {})
         self._image_encoder = None
+
+    def retrieval(self) -> str:
+        return f"{self.RETRIEVER} of {' + '.join(self.channels)} (rrf_k {self.rrf_k}), top {self.top_k}"
 
     def image_encoder(self):
         """One open_clip encoder for the run (``retriever_options``: ``checkpoint`` (required for

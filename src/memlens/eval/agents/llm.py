@@ -23,6 +23,7 @@ from typing import Any
 
 from memlens.core.errors import MemLensError
 from memlens.core.io import canonical_bytes, canonical_json, sha256_bytes
+from memlens.core.reqcache import open_sqlite
 
 __all__ = ["AgentCallError", "Backbone", "CallCache", "CallCounter"]
 
@@ -49,18 +50,17 @@ class CallCache:
     """``request hash -> {text, prompt_tokens, completion_tokens}`` in SQLite (WAL; one connection
     per thread; safe for several processes)."""
 
+    _SCHEMA = "CREATE TABLE IF NOT EXISTS calls (key TEXT PRIMARY KEY, value TEXT NOT NULL)"
+
     def __init__(self, path: Path):
         self.path = Path(path)
-        self.path.parent.mkdir(parents=True, exist_ok=True)
         self._local = threading.local()
-        self._conn().execute("CREATE TABLE IF NOT EXISTS calls (key TEXT PRIMARY KEY, value TEXT NOT NULL)")
-        self._conn().commit()
+        self._conn()
 
     def _conn(self) -> sqlite3.Connection:
         conn = getattr(self._local, "conn", None)
-        if conn is None:
-            conn = sqlite3.connect(self.path, timeout=60)
-            conn.execute("PRAGMA journal_mode=WAL")
+        if conn is None:  # the project's SQLite set-up (core.reqcache), one connection per thread
+            conn = open_sqlite(self.path, self._SCHEMA, what="agent call cache", hint="move it away")
             self._local.conn = conn
         return conn
 

@@ -198,6 +198,7 @@ class M3Agent(MemoryAgent):
 
     Config = M3AgentSettings
     PROMPTS = PROMPTS
+    RETRIEVER = "dense over memorised entries"
     ADAPTERS = ("interleaved", "render")
 
     def __init__(

@@ -100,6 +100,7 @@ class M3CAgent(MemoryAgent):
 
     Config = M3CSettings
     PROMPTS = PROMPTS
+    RETRIEVER = "dense over session openings"
 
     def __init__(
         self,

@@ -337,6 +337,7 @@ class Mem0Agent(MemoryAgent):
 
     Config = Mem0Settings
     PROMPTS = PROMPTS
+    RETRIEVER = "mem0 search (FAISS over extracted memories)"
 
     def __init__(
         self,

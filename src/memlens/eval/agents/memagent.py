@@ -97,6 +97,7 @@ class MemAgent(MemoryAgent):
 
     Config = MemAgentSettings
     PROMPTS = PROMPTS
+    RETRIEVER = "none (reads every chunk)"
 
     def __init__(
         self,

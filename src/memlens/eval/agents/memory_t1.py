@@ -100,6 +100,7 @@ class MemoryT1Agent(MemoryAgent):
 
     Config = MemoryT1Settings
     PROMPTS = PROMPTS
+    RETRIEVER = "bm25 over sessions"
 
     def __init__(
         self,

@@ -8,7 +8,8 @@ session of the role-stripped view (:mod:`memlens.eval.agents.view`), then
 
 * **Isolation.** One memory object per question, created after the previous question's memory
   is no longer reachable from it; nothing is shared between memories except the call cache
-  (keyed by the full request) and the adapter cache (keyed by image hash and adapter id).
+  (keyed by the full request) and the adapter cache (keyed by image hash and adapter id; the
+  project's one adapter cache, shared with ``memlens diagnose``).
 * **Concurrency across questions.** Questions run as coroutines on one event loop (``2 x
   concurrency`` at once, so that the CPU work of some overlaps the calls of others), their
   backbone calls through one client (:class:`~memlens.eval.agents.llm.Backbone`) whose semaphore
@@ -53,25 +54,6 @@ __all__ = ["AGENT_RUNTIME_VERSION", "AgentAnswer", "Memory", "MemoryAgent", "Que
 #: bump when the runtime changes what an agent is given (the view, the adapter texts)
 AGENT_RUNTIME_VERSION = "agents-1"
 
-#: the client keys of :class:`memlens.core.http.OpenAICompatibleConfig` an agent passes through
-CLIENT_KEYS = (
-    "base_url",
-    "model",
-    "api_key_env",
-    "concurrency",
-    "max_new_tokens",
-    "temperature",
-    "timeout_s",
-    "max_retries",
-    "image_transport",
-    "max_image_side",
-    "extra_body",
-    "top_p",
-    "seed",
-    "backoff_base_s",
-    "backoff_max_s",
-)
-
 
 @dataclass(frozen=True)
 class Retrieved:
@@ -93,44 +75,21 @@ class AgentAnswer:
 
 def family_lookup(benchmark: Any):
     """``image id -> image family`` of a built benchmark (a hint for adapters), or None."""
-    src = getattr(benchmark, "source", None)
-    if src is None or not hasattr(src, "paths"):
-        return None
+    from memlens.eval.memory.adapters import image_lookup
 
-    def family(image_id: str) -> str | None:
-        rec = src.images.get(image_id)
-        return rec.family if rec is not None else None
-
-    return family
+    return image_lookup(benchmark, "family")
 
 
-def truth_lookup(benchmark: Any):
-    """``sha256 -> ground truth`` of a built benchmark's images (for ``oracle_caption``), or None."""
-    src = getattr(benchmark, "source", None)
-    if src is None or not hasattr(src, "paths"):
-        return None
-
-    def truth_of(sha: str) -> dict | None:
-        rec = src.images.get(sha)
-        return rec.truth if rec is not None else None
-
-    return truth_of
-
-
-def make_adapter(name: str, options: dict, cache_dir: Path, benchmark: Any):
-    """An input adapter (``memlens.eval.memory.adapters``); ``oracle_caption`` reads the ground
-    truth of the benchmark's image index (an upper bound: the agent is never shown the index)."""
-    from memlens.eval.memory.adapters import build_adapter
+def make_adapter(name: str, options: dict, cache_root: Path, benchmark: Any):
+    """An input adapter on the project's one adapter cache (:func:`memlens.eval.memory.adapters.open_adapter`,
+    shared with ``memlens diagnose``; ``cache_root`` is ``Paths.cache``), OCR without a progress bar
+    (questions describe a few images at a time)."""
+    from memlens.eval.memory.adapters import open_adapter
 
     opts = dict(options)
-    if name == "oracle_caption":
-        truth_of = truth_lookup(benchmark)
-        if truth_of is None:
-            raise ConfigError("adapter oracle_caption needs a built benchmark (its image index holds the ground truth)")
-        opts["truth_of"] = truth_of
-    if name in ("ocr",):
+    if name == "ocr":
         opts.setdefault("progress", False)
-    return build_adapter(name, cache_dir=cache_dir, **opts)
+    return open_adapter(name, opts, cache_root=cache_root, benchmark=benchmark)
 
 
 class QuestionContext:
@@ -187,6 +146,8 @@ class MemoryAgent(Model):
     PROMPTS: ClassVar[dict[str, str]] = {}
     #: adapters this agent accepts (None: any)
     ADAPTERS: ClassVar[tuple[str, ...] | None] = None
+    #: how the agent finds what it answers from (shown by ``memlens evaluate --dry-run``)
+    RETRIEVER: ClassVar[str] = "none"
 
     def __init__(
         self,
@@ -218,23 +179,9 @@ class MemoryAgent(Model):
         resources: dict | None = None,
         notes: str | None = None,
     ):
-        client = dict(
-            base_url=base_url,
-            model=model,
-            api_key_env=api_key_env,
-            concurrency=concurrency,
-            max_new_tokens=max_new_tokens,
-            temperature=temperature,
-            timeout_s=timeout_s,
-            max_retries=max_retries,
-            image_transport=image_transport,
-            max_image_side=max_image_side,
-            extra_body=extra_body,
-            top_p=top_p,
-            seed=seed,
-            backoff_base_s=backoff_base_s,
-            backoff_max_s=backoff_max_s,
-        )
+        from memlens.core.http import OpenAICompatibleConfig
+
+        client = OpenAICompatibleConfig.settings_of(locals())
         super().__init__(
             name,
             kind,
@@ -254,8 +201,6 @@ class MemoryAgent(Model):
             )
         if token_param not in ("max_tokens", "max_completion_tokens"):
             raise ConfigError(f"model.token_param must be max_tokens or max_completion_tokens, not {token_param!r}")
-        from memlens.core.http import OpenAICompatibleConfig
-
         OpenAICompatibleConfig(**client)  # validates now, no network
         self.client_settings = client
         self.concurrency = int(concurrency)
@@ -265,6 +210,7 @@ class MemoryAgent(Model):
         self.tokenizer_name = tokenizer
         self.cache_calls = bool(cache_calls)
         self.cache_dir: Path | None = None
+        self.project_cache: Path | None = None
         self.benchmark: Any = None
         self._backbone: Backbone | None = None
         self._adapter = None
@@ -278,7 +224,8 @@ class MemoryAgent(Model):
 
     # ------------------------------------------------------------------ set-up
     def attach(self, paths: Any, benchmark: Any) -> None:
-        self.cache_dir = Path(paths.cache) / "agents"
+        self.project_cache = Path(paths.cache)
+        self.cache_dir = self.project_cache / "agents"
         self.benchmark = benchmark
 
     def _cache_root(self) -> Path:
@@ -302,9 +249,8 @@ class MemoryAgent(Model):
     @property
     def adapter(self):
         if self._adapter is None:
-            self._adapter = make_adapter(
-                self.adapter_name, self.adapter_options, self._cache_root() / "adapters", self.benchmark
-            )
+            self._cache_root()  # attached
+            self._adapter = make_adapter(self.adapter_name, self.adapter_options, self.project_cache, self.benchmark)
         return self._adapter
 
     def text_encoder(self):
@@ -350,6 +296,11 @@ class MemoryAgent(Model):
         if len(texts) != len(todo):
             raise MemLensError(f"adapter {self.adapter_name}: {len(texts)} texts for {len(todo)} images")
         return {im.sha256: t for im, t in zip(todo, texts)}
+
+    def retrieval(self) -> str:
+        """The retriever in words (``bm25 top 10``, ``dense top 3`` ...)."""
+        k = getattr(self, "top_k", None) or getattr(self, "search_top_k", None)
+        return f"{self.RETRIEVER}, top {k}" if k and self.RETRIEVER != "none" else self.RETRIEVER
 
     def identity_extra(self) -> dict:
         prompts = hashlib.sha256(canonical_bytes({"runtime": AGENT_RUNTIME_VERSION, **self.PROMPTS})).hexdigest()

@@ -7,9 +7,15 @@ and prints the messages with their roles (long text blocks shortened in the midd
 ``<image sha256[:12]>``) and the results-store request key the stage would use for it, computed the
 way the stage computes it (system identity, prompt protocol, mode, item fingerprint).
 
-The model is never instantiated (no client, no server process, no weights): its settings are read
-from the composed config. Nothing is written: the results store is only read, to say whether the
-item already has a stored answer.
+The system identity the results store keys on is printed too, key by key. A model is never
+instantiated (no client, no server process, no weights): its settings are read from the composed
+config. A memory agent (``kind: agent``) is: its identity holds its prompt hash and its input
+adapter's id, which only the agent object knows; building it connects to nothing. For an agent the
+item is the first of the questions it would be asked (the agent subset by default) and, instead of
+an LVLM prompt it never sends, the dry run shows what the agent is (adapter, retriever, backbone)
+and what it would be given (the role-stripped sessions); it writes its prompts from its memory at
+answer time. Nothing is written: the results store is only read, to say whether the item already
+has a stored answer.
 """
 
 from __future__ import annotations
@@ -25,8 +31,9 @@ from memlens.core.config import Paths, resolved_lengths
 from memlens.core.errors import ConfigError, DataError
 from memlens.core.io import sha256_file
 from memlens.core.tasks import task_key
+from memlens.eval.agents.subset import question_subset
 from memlens.eval.benchmark import open_benchmark
-from memlens.eval.evaluate.stage import results_root, system_identity
+from memlens.eval.evaluate.stage import build_model, results_root, system_identity
 from memlens.eval.prompt import PROMPT_PROTOCOL, build_messages, instruction_for
 from memlens.eval.results import ResultsStore, request_key
 from memlens.eval.systems.base import MODES
@@ -103,11 +110,18 @@ def run(cfg, paths: Paths, *, chars: int = 240, out: TextIO | None = None) -> in
     if not lengths:
         raise DataError("the benchmark has no lengths to evaluate")
     length = lengths[0]
-    item = next(iter(source.items(length)), None)
-    if item is None:
-        raise DataError(f"the benchmark has no item at {length}")
-
     model_cfg = OmegaConf.to_container(cfg.model, resolve=True)
+    agent = None
+    if str(model_cfg.get("kind") or "") == "agent":
+        agent = build_model(cfg)  # no client, no connection: only what its identity needs
+        agent.attach(paths, source)
+    subset = question_subset(cfg, source, agent or _ModelClass(model_cfg))
+    item = next((it for it in source.items(length) if subset is None or it.question_id in subset), None)
+    if item is None:
+        raise DataError(f"the benchmark has no item at {length}" + ("" if subset is None else " in eval.subset"))
+    if agent is not None:
+        return _agent_dry_run(paths, source, agent, model_cfg, item, length, mode, subset, out)
+
     layout = str(model_cfg.get("layout") or cfg.eval.get("layout") or "messages")
     label_images = bool(model_cfg.get("label_images", False))
     system_prefix = model_cfg.get("system_prefix")
@@ -115,7 +129,7 @@ def run(cfg, paths: Paths, *, chars: int = 240, out: TextIO | None = None) -> in
         messages = build_messages(item, mode, layout=layout, label_images=label_images, system_prefix=system_prefix)
     except ValueError as exc:
         raise ConfigError(f"cannot render the prompt of {item.question_id}: {exc}") from None
-    identity = system_identity(model_cfg)
+    identity = system_identity(model_cfg, _caption_extra(cfg, paths, source, mode))
     store = ResultsStore(results_root(paths), identity)
     key = request_key(store.key, PROMPT_PROTOCOL, mode, item.fingerprint())
     q = item.question
@@ -139,9 +153,76 @@ def run(cfg, paths: Paths, *, chars: int = 240, out: TextIO | None = None) -> in
         f"question     {q.question}",
         f"answer       {q.answer}",
         f"request key  {key} ({'answered in' if store.has_answer(key) else 'not yet in'} the results store)",
+        *identity_lines(identity, store.key),
         f"messages     {len(messages)} messages, {n_images} images, {n_chars} text chars"
         + (f" (text blocks shortened to {chars} chars; the question in full)" if chars > 0 else ""),
         "",
     ]
     out.write("\n".join(head + render_messages(messages, chars, instruction_for(mode))) + "\n")
+    return 0
+
+
+class _ModelClass:
+    """What :func:`question_subset` reads of a model (its ``default_subset``), from its class alone."""
+
+    def __init__(self, model_cfg: dict):
+        from hydra.utils import get_class
+
+        try:
+            self.default_subset = getattr(get_class(str(model_cfg.get("_target_"))), "default_subset", None)
+        except Exception:  # an unknown class fails where the stage builds it; here: every question
+            self.default_subset = None
+
+
+def _caption_extra(cfg, paths: Paths, source, mode: str) -> dict:
+    """The identity the ``caption`` mode adds (its adapter's id), as the evaluate stage adds it."""
+    if mode != "caption":
+        return {}
+    from memlens.eval.agents.captions import CaptionMode
+
+    return {"caption_adapter": CaptionMode(cfg.eval, paths, source).adapter_id}
+
+
+def identity_lines(identity: dict, key: str) -> list[str]:
+    """The system identity the results store keys on, one ``key = value`` line each."""
+    lines = [f"identity     system key {key} (results/{key[:32]}/), from:"]
+    lines += [f"{INDENT}{k} = {json.dumps(v, sort_keys=True)}" for k, v in identity.items()]
+    return lines
+
+
+def _agent_dry_run(paths: Paths, source, agent, model_cfg: dict, item, length: str, mode: str, subset, out) -> int:
+    """The dry run of a memory agent: its identity, what it is, what it would be given."""
+    if mode != "standard":
+        raise ConfigError(f"{agent.name}: memory agents answer in eval.mode=standard only, not {mode!r}")
+    identity = system_identity(model_cfg, agent.identity_extra())
+    store = ResultsStore(results_root(paths), identity)
+    key = request_key(store.key, PROMPT_PROTOCOL, mode, item.fingerprint())
+    q = item.question
+    target = str(model_cfg.get("_target_", "?"))
+    backbone = ", ".join(f"{k} {model_cfg[k]}" for k in ("model", "hf_id", "base_url") if model_cfg.get(k))
+    # what the role-stripped view (memlens.eval.agents.view) will hold, without building it: it
+    # copies the images into the agents' image folder, and a dry run writes nothing
+    sessions = sorted(item.sessions, key=lambda s: s.date or "")
+    n_images = len(item.image_ids)
+    asked = sum(1 for it in source.items(length) if it.question_id in subset) if subset is not None else None
+    head = [
+        "memlens evaluate --dry-run: nothing is sent and no client is built",
+        f"system       {agent.name} (memory agent {target.rsplit('.', 1)[-1]}, kind agent)",
+        f"agent        adapter {agent.adapter_name} ({agent.adapter_id()}"
+        + (", an UPPER BOUND: ground truth written as text" if getattr(agent.adapter, "upper_bound", False) else "")
+        + f"), retriever {agent.retrieval()}, tokenizer {agent.tokenizer_name}",
+        f"backbone     {backbone or '-'}",
+        f"item         {length}: 1 of {source.count(length) if asked is None else asked} "
+        f"({source.kind} benchmark{'' if asked is None else ', eval.subset'}), "
+        f"question {q.question_id}, {q.question_type}/{q.question_subtype or '-'}, "
+        f"judge task {task_key(q.question_type, q.question_subtype, str(q.answer), strict=False)}",
+        f"question     {q.question} (given at answer time, dated {q.question_date or 'unknown'})",
+        f"answer       {q.answer}",
+        f"request key  {key} ({'answered in' if store.has_answer(key) else 'not yet in'} the results store)",
+        *identity_lines(identity, store.key),
+        f"given        {len(sessions)} sessions in date order as S001..S{len(sessions):03d} (their own ids, "
+        f"evidence flags and image paths stripped), {n_images} images by content hash; the agent writes "
+        "its prompts from its memory at answer time",
+    ]
+    out.write("\n".join(head) + "\n")
     return 0

@@ -41,7 +41,7 @@ from dataclasses import dataclass
 from functools import lru_cache
 from typing import NamedTuple
 
-from memlens.core.constants import REFUSAL_REFERENCE
+from memlens.core.constants import NUMBER_WORDS, REFUSAL_REFERENCE
 from memlens.core.tasks import (
     AR_REFUSAL,
     IE_ENTITY,
@@ -169,30 +169,6 @@ def _committed(text: str, finder: Finder) -> tuple[str, list]:
 # Numbers (counting)
 # --------------------------------------------------------------------------------------------
 
-#: number words 0..20 (counts in answers: "three receipts")
-NUMBER_WORDS = (
-    "zero",
-    "one",
-    "two",
-    "three",
-    "four",
-    "five",
-    "six",
-    "seven",
-    "eight",
-    "nine",
-    "ten",
-    "eleven",
-    "twelve",
-    "thirteen",
-    "fourteen",
-    "fifteen",
-    "sixteen",
-    "seventeen",
-    "eighteen",
-    "nineteen",
-    "twenty",
-)
 _UNITS = {w: i for i, w in enumerate(NUMBER_WORDS[:20])}
 _TENS = {
     w: 10 * i

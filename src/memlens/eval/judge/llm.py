@@ -32,7 +32,6 @@ import hashlib
 import json
 import logging
 import re
-import sqlite3
 import sys
 import time
 from collections.abc import Sequence
@@ -41,6 +40,7 @@ from pathlib import Path
 from typing import Any
 
 from memlens.core.errors import ConfigError
+from memlens.core.reqcache import open_sqlite
 from memlens.core.schema import Prediction, Question, Verdict
 from memlens.core.settings import LLMJudgeSettings
 from memlens.eval.judge import deterministic as det
@@ -113,17 +113,9 @@ class JudgeCache:
 
     def __init__(self, path: str | Path):
         self.path = Path(path)
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        try:
-            self.conn = sqlite3.connect(str(self.path), timeout=60, check_same_thread=False)
-            self.conn.execute("PRAGMA journal_mode=WAL")
-            self.conn.execute("PRAGMA synchronous=NORMAL")
-            self.conn.execute(self._SCHEMA)
-            self.conn.commit()
-        except sqlite3.DatabaseError as exc:
-            raise ConfigError(
-                f"{self.path}: cannot open the judge cache ({exc}); delete it or set judge.cache_path"
-            ) from None
+        # the same set-up as the construction request cache (the judgments table is unchanged, so
+        # existing judge caches are read as they are)
+        self.conn = open_sqlite(self.path, self._SCHEMA, what="judge cache", hint="delete it or set judge.cache_path")
         self._pending: list[tuple] = []
 
     def get_many(self, keys: Sequence[str]) -> dict[str, tuple[int, str]]:

@@ -8,7 +8,8 @@ Interface (stable; memory agents code against it)::
         id: str                  # name + backend + prompt/model version, e.g. "ocr/rapidocr-3.10.0/v1"
         upper_bound: bool        # True for oracle_caption (ground truth, not perception)
         def describe_images(self, images: Sequence[ImageInput]) -> list[str]
-    def build_adapter(name, *, cache_dir: Path, **options) -> Adapter
+    def build_adapter(name, *, cache_dir: Path, fallback_dirs=(), **options) -> Adapter
+    def open_adapter(name, options, *, cache_root: Path, benchmark=None) -> Adapter  # the shared cache
 
 ``describe_images`` returns, for each image, the text that replaces its ``<image>`` placeholder in a
 text memory (:func:`memlens.eval.memory.retrieval.session_docs` substitutes it):
@@ -28,9 +29,17 @@ text memory (:func:`memlens.eval.memory.retrieval.session_docs` substitutes it):
   ``describe_images`` returns image paths like ``interleaved``, ``render_session(...)`` the
   composite images of a whole session (cached by session content).
 
-Every adapter that computes something caches it on disk by (image hash, adapter id)
+Every adapter that computes something caches it on disk by (image hash, adapter id), the id
+naming the backend, its model and its prompt/format version
 (:class:`memlens.eval.memory.cache.DescriptionCache`, atomic files under ``cache_dir``), so a second
 run costs zero backend calls (``adapter.stats["calls"]``).
+
+**One cache for every user.** :func:`open_adapter` is how the memory agents, the LVLM ``caption``
+mode, the MemOS/M2A exporter and ``memlens diagnose`` get an adapter: all of them read and write
+the same folder, :func:`adapter_cache_dir` (``<Paths.cache>/memory/adapters``), so an OCR text or a
+caption computed by the diagnostics is reused by an agent run and the other way round. Entries of
+the older agent-side folder (``<Paths.cache>/agents/adapters``, :data:`LEGACY_CACHE_DIRS`) are still
+read and copied forward.
 """
 
 from __future__ import annotations
@@ -52,7 +61,11 @@ __all__ = [
     "InterleavedAdapter",
     "MarkersAdapter",
     "OracleCaptionAdapter",
+    "adapter_cache_dir",
     "build_adapter",
+    "image_lookup",
+    "open_adapter",
+    "truth_lookup",
     "truth_text",
 ]
 
@@ -143,8 +156,14 @@ class OracleCaptionAdapter(CachedAdapter):
     id = f"oracle_caption/truth-text/{ORACLE_FORMAT_VERSION}"
     upper_bound = True
 
-    def __init__(self, cache_dir: Path | None, *, truth_of: Mapping[str, dict] | Callable[[str], dict | None]):
-        super().__init__(cache_dir)
+    def __init__(
+        self,
+        cache_dir: Path | None,
+        *,
+        truth_of: Mapping[str, dict] | Callable[[str], dict | None],
+        fallback_dirs: Sequence[Path] = (),
+    ):
+        super().__init__(cache_dir, fallback_dirs)
         self._truth_of = truth_of
 
     def _truth(self, sha: str) -> dict:
@@ -161,8 +180,11 @@ class OracleCaptionAdapter(CachedAdapter):
         return [f"[image (ground truth): {truth_text(self._truth(im.sha256))}]" for im in images]
 
 
-def build_adapter(name: str, *, cache_dir: Path | None = None, **options: Any) -> Adapter:
-    """An adapter by name (:data:`ADAPTERS`). Options:
+def build_adapter(
+    name: str, *, cache_dir: Path | None = None, fallback_dirs: Sequence[Path] = (), **options: Any
+) -> Adapter:
+    """An adapter by name (:data:`ADAPTERS`); its cache under ``cache_dir`` (entries missing there
+    are read from ``fallback_dirs``). Options:
 
     - ``ocr``: ``min_score`` (0.5), ``progress`` (True).
     - ``caption``: ``backend`` = ``blip2`` (``model_dir``: a local BLIP-2 folder; ``max_new_tokens``,
@@ -176,15 +198,68 @@ def build_adapter(name: str, *, cache_dir: Path | None = None, **options: Any) -
     if name == "interleaved":
         return InterleavedAdapter()
     if name == "ocr":
-        return OCRAdapter(cache_dir, **options)
+        return OCRAdapter(cache_dir, fallback_dirs=fallback_dirs, **options)
     if name == "caption":
-        return CaptionAdapter.from_options(cache_dir, **options)
+        return CaptionAdapter.from_options(cache_dir, fallback_dirs=fallback_dirs, **options)
     if name == "oracle_caption":
-        if "truth_of" not in options:
+        if options.get("truth_of") is None:
             raise ConfigError("oracle_caption needs truth_of (sha256 -> ground truth, from the image index)")
-        return OracleCaptionAdapter(cache_dir, truth_of=options.pop("truth_of"))
+        return OracleCaptionAdapter(cache_dir, truth_of=options.pop("truth_of"), fallback_dirs=fallback_dirs)
     if name == "render":
         if cache_dir is None:
             raise ConfigError("render needs a cache_dir (the rendered images are files)")
         return RenderAdapter(cache_dir, **options)
     raise ConfigError(f"unknown adapter {name!r} (known: {', '.join(ADAPTERS)})")
+
+
+# ------------------------------------------------------------------------------- the shared cache
+#: older adapter-cache folders under ``Paths.cache``, still read (hits are copied forward)
+LEGACY_CACHE_DIRS = ("agents/adapters",)
+
+
+def adapter_cache_dir(cache_root: str | Path) -> Path:
+    """The one adapter cache of a project: ``<cache_root>/memory/adapters`` (``cache_root`` is
+    :attr:`memlens.core.config.Paths.cache`)."""
+    return Path(cache_root) / "memory" / "adapters"
+
+
+def image_lookup(benchmark: Any, field: str) -> Callable[[str], Any] | None:
+    """``image id -> <field> of its image record`` (``truth``, ``family`` ...) of a built benchmark's
+    image index, or None for a benchmark without one (an official release)."""
+    src = getattr(benchmark, "source", None)
+    if src is None or not hasattr(src, "paths"):
+        return None
+
+    def lookup(image_id: str) -> Any:
+        rec = src.images.get(image_id)
+        return getattr(rec, field) if rec is not None else None
+
+    return lookup
+
+
+def truth_lookup(benchmark: Any) -> Callable[[str], dict | None] | None:
+    """``sha256 -> ground truth`` of a built benchmark's images (for ``oracle_caption``), or None
+    (an official release has no image ground truth)."""
+    return image_lookup(benchmark, "truth")
+
+
+def open_adapter(
+    name: str, options: Mapping[str, Any] | None, *, cache_root: str | Path, benchmark: Any = None
+) -> Adapter:
+    """The adapter ``name`` with ``options`` on the project's one cache (:func:`adapter_cache_dir`).
+
+    ``oracle_caption`` reads the ground truth of ``benchmark``'s image index (an upper bound: whoever
+    uses the adapter is never shown the index); it is a :class:`ConfigError` without a built
+    benchmark."""
+    opts = dict(options or {})
+    if name == "oracle_caption":
+        truth_of = truth_lookup(benchmark)
+        if truth_of is None:
+            raise ConfigError("adapter oracle_caption needs a built benchmark (its image index holds the ground truth)")
+        opts["truth_of"] = truth_of
+    return build_adapter(
+        name,
+        cache_dir=adapter_cache_dir(cache_root),
+        fallback_dirs=tuple(Path(cache_root) / d for d in LEGACY_CACHE_DIRS),
+        **opts,
+    )

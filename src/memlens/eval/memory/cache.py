@@ -3,7 +3,10 @@
 An adapter sees an :class:`ImageInput` (the image's SHA-256, its file and, optionally, its image
 family) and nothing else: no role, no question, no evidence flag. Its descriptions are cached under
 ``<cache_dir>/<adapter id slug>/<sha[:2]>/<sha>.json``, one small file per (image, adapter id),
-written atomically (temporary file, fsync, rename): a crash leaves whole entries or none. Images
+written atomically (temporary file, fsync, rename): a crash leaves whole entries or none. The
+adapter id names the backend, its model and its prompt/format version, so the key is (image
+SHA-256, adapter, prompt/version). Entries not found under ``cache_dir`` are looked up in the
+``fallbacks`` folders (older cache layouts) and copied forward on a hit. Images
 are described in chunks of ``chunk_size``, each stored as soon as it is done, so a crashed run
 resumes after its last stored chunk, and a second run over the same images costs zero backend
 calls (``stats["calls"]`` counts them).
@@ -43,17 +46,27 @@ def slug(adapter_id: str) -> str:
 class DescriptionCache:
     """Content-addressed texts keyed by (image SHA-256, adapter id), one atomic file each."""
 
-    def __init__(self, root: Path, adapter_id: str):
+    def __init__(self, root: Path, adapter_id: str, fallbacks: Sequence[Path] = ()):
         self.root = Path(root) / slug(adapter_id)
         self.adapter_id = adapter_id
+        self.fallbacks = tuple(Path(f) / slug(adapter_id) for f in fallbacks if Path(f) != Path(root))
 
-    def path(self, sha256: str) -> Path:
+    def path(self, sha256: str, root: Path | None = None) -> Path:
         if not re.fullmatch(r"[0-9a-f]{64}", sha256):
             raise DataError(f"adapter {self.adapter_id}: not a SHA-256 image id: {sha256!r}")
-        return self.root / sha256[:2] / f"{sha256}.json"
+        return (root or self.root) / sha256[:2] / f"{sha256}.json"
 
     def get(self, sha256: str) -> str | None:
-        p = self.path(sha256)
+        text = self._read(self.path(sha256), sha256)
+        if text is None:
+            for root in self.fallbacks:
+                text = self._read(self.path(sha256, root), sha256)
+                if text is not None:
+                    self.put(sha256, text)  # copied forward: the next run reads the one cache
+                    break
+        return text
+
+    def _read(self, p: Path, sha256: str) -> str | None:
         try:
             raw = p.read_bytes()
         except FileNotFoundError:
@@ -63,7 +76,8 @@ class DescriptionCache:
         except ValueError:
             return None  # an unreadable entry is recomputed (and rewritten atomically)
         if (
-            entry.get("id") != self.adapter_id
+            not isinstance(entry, dict)
+            or entry.get("id") != self.adapter_id
             or entry.get("sha256") != sha256
             or not isinstance(entry.get("text"), str)
         ):
@@ -88,8 +102,8 @@ class CachedAdapter:
     #: images described per backend call (and stored after it)
     chunk_size: int = 16
 
-    def __init__(self, cache_dir: Path | None):
-        self.cache = DescriptionCache(Path(cache_dir), self.id) if cache_dir is not None else None
+    def __init__(self, cache_dir: Path | None, fallback_dirs: Sequence[Path] = ()):
+        self.cache = DescriptionCache(Path(cache_dir), self.id, fallback_dirs) if cache_dir is not None else None
         self.stats = {"calls": 0, "hits": 0}
 
     def describe_images(self, images: Sequence[ImageInput]) -> list[str]:

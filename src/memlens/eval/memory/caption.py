@@ -45,21 +45,22 @@ def format_caption(text: str) -> str:
 class CaptionAdapter(CachedAdapter):
     """Captions from BLIP-2 (transformers) or an OpenAI-compatible endpoint; see the module doc."""
 
-    def __init__(self, cache_dir: Path | None, *, backend: str, describe, adapter_id: str):
+    def __init__(
+        self, cache_dir: Path | None, *, backend: str, describe, adapter_id: str, fallback_dirs: Sequence[Path] = ()
+    ):
         self.id = adapter_id
-        super().__init__(cache_dir)
+        super().__init__(cache_dir, fallback_dirs)
         self.backend = backend
         self._describe_fn = describe
 
     @classmethod
-    def from_options(cls, cache_dir: Path | None, *, backend: str = "blip2", **options: Any) -> CaptionAdapter:
-        if backend == "blip2":
-            cap = Blip2Captioner(**options)
-            return cls(cache_dir, backend=backend, describe=cap, adapter_id=cap.id)
-        if backend == "openai":
-            cap = EndpointCaptioner(**options)
-            return cls(cache_dir, backend=backend, describe=cap, adapter_id=cap.id)
-        raise ConfigError(f"unknown caption backend {backend!r} (known: {', '.join(CAPTION_BACKENDS)})")
+    def from_options(
+        cls, cache_dir: Path | None, *, backend: str = "blip2", fallback_dirs: Sequence[Path] = (), **options: Any
+    ) -> CaptionAdapter:
+        if backend not in CAPTION_BACKENDS:
+            raise ConfigError(f"unknown caption backend {backend!r} (known: {', '.join(CAPTION_BACKENDS)})")
+        cap = Blip2Captioner(**options) if backend == "blip2" else EndpointCaptioner(**options)
+        return cls(cache_dir, backend=backend, describe=cap, adapter_id=cap.id, fallback_dirs=fallback_dirs)
 
     def _describe(self, images: Sequence[ImageInput]) -> list[str]:
         got = self._describe_fn(images)

@@ -59,9 +59,18 @@ def format_ocr(lines: Sequence[str]) -> str:
 class OCRAdapter(CachedAdapter):
     """rapidocr over each image (cached by image hash and adapter id); ``images_per_s`` after a run."""
 
-    def __init__(self, cache_dir: Path | None, *, min_score: float = 0.5, progress: bool = True):
-        self.id = f"ocr/rapidocr-{rapidocr_version()}/{OCR_FORMAT_VERSION}"
-        super().__init__(cache_dir)
+    def __init__(
+        self,
+        cache_dir: Path | None,
+        *,
+        min_score: float = 0.5,
+        progress: bool = True,
+        fallback_dirs: Sequence[Path] = (),
+    ):
+        # a non-default score threshold reads other text: another id, so another cache entry
+        score = "" if float(min_score) == 0.5 else f"-s{float(min_score):g}"
+        self.id = f"ocr/rapidocr-{rapidocr_version()}{score}/{OCR_FORMAT_VERSION}"
+        super().__init__(cache_dir, fallback_dirs)
         self.min_score = min_score
         self.progress = progress
         self._engine = None

@@ -6,7 +6,8 @@ evidence-session recall@k, NDCG@10 and MRR of the question's own history, retrie
 question text (and, with ``memory.temporal_filter``, only sessions at or before its date); and per
 adapter the storage fidelity of the answer-critical facts (see
 :mod:`memlens.eval.memory.diagnostics`). No LLM is involved; adapter outputs are cached under
-``Paths.cache/memory/adapters`` (a second run costs zero OCR calls).
+the project's one adapter cache, ``Paths.cache/memory/adapters``, shared with the memory agents
+(a second run, or a run after an agent run with the same adapter, costs zero OCR calls).
 
 Writes ``reports/retrieval/``: ``metrics.json`` (DVC metrics), ``retrieval.json`` (every aggregate),
 ``fidelity.json``, ``per_question.jsonl``, ``summary.md``, ``recall_by_length.csv`` and
@@ -20,6 +21,7 @@ from __future__ import annotations
 import hashlib
 import logging
 import random
+import re
 from collections import defaultdict
 from pathlib import Path
 from typing import Any
@@ -31,15 +33,16 @@ from memlens.build.export.stage import agent_subset
 from memlens.core.config import Paths, length_tokens
 from memlens.core.constants import QUESTION_TYPES, TYPE_ABBREV
 from memlens.core.errors import ConfigError, DataError
-from memlens.core.io import canonical_json, write_json
+from memlens.core.io import canonical_json, sha256_file, write_json
 from memlens.eval.benchmark import open_benchmark
-from memlens.eval.memory.adapters import ImageInput, build_adapter
+from memlens.eval.memory.adapters import ImageInput, open_adapter, truth_lookup
 from memlens.eval.memory.diagnostics import KS, answer_critical_facts, fidelity, mean_rows, retrieval_metrics
 from memlens.eval.memory.retrieval import TextEncoder, build_retriever, session_docs, session_ranking
 
 log = logging.getLogger(__name__)
 
 OUT = "retrieval"
+_SHA256 = re.compile(r"[0-9a-f]{64}")
 METRIC_KEYS = (*(f"recall@{k}" for k in KS), "ndcg@10", "mrr")
 
 
@@ -94,9 +97,7 @@ def make_retriever(kind: str, mcfg, encoder: TextEncoder | None, image_path):
     raise ConfigError(f"unknown memory retriever {kind!r}")
 
 
-def _adapter_options(name: str, mcfg, truth_of) -> dict[str, Any]:
-    if name == "oracle_caption":
-        return {"truth_of": truth_of}
+def _adapter_options(name: str, mcfg) -> dict[str, Any]:
     if name == "caption":
         opts = mcfg.get("caption")
         if not opts:
@@ -119,10 +120,7 @@ def run(cfg, paths: Paths) -> None:
     lengths = sorted(lengths, key=length_tokens)
     ids = set(sample_ids(bench, question_ids(bench, str(mcfg.subset)), int(mcfg.get("sample") or 0)))
     questions = bench.questions
-    truth_of = None
-    if bench.kind == "built":
-        images = bench.source.images
-        truth_of = lambda sha: images[sha].truth if sha in images else None  # noqa: E731
+    truth_of = truth_lookup(bench) if bench.kind == "built" else None
     items = {ln: [it for it in bench.items(ln) if it.question_id in ids] for ln in lengths}
     if not any(items.values()):
         raise DataError(f"diagnose: no items of the {mcfg.subset} question set at {', '.join(lengths)}")
@@ -135,8 +133,9 @@ def run(cfg, paths: Paths) -> None:
                 if sha not in paths_of:
                     paths_of[sha] = it.resolve_image(sha)
     shas = sorted(paths_of)
-    inputs = [ImageInput(sha, paths_of[sha]) for sha in shas]
-    cache_dir = paths.cache / "memory" / "adapters"
+    # adapters see an image by its content hash, as the agents do (one cache entry per image): a
+    # built benchmark's image ids are that hash already, an official release's are file paths
+    inputs = [ImageInput(i if _SHA256.fullmatch(i) else sha256_file(paths_of[i]), paths_of[i]) for i in shas]
     texts: dict[str, dict[str, str]] = {}
     adapter_info: dict[str, dict] = {}
     run_stats: dict[str, dict] = {}
@@ -146,7 +145,7 @@ def run(cfg, paths: Paths) -> None:
             continue
         if name in ("render", "interleaved"):
             raise ConfigError(f"memory.adapters: {name!r} stores images, not text; diagnose text adapters")
-        adapter = build_adapter(name, cache_dir=cache_dir, **_adapter_options(name, mcfg, truth_of))
+        adapter = open_adapter(name, _adapter_options(name, mcfg), cache_root=paths.cache, benchmark=bench)
         texts[name] = dict(zip(shas, adapter.describe_images(inputs)))
         info = {"id": adapter.id, "upper_bound": bool(getattr(adapter, "upper_bound", False)), "images": len(shas)}
         # run statistics (cache hits, throughput) differ between runs: logged and sent to MLflow,

@@ -151,23 +151,9 @@ class OpenAICompatibleModel(Model):
         resources: dict | None = None,
         notes: str | None = None,
     ):
-        client_settings = dict(
-            base_url=base_url,
-            model=model,
-            api_key_env=api_key_env,
-            concurrency=concurrency,
-            max_new_tokens=max_new_tokens,
-            temperature=temperature,
-            timeout_s=timeout_s,
-            max_retries=max_retries,
-            image_transport=image_transport,
-            max_image_side=max_image_side,
-            extra_body=extra_body,
-            top_p=top_p,
-            seed=seed,
-            backoff_base_s=backoff_base_s,
-            backoff_max_s=backoff_max_s,
-        )
+        from memlens.core.http import OpenAICompatibleConfig
+
+        client_settings = OpenAICompatibleConfig.settings_of(locals())
         info = dict(hf_id=hf_id, context_window=context_window, thinking=thinking, resources=resources, notes=notes)
         super().__init__(
             name,
@@ -187,8 +173,6 @@ class OpenAICompatibleModel(Model):
             raise ValueError(f"layout must be one of {LAYOUTS}, not {layout!r}")
         if token_param not in TOKEN_PARAMS:
             raise ValueError(f"token_param must be one of {TOKEN_PARAMS}, not {token_param!r}")
-        from memlens.core.http import OpenAICompatibleConfig
-
         # validates the settings now (bad YAML fails at instantiation, not mid-run); no network
         self.config = OpenAICompatibleConfig(**client_settings)
         self.token_param = token_param

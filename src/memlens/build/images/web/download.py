@@ -28,13 +28,16 @@ never raises for a bad URL or a bad server, so one bad candidate never ends a cr
 
 from __future__ import annotations
 
+import inspect
 import io
 import ipaddress
 import socket
 import threading
 import time
 import warnings
+from collections.abc import Mapping
 from dataclasses import dataclass, field
+from typing import Any
 from urllib.parse import urljoin, urlsplit
 
 from PIL import Image
@@ -118,6 +121,12 @@ def _is_public(host: str, port: int) -> bool:
 
 class SafeDownloader:
     """Bounded, checked HTTP(S) fetches (see the module docstring); thread-safe."""
+
+    @classmethod
+    def options_of(cls, values: Mapping[str, Any]) -> dict[str, Any]:
+        """The keyword arguments of this class among ``values`` (an image-source config)."""
+        names = [n for n, p in inspect.signature(cls.__init__).parameters.items() if p.kind is p.KEYWORD_ONLY]
+        return {n: values[n] for n in names if n in values}
 
     def __init__(
         self,

@@ -37,6 +37,7 @@ from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from datetime import UTC, datetime
 from pathlib import Path
+from types import MappingProxyType
 
 from tqdm import tqdm
 
@@ -57,6 +58,10 @@ Candidate = tuple[bytes, str, dict, str]
 
 def _now() -> str:
     return datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+#: the downloader settings of a crawl that differ from :class:`SafeDownloader`'s own defaults
+CRAWLER_DOWNLOAD_DEFAULTS = MappingProxyType({"rate_per_host": 2.0, "user_agent": "memlens-crawler/1"})
 
 
 class IcrawlerSource:
@@ -83,24 +88,13 @@ class IcrawlerSource:
         on_shortage: str = "error",
         photo_effect_rate: float = 0.5,
         download_workers: int = 16,
-        max_bytes: int = 10_000_000,
-        max_page_bytes: int = 5_000_000,
-        max_pixels: int = 16_000_000,
-        min_side: int = 64,
-        max_side: int = 8192,
-        connect_timeout_s: float = 5.0,
-        read_timeout_s: float = 10.0,
-        total_timeout_s: float = 30.0,
-        retries: int = 2,
-        backoff_s: float = 0.5,
-        rate_per_host: float = 2.0,
-        max_redirects: int = 5,
-        allow_private: bool = False,
         retry_failed: bool = False,
         phash_max_distance: int = 12,
-        user_agent: str = "memlens-crawler/1",
-        **_,
+        **options,
     ):
+        """The downloader's options (``max_bytes``, timeouts, ``retries``, ``rate_per_host`` ...) are
+        :class:`SafeDownloader`'s, with a crawler's defaults (2 request starts per second per host);
+        other keys of the image-source config are not this source's and are left alone."""
         if mode not in ("engine", "urls"):
             raise ConfigError(f"images.mode {mode!r}: expected engine or urls")
         if mode == "urls" and not url_list:
@@ -124,22 +118,7 @@ class IcrawlerSource:
         self.retry_failed = bool(retry_failed)
         self.phash_max_distance = int(phash_max_distance)
         self.synthetic = SyntheticSource(photo_effect_rate=photo_effect_rate)
-        self.dl = SafeDownloader(
-            max_bytes=max_bytes,
-            max_page_bytes=max_page_bytes,
-            max_pixels=max_pixels,
-            min_side=min_side,
-            max_side=max_side,
-            connect_timeout_s=connect_timeout_s,
-            read_timeout_s=read_timeout_s,
-            total_timeout_s=total_timeout_s,
-            retries=retries,
-            backoff_s=backoff_s,
-            rate_per_host=rate_per_host,
-            max_redirects=max_redirects,
-            allow_private=allow_private,
-            user_agent=user_agent,
-        )
+        self.dl = SafeDownloader(**{**CRAWLER_DOWNLOAD_DEFAULTS, **SafeDownloader.options_of(options)})
         #: what the last ``fetch_all`` did (requests sent, cache hits, refusals by reason)
         self.stats: dict = {}
 

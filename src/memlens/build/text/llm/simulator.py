@@ -217,12 +217,7 @@ class SimulatedWriter(SessionWriter):
         extra_forbidden: list[str] | None = None,
         ambiguity: list[str] | None = None,
     ) -> Session:
-        forbidden = PhraseIndex(self.forbidden + list(extra_forbidden or [])) if extra_forbidden else self._index
-        for m in mentions:  # as in the template writer: topic words reveal nothing
-            if m.image_values:
-                m.image_values = [v for v in m.image_values if not PhraseIndex([v]).find(f"{topic.title} {subtopic}")]
-        n_pairs = self.w.pairs(rng, len(mentions))
-        slots = sorted(rng.sample(range(n_pairs), len(mentions))) if mentions else []
+        forbidden, n_pairs, slots = self.plan_session(rng, topic, subtopic, mentions, extra_forbidden)
         seed = rng.getrandbits(32)
         hidden = sorted({v for m in mentions for v in m.image_values} | {f for f in (extra_forbidden or []) if f})
         shape = {

@@ -24,8 +24,10 @@ complete answerer and their accuracies compare.
   between refusal and answerable questions (chance 0.5).
 
 Chance per question comes from its answer format: 1/2 for A/B and Yes/No, 1/n! for an order of n
-events, else the share of the most frequent reference answer of that format in the subtype (the
-best constant). A subtype's chance is the mean over its questions.
+events, else the best constant held out: whether the most frequent reference answer of that format
+in the subtype, among the other questions (leave-one-out) or among the other folds' questions (the
+solvers' folds), is this question's answer (the better of the two). A subtype's chance is the mean
+over its questions.
 """
 
 from __future__ import annotations
@@ -172,28 +174,42 @@ def subtype_of(q: Question) -> str:
     return f"{q.question_type}/{q.question_subtype}"
 
 
-def chance_by_subtype(questions: list[Question]) -> dict[str, float]:
+def chance_by_subtype(questions: list[Question], parts: list[set[str]] | None = None) -> dict[str, float]:
     """Mean chance per subtype from the answer formats (see the module docstring). The best
-    constant is held out: a question's constant is the most frequent answer of the *other*
-    questions of its subtype and format (in-sample it would be 1.0 for a format seen once)."""
+    constant is held out, two ways: on every other question (leave-one-out) and, with ``parts``,
+    on the other folds the solvers train on; a question's chance is the better of the two. Either
+    alone can fail a constant guesser: leave-one-out scores a balanced design's top answers 0 (each
+    loses its own vote), a small fold's constant is a noisy draw."""
     groups: dict[tuple[str, str], list[Question]] = defaultdict(list)
     for q in questions:
         groups[(subtype_of(q), answer_format(q.answer))].append(q)
+    fold_of = {qid: i for i, part in enumerate(parts or []) for qid in part}
     by: dict[str, list[float]] = defaultdict(list)
     for (sub, fmt), qs in sorted(groups.items()):
         counts = Counter(norm(q.answer) for q in qs)
+        per_fold: dict[int, Counter] = defaultdict(Counter)
+        for q in qs:
+            per_fold[fold_of.get(q.question_id, -1)][norm(q.answer)] += 1
         for q in qs:
             if fmt in ("ab", "yesno"):
                 by[sub].append(0.5)
             elif fmt == "order":
                 by[sub].append(1 / math.factorial(q.answer.count("(")))
             else:
-                rest = counts.copy()
-                rest[norm(q.answer)] -= 1
-                top = max(rest.values()) if rest else 0
-                winners = sorted(a for a, c in rest.items() if c == top and c > 0)
-                by[sub].append(1.0 if winners and winners[0] == norm(q.answer) else 0.0)
+                loo = counts.copy()
+                loo[norm(q.answer)] -= 1
+                rests = [loo]
+                if parts is not None and q.question_id in fold_of:
+                    rests.append(counts - per_fold[fold_of[q.question_id]])
+                by[sub].append(max(_constant_right(r, norm(q.answer)) for r in rests))
     return {s: float(np.mean(v)) for s, v in sorted(by.items())}
+
+
+def _constant_right(rest: Counter, answer: str) -> float:
+    """1.0 when the most frequent answer of ``rest`` (ties: the first in order) is ``answer``."""
+    top = max(rest.values()) if rest else 0
+    winners = sorted(a for a, c in rest.items() if c == top and c > 0)
+    return 1.0 if winners and winners[0] == answer else 0.0
 
 
 # -------------------------------------------------------------------------------------------- templates
@@ -506,12 +522,12 @@ def run(bench: Bench, *, k_folds: int = 5, vocab_min: int = 3, min_support: int 
 
     allq = bench.sorted_questions()
     answerable = [q for q in allq if not is_refusal(q)]
-    chance = chance_by_subtype(answerable)
+    parts = folds([q.question_id for q in allq], k_folds, seed)
+    chance = chance_by_subtype(answerable, parts)
     hx = HistoryIndex()
     correct: dict[str, dict[str, dict[str, list[bool]]]] = {}  # length -> solver -> qid -> [correct]
     examples: dict[str, dict[str, list]] = {}
     ar: dict[str, dict] = {}
-    parts = folds([q.question_id for q in allq], k_folds, seed)
     # the vocabulary needs no answers: it is learned on every question's text (as a solver could)
     tpl = Template(allq, vocab_min)
     for ln in bench.lengths:

@@ -12,65 +12,19 @@ import calendar
 import re
 from datetime import date, timedelta
 
-_UNITS = [
-    "zero",
-    "one",
-    "two",
-    "three",
-    "four",
-    "five",
-    "six",
-    "seven",
-    "eight",
-    "nine",
-    "ten",
-    "eleven",
-    "twelve",
-    "thirteen",
-    "fourteen",
-    "fifteen",
-    "sixteen",
-    "seventeen",
-    "eighteen",
-    "nineteen",
-]
-_ORD_UNITS = [
-    "first",
-    "second",
-    "third",
-    "fourth",
-    "fifth",
-    "sixth",
-    "seventh",
-    "eighth",
-    "ninth",
-    "tenth",
-    "eleventh",
-    "twelfth",
-    "thirteenth",
-    "fourteenth",
-    "fifteenth",
-    "sixteenth",
-    "seventeenth",
-    "eighteenth",
-    "nineteenth",
-]
+from memlens.core.constants import NUMBER_WORDS, ORDINAL_WORDS
 
 
 def _ordinal_words() -> dict[str, int]:
-    out = {w: i + 1 for i, w in enumerate(_ORD_UNITS)}
-    out["twentieth"], out["thirtieth"] = 20, 30
-    for tens, base in (("twenty", 20), ("thirty", 30)):
-        for i, w in enumerate(_ORD_UNITS[:9]):
-            if base + i + 1 <= 31:
-                out[f"{tens}-{w}"] = out[f"{tens} {w}"] = base + i + 1
-    return out
+    """Day ordinals as written: ``twenty-first`` and ``twenty first``."""
+    out = {w: day for day, w in enumerate(ORDINAL_WORDS, 1)}
+    return out | {w.replace("-", " "): day for w, day in out.items() if "-" in w}
 
 
 ORDINAL_DAY = _ordinal_words()
 MONTH_NO = {m.lower(): i for i, m in enumerate(calendar.month_name) if m}
 WEEKDAY_NO = {d.lower(): i for i, d in enumerate(calendar.day_name)}
-NUMBER_NO = {w: i for i, w in enumerate(_UNITS)} | {"a couple of": 2, "a few": 3}
+NUMBER_NO = {w: i for i, w in enumerate(NUMBER_WORDS[:20])} | {"a couple of": 2, "a few": 3}
 
 _ORD = "|".join(sorted((re.escape(k) for k in ORDINAL_DAY), key=len, reverse=True))
 _MON = "|".join(MONTH_NO)
