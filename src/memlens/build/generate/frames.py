@@ -148,6 +148,10 @@ _COMPOUNDS = re.compile(
     + r"|(?P<roomctx>the (?:clock|calendar) in \{owner\} \{room\})"
     + r"|(?P<scene>\{owner\} \{place\})"
 )
+#: time words that place an image relative to the session sharing it ("this morning", " last
+#: month"): true in the evidence that uses them (temporal questions fix the session date against
+#: the printed one), never said of a haystack image that prints a date (``contexts.DATED_FAMILIES``)
+RELATIVE = re.compile(_alt(list(contexts.RELATIVE_WHEN) + [s.strip() for s in SUFFIXES]))
 #: knowledge-update app categories by the image kind their screenshots have (``ku`` constraints)
 KU_APP_KIND = {"streaming": "streaming_bill", "online_shop": "order_confirmation", "hotel": "booking_confirmation"}
 
@@ -205,8 +209,11 @@ class Frames:
 
     def fill(self, rng: random.Random, frame: str, family: str, truth: dict) -> str | None:
         """``frame`` filled for an image of ``family`` with ``truth`` (None when it cannot be: no
-        free context, no category the image fits, a group chat for a chat with one person).
+        free context, no category the image fits, a group chat for a chat with one person, a
+        relative time word for an image that prints a date).
         Reserved contexts and forbidden strings are checked by :meth:`draw`."""
+        if family in contexts.DATED_FAMILIES and RELATIVE.search(frame):
+            return None  # its printed date could contradict "this morning" / "last month"
         lists = self.lex.lists
         contact = None if truth.get("is_group", False) else truth.get("title")
         if family == "chat_screenshot" and "{p}" in frame and not contact:

@@ -131,6 +131,13 @@ class HaystackImages:
             idx.pop(0)
         return idx[0] if idx else None
 
+    def has_fitting(self, topic_id: str) -> bool:
+        """Whether an image of the topic, or of a family it lists, is still free."""
+        if self._first_free(self.by_topic.get(topic_id, [])) is not None:
+            return True
+        t = self.topics.get(topic_id)
+        return t is not None and any(self._first_free(self.by_family.get(f, [])) is not None for f in t.families)
+
     def take(self, topic_id: str | None) -> ImageRecord | None:
         i = self._first_free(self.by_topic.get(topic_id or "", []))
         t = self.topics.get(topic_id)
@@ -283,18 +290,36 @@ def run(cfg, paths: Paths) -> None:
     fact_images = [len(f.image_idx) for _, _, d in drafts for f in d.facts if f.image_idx] or [1]
     episode = {"left": 0, "topic": None, "sub": ""}
     # haystack episodes mirror the questions: each takes the topic and number of image sessions of
-    # a question, dealt from a shuffled deck (reshuffled when used up), so the haystack talks about
-    # each topic in proportion to its evidence sessions; each session draws its own subtopic
+    # a question, dealt from a shuffled deck (reshuffled when used up); each session draws its own
+    # subtopic. A question is dealt with weight (k - 1) / k, k the questions on its topic: the
+    # haystack of a topic then matches the evidence the topic's *other* questions have there, so
+    # the topic tells nothing about a session of any one question (a topic only one question has
+    # is no haystack topic: its words would otherwise mark that question's sessions as haystack)
     ev_topics = [(p_.topic_id, p_.subtopic, n) for p_, _, d in drafts if (n := sum(1 for f in d.facts if f.image_idx))]
+    per_topic: dict[str, int] = {}
+    for t_, _, _ in ev_topics:
+        per_topic[t_] = per_topic.get(t_, 0) + 1
+    weight = {t_: (k - 1) / k for t_, k in per_topic.items()}
+    if not any(weight.values()):
+        weight = dict.fromkeys(weight, 1.0)
     deck = {"cards": [], "rng": derive_rng(seed, "haystack-topics")}
 
     def write_haystack(i: int) -> None:
         rng = derive_rng(seed, "haystack", i)
-        if (episode["left"] <= 0 or episode["topic"] is None) and ev_topics:
-            if not deck["cards"]:
-                deck["cards"] = list(ev_topics)
-                deck["rng"].shuffle(deck["cards"])
-            tid, _, size = deck["cards"].pop()
+        card = None
+        if episode["left"] <= 0 or episode["topic"] is None:
+            # the next card whose topic still has a fitting image (images stay on topic); none
+            # within two decks: the episode follows the next free image's topic instead
+            for _ in range(2 * len(ev_topics)):
+                while not deck["cards"]:
+                    deck["cards"] = [c for c in ev_topics if deck["rng"].random() < weight[c[0]]]
+                    deck["rng"].shuffle(deck["cards"])
+                c = deck["cards"].pop()
+                if hay_images.has_fitting(c[0]):
+                    card = c
+                    break
+        if card is not None:
+            tid, _, size = card
             topic = topics[tid]
             first = hay_images.take(tid)
             episode.update(left=size, topic=topic, sub="")
@@ -342,7 +367,12 @@ def run(cfg, paths: Paths) -> None:
     writer.seen = seen
     sessions: dict[str, Session] = {}
     questions: list[Question] = []
-    for n_ev, (p, recs, d) in enumerate(drafts):
+    # evidence is written in a shuffled order of the questions (not grouped by type): the sentence
+    # pool fills up as the build goes (repeats are rewritten, then dropped), so every type meets it
+    # at every stage, as the interleaved haystack does
+    write_order = list(drafts)
+    derive_rng(seed, "evidence-order").shuffle(write_order)
+    for n_ev, (p, recs, d) in enumerate(write_order):
         progress(n_ev)
         topic = topics[p.topic_id]
         rng = derive_rng(seed, "sessions", p.plan_id)
