@@ -346,10 +346,14 @@ def _bounded(text: str, needle: str) -> bool:
 def pool_keys(family: str, truth: dict | None) -> tuple[tuple[str, str, str], ...]:
     """The pools an image draws from, most specific first: its family, kind and whether it fits a
     knowledge-update category (a café sign can carry a café's update clause, a bakery's price
-    label for honey cannot carry the honey one); its family and kind; its family."""
+    label for honey cannot carry the honey one); its family and kind; its family (not for a named
+    sign: its mention names what the kind is, "the place from" a shop front, "the box from" a
+    product box, so another kind's frame would not fit)."""
     truth = truth or {}
     kind = str(truth.get("kind") or "")
     fit = "ku" if ku_categories(family, truth) else "-"
+    if family == "named_sign":
+        return ((family, kind, fit), (family, kind, "*"))
     return ((family, kind, fit), (family, kind, "*"), (family, "*", "*"))
 
 

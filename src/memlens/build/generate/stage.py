@@ -300,7 +300,10 @@ def run(cfg, paths: Paths) -> None:
     for t_, _, _ in ev_topics:
         per_topic[t_] = per_topic.get(t_, 0) + 1
     weight = {t_: (k - 1) / k for t_, k in per_topic.items()}
-    if not any(weight.values()):
+    # a sparse build (most topics hold one question: tiny, small) keeps every topic at weight 1:
+    # there the weights would leave the haystack on a handful of topics, which marks it instead
+    shared = sum(k for k in per_topic.values() if k >= 2) / max(1, sum(per_topic.values()))
+    if shared < 0.5 or not any(weight.values()):
         weight = dict.fromkeys(weight, 1.0)
     deck = {"cards": [], "rng": derive_rng(seed, "haystack-topics")}
 
