@@ -8,7 +8,8 @@
   second `make repro` starts no experiment, runs no stage and logs no MLflow run;
 * `make exps` shows only the system and the accuracy columns.
 
-`make -o install ...` skips the venv install (the tests run in the venv they were started from)."""
+`MAKE ...` (`make -o install -o install-ml ...`) skips every venv install: the
+tests run in the venv they were started from, and a second venv with the ML stack would take ~10 GB."""
 
 import json
 import os
@@ -27,6 +28,7 @@ from tests.conftest import REPO
 
 pytestmark = pytest.mark.slow
 BIN = Path(sys.executable).parent
+MAKE = "make -o install -o install-ml -o install-agents -o install-mem0"
 CONSTRUCTION = ("ontology", "crawl", "filter", "generate", "assemble", "validate", "export")
 
 
@@ -142,7 +144,7 @@ def files_under(root: Path) -> dict[str, bytes]:
 def test_remote_push_then_pull_in_a_fresh_clone(built, home, tmp_path):
     root, _ = built
     remote = home / ".cache" / "memlens" / "dvc-remote"
-    r = sh("make -o install remote", root, HOME=str(home))
+    r = sh(f"{MAKE} remote", root, HOME=str(home))
     assert remote.is_dir() and str(remote) in r.stdout
     assert "files pushed" in sh("dvc push", root, HOME=str(home)).stdout
     assert any(remote.rglob("*"))
@@ -155,7 +157,7 @@ def test_remote_push_then_pull_in_a_fresh_clone(built, home, tmp_path):
     assert [f for f in want if got[f] != want[f]] == []
     # DVC_REMOTE_DIR moves the remote for this clone only (.dvc/config.local, git-ignored)
     other = tmp_path / "elsewhere"
-    sh(f"make -o install remote DVC_REMOTE_DIR={other}", clone, HOME=str(home))
+    sh(f"{MAKE} remote DVC_REMOTE_DIR={other}", clone, HOME=str(home))
     assert other.is_dir() and str(other) in (clone / ".dvc" / "config.local").read_text()
     assert sh("dvc config remote.local.url", clone, HOME=str(home)).stdout.strip() == str(other)
     assert sh("git status --porcelain", clone).stdout == ""
@@ -164,7 +166,7 @@ def test_remote_push_then_pull_in_a_fresh_clone(built, home, tmp_path):
 def test_make_repro_is_idempotent(built, home):
     root, _ = built
     t0 = time.monotonic()
-    r1 = sh("make -o install repro", root, HOME=str(home))
+    r1 = sh(f"{MAKE} repro", root, HOME=str(home))
     first = time.monotonic() - t0
     out = r1.stdout
     names = set(sh("dvc exp list --name-only", root).stdout.split())
@@ -175,6 +177,7 @@ def test_make_repro_is_idempotent(built, home):
         assert f"Running stage '{st}'" in chance, chance
     for st in CONSTRUCTION:
         assert f"Running stage '{st}'" not in chance, st
+    assert not (root / ".venv").exists(), "make repro installed a second venv in the copy"
     # the workspace is back on the default system
     assert json.loads((root / "reports" / "metrics.json").read_text())["system"] == "refuse"
     assert sh("git status --porcelain", root).stdout == ""
@@ -183,7 +186,7 @@ def test_make_repro_is_idempotent(built, home):
     runs = mlflow_runs(root)
 
     t0 = time.monotonic()
-    r2 = sh("make -o install repro", root, HOME=str(home))
+    r2 = sh(f"{MAKE} repro", root, HOME=str(home))
     second = time.monotonic() - t0
     assert "Running stage" not in r2.stdout and "dvc exp run" not in r2.stdout, r2.stdout
     assert set(sh("dvc exp list --name-only", root).stdout.split()) == names
@@ -191,7 +194,7 @@ def test_make_repro_is_idempotent(built, home):
     print(f"make repro: first {first:.1f} s, second {second:.1f} s")
 
     # make exps: the system and the accuracy columns only
-    table = sh("make -o install exps", root).stdout
+    table = sh(f"{MAKE} exps", root).stdout
     header = [c.strip() for c in table.splitlines()[0].strip("|").split("|")]
     assert header[0] == "Experiment" and header[-1] == "model.name", header
     acc = header[1:-1]
