@@ -153,6 +153,46 @@ def _kill_mem0_workers() -> int:
 
 
 @needs_mem0
+def test_a_rerun_costs_zero_calls_and_the_extraction_prompt_is_dated_by_the_session(tiny_copy):
+    """mem0's own extraction and embedding calls go through the worker's call cache: with the
+    answers gone from the results store (a crash before they were recorded), a re-run replays every
+    call from the caches and sends nothing; the prompts carry the session's date, not today's."""
+    import shutil
+
+    root = tiny_copy
+    with FakeOpenAIServer(responder=mem0_responder) as server:
+        run = ("eval.max_items=2", "model.concurrency=2")
+        assert run_evaluate(root, server, "mem0", *_args(server, *run)) == 0
+        first = (server.request_count, len(server.embedding_requests))
+        bodies = server.requests
+        view = (root / "data/predictions/mem0/standard/32k.jsonl").read_bytes()
+        shutil.rmtree(root / ".memlens_cache" / "results")
+        assert run_evaluate(root, server, "mem0", *_args(server, *run)) == 0
+        assert (server.request_count, len(server.embedding_requests)) == first
+    assert first[0] > 2 and first[1] > 0
+    assert (root / "data/predictions/mem0/standard/32k.jsonl").read_bytes() == view
+    items = {it.question_id: it for it in BuiltBenchmark(Paths(root)).items("32k")}
+    iso = {s.date: s.date[:10].replace("/", "-") for it in items.values() for s in it.sessions}
+    extraction = [c for b in bodies if (c := b["messages"][-1]["content"]).rstrip().endswith("# Output:")]
+    assert extraction
+    for text in extraction:  # the observation date is the date its messages are prefixed with
+        observed = text.rsplit("## Observation Date\n", 1)[1].split("\n", 1)[0]
+        current = text.rsplit("## Current Date\n", 1)[1].split("\n", 1)[0]
+        assert observed == current and observed in iso.values(), (observed, current)
+        stamps = set(re.findall(r"\[(\d{4}/\d\d/\d\d \(\w{3}\) \d\d:\d\d)\]", text.rsplit("## New Messages", 1)[1]))
+        assert stamps and {iso[d] for d in stamps} == {observed}
+    rec = [
+        json.loads(x)
+        for p in (root / ".memlens_cache/results").glob("*/answers.jsonl")
+        for x in p.read_text().splitlines()
+    ]
+    assert len(rec) == 2
+    for r in rec:
+        assert r["meta"]["timing"]["cache_hits"] == r["meta"]["usage"]["model_calls"] > 1
+        assert r["meta"]["timing"]["embedding_cache_hits"] == r["meta"]["agent"]["embedding_calls"] > 0
+
+
+@needs_mem0
 @pytest.mark.slow
 def test_a_killed_worker_is_a_recorded_failure_and_a_rerun_retries_it(tiny_copy):
     root = tiny_copy

@@ -851,6 +851,9 @@ class Mem0Settings(_AgentBase):
     worker_python: str = ".venv-mem0/bin/python"  # relative to the project root
     worker_timeout_s: PositiveFloat = 3600  # per worker request (one session's add, the search)
     worker_reuse: PositiveInt = 50  # questions per worker process (each in a fresh Memory); 1: one process each
+    # the date mem0's extraction prompt gives as "today": the session's (reproducible, cacheable) or
+    # the wall clock's (mem0's own behaviour: the prompt changes every day)
+    observation_date: Literal["session", "clock"] = "session"
 
 
 class ImportedSettings(_System):

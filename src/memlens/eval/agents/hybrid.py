@@ -47,12 +47,12 @@ class _PixelMemory(Memory):
         self.agent = agent
         self.sessions: dict[str, AgentSession] = {}
         self.texts: dict[str, str] = {}
-        self.bytes = 0
 
     async def ingest(self, session: AgentSession) -> None:
         if "ocr" in self.agent.channels:
             self.texts.update(await self.ctx.image_texts(session.images))
         self.sessions[session.session_id] = session
+        self.items += 1
         self.bytes += len(session_text(session, {}).encode("utf-8")) + sum(
             im.path.stat().st_size for im in session.images
         )
@@ -132,9 +132,6 @@ class _PixelMemory(Memory):
                 "prompt_tokens_est": used,
             },
         )
-
-    def stats(self) -> dict:
-        return {"items": len(self.sessions), "bytes": self.bytes}
 
 
 class HybridPixelAgent(MemoryAgent):

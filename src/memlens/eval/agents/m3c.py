@@ -37,11 +37,11 @@ class _M3CMemory(Memory):
         self.agent = agent
         self.sessions: dict[str, AgentSession] = {}
         self.texts: dict[str, str] = {}
-        self.bytes = 0
 
     async def ingest(self, session: AgentSession) -> None:
         self.texts.update(await self.ctx.image_texts(session.images))
         self.sessions[session.session_id] = session
+        self.items += 1
         self.bytes += len(session_text(session, self.texts).encode("utf-8"))
 
     async def answer(self, question: str, question_date: str) -> AgentAnswer:
@@ -90,9 +90,6 @@ class _M3CMemory(Memory):
             for h in hits
         ]
         return AgentAnswer(raw.strip(), retrieved, {"context_chars": len(context), "shown_sessions": len(shown)})
-
-    def stats(self) -> dict:
-        return {"items": len(self.sessions), "bytes": self.bytes}
 
 
 class M3CAgent(MemoryAgent):

@@ -18,8 +18,12 @@ when the memories are not enough (prompt in our words). Images reach mem0 as the
 text, like the other text agents (the paper: BLIP-2 captions, ``model.adapter=caption``).
 
 The extraction calls mem0 makes itself go from the worker straight to ``base_url`` (the
-backbone) and ``embedder_base_url`` (an OpenAI-compatible ``/v1/embeddings``); only the answer call
-goes through the runtime's client (and its call cache). A crashed, killed or hung worker
+backbone) and ``embedder_base_url`` (an OpenAI-compatible ``/v1/embeddings``), through the worker's
+call cache (``agents/mem0_calls.sqlite`` in the project cache, with ``cache_calls``); the answer call
+goes through the runtime's client and its call cache. mem0 2.0.4 dates its extraction prompt
+("Observation Date", "Current Date") by the wall clock; ``observation_date: session`` (the
+default) dates it by the session instead, so the same history gives the same prompts on any day
+(and the cache answers them); ``clock`` keeps mem0's own behaviour. A crashed, killed or hung worker
 (``worker_timeout_s`` per request) fails that question only; the results store records the
 failure and a re-run retries it.
 """
@@ -38,6 +42,7 @@ from pathlib import Path
 from typing import Any
 
 from memlens.core.errors import ConfigError, MemLensError
+from memlens.core.schema import parse_date
 from memlens.core.settings import Mem0Settings
 from memlens.eval.agents import mem0_worker
 from memlens.eval.agents.runtime import AgentAnswer, Memory, MemoryAgent, QuestionContext, Retrieved
@@ -78,6 +83,14 @@ _PASS_ENV = (
 )
 _STDERR_TAIL = 2000
 _INIT_TIMEOUT_S = 300.0
+
+
+def iso_date(date: str) -> str:
+    """``2024-05-31`` of a release date (``2024/05/31 (Fri) 07:58``); any other string unchanged."""
+    try:
+        return parse_date(date).date().isoformat()
+    except ValueError:
+        return date
 
 
 def _install_hint(python: Path) -> str:
@@ -206,7 +219,6 @@ class _Mem0Memory(Memory):
         self.base: dict[str, int] = {}
         self.counted: dict[str, int] = {}
         self.added = 0
-        self.stored = {"items": 0, "bytes": 0}
 
     async def _begin(self) -> _Worker:
         """A worker (idle or new) with a fresh ``Memory`` in a fresh store folder."""
@@ -244,6 +256,7 @@ class _Mem0Memory(Memory):
         u, c = self.worker.usage, self.counted
         counter = self.ctx.counter
         counter.calls += u.get("chat_calls", 0) - c.get("chat_calls", 0)
+        counter.cache_hits += u.get("chat_cache_hits", 0) - c.get("chat_cache_hits", 0)
         counter.prompt_tokens += u.get("chat_prompt_tokens", 0) - c.get("chat_prompt_tokens", 0)
         counter.completion_tokens += u.get("chat_completion_tokens", 0) - c.get("chat_completion_tokens", 0)
         self.counted = dict(u)
@@ -272,6 +285,7 @@ class _Mem0Memory(Memory):
                     "op": "add",
                     "messages": messages,
                     "metadata": {"session_id": session.session_id, "session_date": session.date},
+                    **({"date": iso_date(session.date)} if self.agent.observation_date == "session" else {}),
                 }
             )
             self.added += len(reply.get("added") or [])
@@ -283,12 +297,14 @@ class _Mem0Memory(Memory):
         a = self.agent
         try:
             found = (await self._call({"op": "search", "query": question, "top_k": a.top_k}))["results"]
-            self.stored = {k: int(v) for k, v in (await self._call({"op": "stats"})).items() if k in ("items", "bytes")}
+            stored = await self._call({"op": "stats"})
+            self.items, self.bytes = int(stored["items"]), int(stored["bytes"])
             u = self.worker.usage if self.worker is not None else {}
             notes_usage = {
                 k: u.get(k, 0) - self.base.get(k, 0)
                 for k in ("embedding_calls", "embedding_tokens", "refused_connections")
             }
+            embedding_hits = u.get("embedding_cache_hits", 0) - self.base.get("embedding_cache_hits", 0)
             await self._call({"op": "end"})
         except BaseException:
             await self._finish(ok=False)
@@ -325,10 +341,7 @@ class _Mem0Memory(Memory):
             seen.add(sid)
             retrieved.append(Retrieved(str(sid), float(r.get("score") or 0.0), len(retrieved) + 1))
         notes = {"memories_added": self.added, "memories_retrieved": len(found), **notes_usage}
-        return AgentAnswer(raw.strip(), retrieved, notes)
-
-    def stats(self) -> dict:
-        return dict(self.stored)
+        return AgentAnswer(raw.strip(), retrieved, notes, {"embedding_cache_hits": embedding_hits})
 
 
 class Mem0Agent(MemoryAgent):
@@ -352,6 +365,7 @@ class Mem0Agent(MemoryAgent):
         worker_python: str = ".venv-mem0/bin/python",
         worker_timeout_s: float = 3600,
         worker_reuse: int = 50,
+        observation_date: str = "session",
         **common,
     ):
         super().__init__(name, **common)
@@ -374,8 +388,12 @@ class Mem0Agent(MemoryAgent):
                 worker_python=worker_python,
                 worker_timeout_s=worker_timeout_s,
                 worker_reuse=worker_reuse,
+                observation_date=observation_date,
             )
         )
+        if observation_date not in ("session", "clock"):
+            raise ConfigError(f"model.observation_date must be session or clock, not {observation_date!r}")
+        self.observation_date = observation_date
         self.top_k = int(top_k)
         self.embedder_base_url = embedder_base_url or self.client_settings["base_url"]
         self.embedder_model = embedder_model
@@ -480,6 +498,7 @@ class Mem0Agent(MemoryAgent):
             "llm": llm,
             "embedder": embedder,
             "vector_store": store,
+            "call_cache": str(self._cache_root() / "mem0_calls.sqlite") if self.cache_calls else None,
             "timeout_s": c["timeout_s"],
             "max_retries": c["max_retries"],
         }

@@ -16,32 +16,41 @@ End of input ends the process (so a worker never outlives its driver).
   connect only to the LLM and embedder endpoints; a later ``init`` (a reused worker, the next
   question) closes the previous ``Memory`` first.
 * ``{"op": "end"}``: close the question's ``Memory``.
-* ``{"op": "add", "messages": [...], "metadata": {...}}``: ``Memory.add(messages, user_id=...,
-  metadata=...)`` (mem0's own LLM fact extraction, ``infer=True``). mem0 logs and swallows a
-  failed extraction call; here a failed model call fails the request, so that a question whose
-  memory lost a session is recorded as failed instead of answered from a partial memory.
+* ``{"op": "add", "messages": [...], "metadata": {...}, "date": "YYYY-MM-DD"}``: ``Memory.add(messages,
+  user_id=..., metadata=...)`` (mem0's own LLM fact extraction, ``infer=True``). mem0 logs and
+  swallows a failed extraction call; here a failed model call fails the request, so that a question
+  whose memory lost a session is recorded as failed instead of answered from a partial memory. With
+  ``date``, the extraction prompt's ``## Observation Date`` and ``## Current Date`` (mem0: today, by
+  the wall clock) are that date: the session's, so the prompt is the same on every day it is run.
 * ``{"op": "search", "query", "top_k"}``: ``Memory.search(query, top_k=..., filters={"user_id"})``.
 * ``{"op": "stats"}``, ``{"op": "close"}``.
 
 Every reply carries ``usage`` (totals of the process): chat calls and tokens, embedding calls and tokens (from the
-responses' ``usage``), counted where the OpenAI clients send them. Embeddings are L2-normalised
+responses' ``usage``), counted where the OpenAI clients send them, and how many of those calls were
+answered by the call cache. With ``"call_cache": PATH`` in ``init``, every successful chat and
+embedding response is kept in that SQLite file (WAL, shared by concurrent workers) under the hash of
+the request (kind, model and every argument, never the key or the URL) and a repeated request is
+answered from it: re-running a question, or one whose worker crashed half-way, costs no model call. Embeddings are L2-normalised
 before they reach FAISS (mem0 2.0.4 normalises only for ``distance_strategy: euclidean``), so the
 ``cosine`` store ranks by cosine similarity.
 """
 
 from __future__ import annotations
 
+import contextlib
+import hashlib
 import ipaddress
 import json
 import math
 import os
 import socket
+import sqlite3
 import sys
 import traceback
 from urllib.parse import urlsplit
 
 #: bump when what the worker stores or returns changes (part of the Mem0 agent's identity)
-PROTOCOL = "mem0-worker-1"
+PROTOCOL = "mem0-worker-2"
 #: the mem0ai version the worker is written for (the paper's)
 MEM0_VERSION = "2.0.4"
 
@@ -95,6 +104,32 @@ def guard_network(allowed: set[tuple[str, int]], refused: list[str] | None = Non
     socket.socket.connect_ex = connect_ex  # type: ignore[method-assign]
 
 
+class CallCache:
+    """``request hash -> response JSON`` in SQLite (WAL; several worker processes share one file)."""
+
+    def __init__(self, path: str):
+        os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
+        self.conn = sqlite3.connect(path, timeout=60, isolation_level=None)
+        self.conn.execute("PRAGMA journal_mode=WAL")
+        self.conn.execute("PRAGMA busy_timeout=60000")
+        self.conn.execute("CREATE TABLE IF NOT EXISTS calls (key TEXT PRIMARY KEY, value TEXT NOT NULL)")
+
+    @staticmethod
+    def key(kind: str, kwargs: dict) -> str:
+        body = json.dumps({"kind": kind, "request": kwargs}, sort_keys=True, ensure_ascii=False, default=repr)
+        return hashlib.sha256(body.encode("utf-8")).hexdigest()
+
+    def get(self, key: str) -> str | None:
+        row = self.conn.execute("SELECT value FROM calls WHERE key = ?", (key,)).fetchone()
+        return row[0] if row else None
+
+    def put(self, key: str, value: str) -> None:
+        self.conn.execute("INSERT OR REPLACE INTO calls (key, value) VALUES (?, ?)", (key, value))
+
+    def close(self) -> None:
+        self.conn.close()
+
+
 class Usage:
     """Calls and tokens of the worker's OpenAI clients."""
 
@@ -103,7 +138,9 @@ class Usage:
         self.chat_prompt_tokens = 0
         self.chat_completion_tokens = 0
         self.chat_errors: list[str] = []
+        self.chat_cache_hits = 0
         self.embedding_calls = 0
+        self.embedding_cache_hits = 0
         self.embedding_tokens = 0
         self.embedding_texts = 0
         self.refused_connections: list[str] = []
@@ -114,7 +151,9 @@ class Usage:
             "chat_calls": self.chat_calls,
             "chat_prompt_tokens": self.chat_prompt_tokens,
             "chat_completion_tokens": self.chat_completion_tokens,
+            "chat_cache_hits": self.chat_cache_hits,
             "embedding_calls": self.embedding_calls,
+            "embedding_cache_hits": self.embedding_cache_hits,
             "embedding_tokens": self.embedding_tokens,
             "embedding_texts": self.embedding_texts,
         }
@@ -143,6 +182,8 @@ class Worker:
         self.user_id = ""
         self.usage = Usage()
         self.endpoints: list[str] | None = None
+        self.cache: CallCache | None = None
+        self.cache_path: str | None = None
 
     # ------------------------------------------------------------------ set-up
     def init(self, req: dict) -> dict:
@@ -163,6 +204,11 @@ class Worker:
             self.endpoints = endpoints
         elif endpoints != self.endpoints:
             raise ValueError(f"a worker serves one pair of endpoints ({self.endpoints}), not {endpoints}")
+        cache_path = req.get("call_cache") or None
+        if cache_path != self.cache_path:
+            if self.cache is not None:
+                self.cache.close()
+            self.cache, self.cache_path = (CallCache(cache_path) if cache_path else None), cache_path
 
         import mem0
         from mem0 import Memory
@@ -205,6 +251,12 @@ class Worker:
             },
             "history_db_path": os.path.join(work, "history.db"),
         }
+        from mem0.vector_stores.faiss import FAISS
+
+        # a question's store is thrown away after its answer: mem0's FAISS store rewrites its whole
+        # index and JSON docstore after every insert (quadratic in the memories of a history), which
+        # is CPU and disk the results never see; the store keeps working in memory
+        FAISS._save = _no_save
         memory = Memory.from_config(config)
         self._instrument(
             memory, dims, float(req.get("timeout_s", 600)), int(req.get("max_retries", 5)), llm.get("extra_body")
@@ -215,7 +267,10 @@ class Worker:
     def _instrument(self, memory, dims: int, timeout_s: float, max_retries: int, extra_body: dict | None) -> None:
         """Timeouts/retries on both clients, ``extra_body`` on every chat call, usage counting,
         failed chat calls recorded, vectors L2-normalised and checked against ``dims``."""
-        usage = self.usage
+        usage, cache = self.usage, self.cache
+        from openai.types import CreateEmbeddingResponse
+        from openai.types.chat import ChatCompletion
+
         llm = memory.llm
         llm.client = llm.client.with_options(timeout=timeout_s, max_retries=max_retries)
         completions = llm.client.chat.completions
@@ -225,11 +280,19 @@ class Worker:
             if extra_body:
                 kwargs["extra_body"] = {**extra_body, **(kwargs.get("extra_body") or {})}
             usage.chat_calls += 1
-            try:
-                resp = chat_create(*args, **kwargs)
-            except Exception as exc:
-                usage.chat_errors.append(f"{type(exc).__name__}: {exc}")
-                raise
+            key = cache.key("chat", kwargs) if cache is not None and not args else None
+            hit = cache.get(key) if key else None
+            if hit is not None:
+                usage.chat_cache_hits += 1
+                resp = ChatCompletion.model_validate_json(hit)
+            else:
+                try:
+                    resp = chat_create(*args, **kwargs)
+                except Exception as exc:
+                    usage.chat_errors.append(f"{type(exc).__name__}: {exc}")
+                    raise
+                if key:
+                    cache.put(key, resp.model_dump_json())
             u = getattr(resp, "usage", None)
             if u is not None:
                 usage.chat_prompt_tokens += int(getattr(u, "prompt_tokens", 0) or 0)
@@ -247,7 +310,15 @@ class Worker:
             usage.embedding_calls += 1
             inp = kwargs.get("input")
             usage.embedding_texts += len(inp) if isinstance(inp, list) else 1
-            resp = emb_create(*args, **kwargs)
+            key = cache.key("embeddings", kwargs) if cache is not None and not args else None
+            hit = cache.get(key) if key else None
+            if hit is not None:
+                usage.embedding_cache_hits += 1
+                resp = CreateEmbeddingResponse.model_validate_json(hit)
+            else:
+                resp = emb_create(*args, **kwargs)
+                if key:
+                    cache.put(key, resp.model_dump_json())
             u = getattr(resp, "usage", None)
             if u is not None:
                 usage.embedding_tokens += int(getattr(u, "prompt_tokens", 0) or 0)
@@ -269,7 +340,8 @@ class Worker:
     def add(self, req: dict) -> dict:
         memory = self._need()
         errors_before = len(self.usage.chat_errors)
-        out = memory.add(req["messages"], user_id=self.user_id, metadata=dict(req.get("metadata") or {}))
+        with _extraction_date(req.get("date")):
+            out = memory.add(req["messages"], user_id=self.user_id, metadata=dict(req.get("metadata") or {}))
         failed = self.usage.chat_errors[errors_before:]
         if failed:
             raise RuntimeError(f"memory extraction call failed: {failed[-1]}")
@@ -316,6 +388,33 @@ class Worker:
         if fn is None:
             raise ValueError(f"unknown op {op!r}")
         return fn(req)
+
+
+def _no_save(self) -> None:
+    """``FAISS._save`` in a worker: nothing is persisted (see :meth:`Worker.init`)."""
+
+
+@contextlib.contextmanager
+def _extraction_date(date: str | None):
+    """mem0's extraction prompt dated ``date`` (its ``## Observation Date`` and ``## Current Date``)
+    for the duration of one ``add``; without ``date``, mem0's own (today)."""
+    if not date:
+        yield
+        return
+    from mem0.memory import main
+
+    build = main.generate_additive_extraction_prompt
+
+    def dated(*args, **kwargs):
+        kwargs["current_date"] = kwargs.get("current_date") or date
+        kwargs["timestamp"] = kwargs.get("timestamp") or date
+        return build(*args, **kwargs)
+
+    main.generate_additive_extraction_prompt = dated
+    try:
+        yield
+    finally:
+        main.generate_additive_extraction_prompt = build
 
 
 def versions() -> dict:

@@ -43,11 +43,11 @@ class _T1Memory(Memory):
         self.agent = agent
         self.sessions: list[AgentSession] = []
         self.texts: dict[str, str] = {}
-        self.bytes = 0
 
     async def ingest(self, session: AgentSession) -> None:
         self.texts.update(await self.ctx.image_texts(session.images))
         self.sessions.append(session)
+        self.items += 1
         self.bytes += len(session_text(session, self.texts).encode("utf-8"))
 
     async def answer(self, question: str, question_date: str) -> AgentAnswer:
@@ -90,9 +90,6 @@ class _T1Memory(Memory):
             [Retrieved(h.session_id, h.score, h.rank) for h in hits],
             {"packed_sessions": len(kept), "memory_tokens": used},
         )
-
-    def stats(self) -> dict:
-        return {"items": len(self.sessions), "bytes": self.bytes}
 
 
 class MemoryT1Agent(MemoryAgent):

@@ -71,6 +71,8 @@ class AgentAnswer:
     retrieved: list[Retrieved] = field(default_factory=list)
     #: agent-specific deterministic facts (rounds used, chunks read ...)
     notes: dict = field(default_factory=dict)
+    #: agent-specific run statistics that differ between runs (cache hits ...): ``meta.timing``
+    timing: dict = field(default_factory=dict)
 
 
 def family_lookup(benchmark: Any):
@@ -120,6 +122,9 @@ class Memory(ABC):
 
     def __init__(self, ctx: QuestionContext):
         self.ctx = ctx
+        #: what is stored, for the default :meth:`stats`: units (sessions, memories) and UTF-8 bytes
+        self.items = 0
+        self.bytes = 0
 
     @abstractmethod
     async def ingest(self, session: AgentSession) -> None:
@@ -132,9 +137,9 @@ class Memory(ABC):
     async def answer(self, question: str, question_date: str) -> AgentAnswer:
         """Answer from memory (the question and its date are given only now)."""
 
-    @abstractmethod
     def stats(self) -> dict:
-        """``{"items": n, "bytes": b}`` of what is stored."""
+        """``{"items": n, "bytes": b}`` of what is stored (by default the ``items``/``bytes`` counters)."""
+        return {"items": self.items, "bytes": self.bytes}
 
 
 class MemoryAgent(Model):
@@ -374,6 +379,7 @@ class MemoryAgent(Model):
                 "sessions_ingested": len(view.sessions),
                 **({"agent": ans.notes} if ans.notes else {}),
                 "timing": {
+                    **ans.timing,
                     "ingest_s": round(t_ingest, 4),
                     "answer_s": round(t_answer, 4),
                     "cache_hits": counter.cache_hits,
