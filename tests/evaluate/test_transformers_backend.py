@@ -16,7 +16,7 @@ from memlens.eval.prompt import build_messages  # noqa: E402
 from memlens.eval.systems.hf_transformers import TransformersModel  # noqa: E402
 from tests.conftest import run_stage  # noqa: E402
 from tests.evaluate.eval_support import TINY, predictions  # noqa: E402
-from tests.evaluate.tiny_vlm import build_tiny_qwen2vl  # noqa: E402
+from tests.support.tiny_models import build_tiny_qwen2vl  # noqa: E402
 
 
 @pytest.fixture(scope="module")

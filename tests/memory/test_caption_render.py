@@ -16,6 +16,7 @@ from memlens.eval.memory.adapters import ImageInput, build_adapter
 from memlens.eval.memory.caption import CaptionError
 from memlens.eval.memory.retrieval import build_retriever, session_docs
 from tests.support.fake_openai import FakeOpenAIServer
+from tests.support.tiny_models import build_tiny_blip2
 
 
 def _png(path: Path, color) -> ImageInput:
@@ -26,76 +27,7 @@ def _png(path: Path, color) -> ImageInput:
 @pytest.fixture(scope="module")
 def tiny_blip2(tmp_path_factory) -> Path:
     pytest.importorskip("torch")
-    from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
-    from transformers import (
-        Blip2Config,
-        Blip2ForConditionalGeneration,
-        Blip2Processor,
-        Blip2QFormerConfig,
-        Blip2VisionConfig,
-        BlipImageProcessor,
-        OPTConfig,
-        PreTrainedTokenizerFast,
-    )
-
-    tok = Tokenizer(models.BPE(unk_token="<unk>"))
-    tok.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
-    tok.decoder = decoders.ByteLevel()
-    trainer = trainers.BpeTrainer(
-        vocab_size=300,
-        special_tokens=["<pad>", "</s>", "<unk>", "<image>"],
-        initial_alphabet=pre_tokenizers.ByteLevel.alphabet(),
-    )
-    tok.train_from_iterator(["a photo of a red cup on a table", "receipt total 7.75"] * 10, trainer)
-    ht = PreTrainedTokenizerFast(
-        tokenizer_object=tok,
-        pad_token="<pad>",
-        eos_token="</s>",
-        bos_token="</s>",
-        unk_token="<unk>",
-        extra_special_tokens={"image_token": "<image>"},
-    )
-    cfg = Blip2Config(
-        vision_config=Blip2VisionConfig(
-            hidden_size=32,
-            intermediate_size=64,
-            num_hidden_layers=1,
-            num_attention_heads=2,
-            image_size=32,
-            patch_size=16,
-        ),
-        qformer_config=Blip2QFormerConfig(
-            hidden_size=32,
-            num_hidden_layers=1,
-            num_attention_heads=2,
-            intermediate_size=64,
-            encoder_hidden_size=32,
-            vocab_size=300,
-        ),
-        text_config=OPTConfig(
-            vocab_size=len(ht),
-            hidden_size=32,
-            num_hidden_layers=1,
-            ffn_dim=64,
-            num_attention_heads=2,
-            word_embed_proj_dim=32,
-            max_position_embeddings=128,
-            pad_token_id=0,
-            eos_token_id=1,
-            bos_token_id=1,
-        ),
-        num_query_tokens=4,
-        image_token_index=ht.convert_tokens_to_ids("<image>"),
-    )
-    import torch
-
-    torch.manual_seed(0)
-    out = tmp_path_factory.mktemp("blip2") / "tiny-blip2"
-    Blip2ForConditionalGeneration(cfg).save_pretrained(out)
-    Blip2Processor(
-        image_processor=BlipImageProcessor(size={"height": 32, "width": 32}), tokenizer=ht, num_query_tokens=4
-    ).save_pretrained(out)
-    return out
+    return build_tiny_blip2(tmp_path_factory.mktemp("blip2") / "tiny-blip2")
 
 
 def test_blip2_captions_are_deterministic_cached_and_versioned(tiny_blip2, tmp_path):

@@ -1,9 +1,13 @@
-"""Build a tiny random-weight Qwen2-VL (model + tokenizer + processor + chat template) in a folder.
+"""Tiny random-weight vision-language models built from a config in a folder, for tests.
 
-Nothing is downloaded: the byte-level BPE tokenizer is trained locally on a few sentences, the
-weights are random (seeded), and the chat template is a hand-written Qwen2-VL-style template.
-The folder loads with ``AutoProcessor.from_pretrained`` / ``AutoModelForImageTextToText.from_pretrained``
-like a real checkpoint (stack-notes §5).
+Nothing is downloaded: tokenizers are built or trained locally on a few sentences, the weights are
+random (seeded), and each folder loads with ``from_pretrained`` like a real checkpoint
+(stack-notes §5).
+
+* :func:`build_tiny_qwen2vl`: Qwen2-VL (model + byte-level BPE tokenizer + processor + a
+  hand-written Qwen2-VL-style chat template), for the transformers model backend.
+* :func:`build_tiny_blip2`: BLIP-2 with an OPT decoder and a word-level tokenizer (its captions are
+  made of :data:`BLIP2_WORDS`), for the caption filter channel and the caption input adapter.
 """
 
 from __future__ import annotations
@@ -114,4 +118,45 @@ def build_tiny_qwen2vl(folder: str | Path, seed: int = 0) -> Path:
     except (ImportError, TypeError, ValueError):
         tokenizer.save_pretrained(folder)
         image_processor.save_pretrained(folder)
+    return folder
+
+
+#: the BLIP-2 tokenizer's vocabulary (special tokens first): every caption is made of these words
+BLIP2_WORDS = ["<pad>", "</s>", "<unk>", "<image>", "a", "photo", "of", "red", "car", "street", "cat", "tree"]
+
+
+def build_tiny_blip2(folder: str | Path, seed: int = 0) -> Path:
+    """A random-weight BLIP-2 (OPT decoder) with a word-level tokenizer, saved like a real model."""
+    import torch
+    from tokenizers import Tokenizer, models, pre_tokenizers
+    from transformers import (
+        Blip2Config,
+        Blip2ForConditionalGeneration,
+        Blip2Processor,
+        BlipImageProcessor,
+        PreTrainedTokenizerFast,
+    )
+
+    folder = Path(folder)
+    words = BLIP2_WORDS
+    tok = Tokenizer(models.WordLevel({w: i for i, w in enumerate(words)}, unk_token="<unk>"))
+    tok.pre_tokenizer = pre_tokenizers.Whitespace()
+    ptok = PreTrainedTokenizerFast(
+        tokenizer_object=tok, pad_token="<pad>", eos_token="</s>", unk_token="<unk>", bos_token="</s>"
+    )
+    ptok.image_token = "<image>"
+    small = {"hidden_size": 32, "intermediate_size": 64, "num_hidden_layers": 1, "num_attention_heads": 2}
+    text = {"model_type": "opt", "vocab_size": len(words), "hidden_size": 32, "num_hidden_layers": 1}
+    text |= {"ffn_dim": 64, "num_attention_heads": 2, "word_embed_proj_dim": 32, "max_position_embeddings": 64}
+    cfg = Blip2Config(
+        vision_config={**small, "image_size": 32, "patch_size": 8},
+        qformer_config={**small, "encoder_hidden_size": 32, "vocab_size": len(words)},
+        text_config={**text, "pad_token_id": 0, "bos_token_id": 1, "eos_token_id": 1},
+        num_query_tokens=4,
+        image_token_index=words.index("<image>"),
+    )
+    torch.manual_seed(seed)
+    Blip2ForConditionalGeneration(cfg).save_pretrained(folder)
+    ip = BlipImageProcessor(size={"height": 32, "width": 32})
+    Blip2Processor(image_processor=ip, tokenizer=ptok, num_query_tokens=4).save_pretrained(folder)
     return folder
