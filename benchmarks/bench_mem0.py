@@ -7,8 +7,10 @@ real :class:`~memlens.eval.agents.mem0.Mem0Agent` (``.venv-mem0``) on synthetic 
 ``--sessions`` sessions of realistic chat length) against ``FakeOpenAIServer`` in a child
 process, with ``--latency`` on every chat and embedding request and the call cache off, and
 prints questions/s against the ideal ``concurrency / (requests per question * latency)``. What
-separates the two: the worker start (importing mem0, faiss and qdrant-client: about 1.5 s of CPU
-per question) and mem0's own CPU per ``add``, on a shared 2-core machine.
+separates the two: the start of the ``concurrency`` worker processes (importing mem0, faiss and
+qdrant-client: about 1.5 s of CPU each; a worker then serves ``worker_reuse`` questions) and mem0's
+own CPU per ``add``, on a shared 2-core machine. The default 168 questions (160 timed) weigh the
+start as a run of the agent subset at one length does; with 48 it is ~15% of the wall time.
 
 Run: ``.venv/bin/python benchmarks/bench_mem0.py`` (``--quick`` for a short run); prints a skip
 line when ``.venv-mem0`` is missing (``make install-mem0``).
@@ -81,7 +83,9 @@ def run(items, concurrency: int, latency: float) -> dict:
 
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("--questions", type=int, default=48)
+    # 168: 160 timed questions, like the agent subset at one length (195), so the start of the
+    # `concurrency` worker processes (imports: ~1.5 s of CPU each) weighs as much as in a real run
+    ap.add_argument("--questions", type=int, default=168)
     ap.add_argument("--sessions", type=int, default=10)
     ap.add_argument("--concurrency", type=int, nargs="+", default=[4, 8])
     ap.add_argument("--latency", type=float, default=0.2)

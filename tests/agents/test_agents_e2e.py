@@ -32,7 +32,11 @@ def _agent_args(agent: str, enc: dict) -> list[str]:
         return extra + (["model.adapter=interleaved"] if agent == "m3-agent" else [])
     if agent == "hybrid-pixel":
         opts = f"{{checkpoint:{enc['clip']},model_name:memlens-tiny-clip,model_config:{enc['clip_conf']}}}"
-        return ["model.channels=[bm25,ocr,image]", f"model.retriever_options={opts}", "model.adapter=oracle_caption"]
+        return [
+            "model.channels=[bm25,ocr,bm25_ocr,image]",
+            f"model.retriever_options={opts}",
+            "model.adapter=oracle_caption",
+        ]
     return []
 
 

@@ -828,7 +828,7 @@ class HybridSettings(_AgentBase):
 
     adapter: str = "ocr"  # the text channel of the images (ocr, caption, oracle_caption ...)
     top_k: PositiveInt = 5
-    channels: list[Literal["bm25", "ocr", "image"]] = ["bm25", "ocr", "image"]
+    channels: list[Literal["bm25", "ocr", "bm25_ocr", "image"]] = ["bm25_ocr"]
     rrf_k: PositiveInt = 60
     temporal_filter: bool = True
     prompt_budget_tokens: PositiveInt = 32000

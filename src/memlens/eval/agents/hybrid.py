@@ -2,13 +2,20 @@
 
 Text-memory agents are length-stable (retrieval keeps the prompt small) but lose what the images
 show when they store them as text; LVLMs keep the pixels but degrade with the history length.
-This agent takes both halves: it retrieves sessions with three channels fused by reciprocal-rank
-fusion (RRF, ``1 / (rrf_k + rank)`` summed over channels):
+This agent takes both halves: it retrieves sessions with one or more channels (several are fused
+by reciprocal-rank fusion, RRF, ``1 / (rrf_k + rank)`` summed over channels):
 
 * ``bm25``: BM25 over the session's text (images as ``[image]`` markers),
 * ``ocr``: BM25 over the adapter's text of the session's images (``adapter``, default ``ocr``),
+* ``bm25_ocr``: BM25 over the session's text with the adapter's text of each image in its place
+  (one document: the words of a turn and of its image count together),
 * ``image``: the image-embedding retriever (the question embedded as text, each session scored
   by its images), from ``memlens.eval.memory.retrieval``.
+
+The default is ``bm25_ocr`` alone (plus ``image`` given a checkpoint): measured offline
+(``benchmarks/bench_agent_retrieval.py``), fusing a separate OCR-only ranking with the text ranking
+puts sessions that merely hold a matching image above the evidence and lowers recall@5, while
+BM25 over text and OCR in one document ranks best.
 
 The top ``top_k`` sessions dated no later than the question (``temporal_filter``) are then shown
 to the LVLM backbone in date order *with their original images*, in the official message layout
@@ -29,6 +36,7 @@ from memlens.eval.agents.view import AgentSession, render_turn
 
 __all__ = ["HybridPixelAgent", "rrf"]
 
+CHANNELS = ("bm25", "ocr", "bm25_ocr", "image")
 PROMPTS = {"system": SYSTEM_PROMPT, "question": QUESTION_TEMPLATE, "instruction": INSTRUCTIONS["standard"]}
 
 
@@ -49,7 +57,7 @@ class _PixelMemory(Memory):
         self.texts: dict[str, str] = {}
 
     async def ingest(self, session: AgentSession) -> None:
-        if "ocr" in self.agent.channels:
+        if {"ocr", "bm25_ocr"} & set(self.agent.channels):
             self.texts.update(await self.ctx.image_texts(session.images))
         self.sessions[session.session_id] = session
         self.items += 1
@@ -63,6 +71,9 @@ class _PixelMemory(Memory):
         sessions = list(self.sessions.values())
         if name == "bm25":
             docs = [session_doc(s, session_text(s, {}, header=False)) for s in sessions]
+            retriever = build_retriever("bm25")
+        elif name == "bm25_ocr":
+            docs = [session_doc(s, session_text(s, self.texts, header=False)) for s in sessions]
             retriever = build_retriever("bm25")
         elif name == "ocr":
             docs = [session_doc(s, " ".join(self.texts.get(im.sha256, "") for im in s.images) or "-") for s in sessions]
@@ -101,20 +112,22 @@ class _PixelMemory(Memory):
         messages.append({"role": "user", "content": [{"type": "text", "text": q}]})
         return messages
 
-    async def answer(self, question: str, question_date: str) -> AgentAnswer:
+    def ranking(self, question: str, question_date: str, k: int) -> list[Retrieved]:
+        """The channels' rankings (each ``max(4 k, 20)`` deep) fused by RRF, top ``k``."""
         a = self.agent
         before = question_date if a.temporal_filter else None
-        depth = max(a.top_k * 4, 20)
+        depth = max(k * 4, 20)
+        with a.encoder_lock:  # the shared image encoder one call at a time
+            rankings = [self._channel(c, question, before, depth) for c in a.channels]
+        return [Retrieved(sid, score, i + 1) for i, (sid, score) in enumerate(rrf(rankings, a.rrf_k)[:k])]
 
-        def retrieve():  # CPU work, off the event loop; the shared image encoder one call at a time
-            with a.encoder_lock:
-                return [self._channel(c, question, before, depth) for c in a.channels]
-
-        rankings = await asyncio.to_thread(retrieve)
-        fused = rrf(rankings, a.rrf_k)[: a.top_k]
+    async def answer(self, question: str, question_date: str) -> AgentAnswer:
+        a = self.agent
+        fused = await asyncio.to_thread(self.ranking, question, question_date, a.top_k)  # CPU, off the loop
         overhead = self.ctx.tokens(SYSTEM_PROMPT) + self.ctx.tokens(QUESTION_TEMPLATE) + self.ctx.tokens(question) + 16
         budget, used, kept = a.prompt_budget_tokens - overhead, 0, []
-        for sid, _ in fused:
+        for r in fused:
+            sid = r.session_id
             s = self.sessions[sid]
             cost = sum(self.ctx.tokens(render_turn(t)) + 4 for t in s.turns) + a.image_tokens * len(s.images)
             if used + cost <= budget:
@@ -122,10 +135,9 @@ class _PixelMemory(Memory):
                 used += cost
         shown = sorted((self.sessions[sid] for sid in kept), key=lambda s: (s.date, s.session_id))
         raw = await self.ctx.chat(self._messages(shown, question, question_date), what="answer")
-        retrieved = [Retrieved(sid, score, i + 1) for i, (sid, score) in enumerate(fused)]
         return AgentAnswer(
             raw.strip(),
-            retrieved,
+            fused,
             {
                 "shown_sessions": len(shown),
                 "shown_images": sum(len(s.images) for s in shown),
@@ -145,7 +157,7 @@ class HybridPixelAgent(MemoryAgent):
         self,
         name: str = "hybrid-pixel",
         top_k: int = 5,
-        channels: tuple[str, ...] | list[str] = ("bm25", "ocr", "image"),
+        channels: tuple[str, ...] | list[str] = ("bm25_ocr",),
         rrf_k: int = 60,
         temporal_filter: bool = True,
         prompt_budget_tokens: int = 32000,
@@ -154,9 +166,9 @@ class HybridPixelAgent(MemoryAgent):
         adapter: str = "ocr",
         **common,
     ):
-        unknown = [c for c in channels if c not in ("bm25", "ocr", "image")]
+        unknown = [c for c in channels if c not in CHANNELS]
         if unknown or not channels:
-            raise ValueError(f"model.channels: choose from bm25, ocr, image (got {list(channels)})")
+            raise ValueError(f"model.channels: choose from {', '.join(CHANNELS)} (got {list(channels)})")
         opts = dict(
             top_k=top_k,
             channels=list(channels),

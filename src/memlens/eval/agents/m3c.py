@@ -44,7 +44,9 @@ class _M3CMemory(Memory):
         self.items += 1
         self.bytes += len(session_text(session, self.texts).encode("utf-8"))
 
-    async def answer(self, question: str, question_date: str) -> AgentAnswer:
+    def ranking(self, question: str, question_date: str, k: int) -> list[Retrieved]:
+        """Dense top ``k`` by the first ``encode_turns`` turns (no temporal filter, as published);
+        each hit carries the turns the QA context shows of it."""
         from memlens.eval.memory.retrieval import build_retriever
 
         a = self.agent
@@ -53,14 +55,23 @@ class _M3CMemory(Memory):
             session_doc(s, session_text(s, self.texts, max_turns=n, header=False), turn_ids=range(min(n, len(s.turns))))
             for s in self.sessions.values()
         ]
+        with a.encoder_lock:  # the shared encoder one call at a time
+            retriever = build_retriever("dense", encoder=a.text_encoder())
+            retriever.index(docs)
+            hits = retriever.search(question, k)
+        return [
+            Retrieved(
+                h.session_id,
+                h.score,
+                h.rank,
+                tuple(range(min(a.max_turns_per_session, len(self.sessions[h.session_id].turns)))),
+            )
+            for h in hits
+        ]
 
-        def retrieve():  # CPU work, off the event loop; the shared encoder one call at a time
-            with a.encoder_lock:
-                retriever = build_retriever("dense", encoder=a.text_encoder())
-                retriever.index(docs)
-                return retriever.search(question, a.top_k)
-
-        hits = await asyncio.to_thread(retrieve)
+    async def answer(self, question: str, question_date: str) -> AgentAnswer:
+        a = self.agent
+        hits = await asyncio.to_thread(self.ranking, question, question_date, a.top_k)  # CPU, off the loop
         context, shown = "", []
         for h in hits:
             s = self.sessions[h.session_id]
@@ -80,16 +91,7 @@ class _M3CMemory(Memory):
             },
         ]
         raw = await self.ctx.chat(messages, what="answer")
-        retrieved = [
-            Retrieved(
-                h.session_id,
-                h.score,
-                h.rank,
-                tuple(range(min(a.max_turns_per_session, len(self.sessions[h.session_id].turns)))),
-            )
-            for h in hits
-        ]
-        return AgentAnswer(raw.strip(), retrieved, {"context_chars": len(context), "shown_sessions": len(shown)})
+        return AgentAnswer(raw.strip(), hits, {"context_chars": len(context), "shown_sessions": len(shown)})
 
 
 class M3CAgent(MemoryAgent):

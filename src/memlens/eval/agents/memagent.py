@@ -42,7 +42,9 @@ PROMPTS = {
 
 def chunk_text(text: str, chunk_tokens: int, tokenizer) -> list[str]:
     """``text`` cut into pieces of at most ``chunk_tokens`` tokens, at token boundaries."""
-    enc = tokenizer.encode(text, add_special_tokens=False)
+    # encode_batch releases the GIL while it tokenises (encode holds it): a worker thread chunking
+    # one question's history does not stall the event loop serving the others' calls
+    (enc,) = tokenizer.encode_batch([text], add_special_tokens=False)
     offsets = enc.offsets
     if not offsets:
         return [text] if text.strip() else []

@@ -50,18 +50,19 @@ class _T1Memory(Memory):
         self.items += 1
         self.bytes += len(session_text(session, self.texts).encode("utf-8"))
 
-    async def answer(self, question: str, question_date: str) -> AgentAnswer:
+    def ranking(self, question: str, question_date: str, k: int) -> list[Retrieved]:
         from memlens.eval.memory.retrieval import build_retriever
 
+        docs = [session_doc(s, session_text(s, self.texts, header=False)) for s in self.sessions]
+        retriever = build_retriever("bm25")
+        retriever.index(docs)
+        hits = retriever.search(question, k, before=question_date if self.agent.temporal_filter else None)
+        return [Retrieved(h.session_id, h.score, h.rank) for h in hits]
+
+    async def answer(self, question: str, question_date: str) -> AgentAnswer:
         a = self.agent
-
-        def retrieve():  # CPU work, off the event loop (which keeps handling other questions' calls)
-            docs = [session_doc(s, session_text(s, self.texts, header=False)) for s in self.sessions]
-            retriever = build_retriever("bm25")
-            retriever.index(docs)
-            return retriever.search(question, a.top_k, before=question_date if a.temporal_filter else None)
-
-        hits = await asyncio.to_thread(retrieve)
+        # CPU work, off the event loop (which keeps handling other questions' calls)
+        hits = await asyncio.to_thread(self.ranking, question, question_date, a.top_k)
         by_id = {s.session_id: s for s in self.sessions}
         # a block = header + body; the body (the same in every history holding the session) is
         # counted once per run, the short header each time
@@ -85,11 +86,7 @@ class _T1Memory(Memory):
             },
         ]
         raw = await self.ctx.chat(messages, what="answer")
-        return AgentAnswer(
-            answer_line(raw),
-            [Retrieved(h.session_id, h.score, h.rank) for h in hits],
-            {"packed_sessions": len(kept), "memory_tokens": used},
-        )
+        return AgentAnswer(answer_line(raw), hits, {"packed_sessions": len(kept), "memory_tokens": used})
 
 
 class MemoryT1Agent(MemoryAgent):

@@ -137,6 +137,12 @@ class Memory(ABC):
     async def answer(self, question: str, question_date: str) -> AgentAnswer:
         """Answer from memory (the question and its date are given only now)."""
 
+    def ranking(self, question: str, question_date: str, k: int) -> list[Retrieved] | None:
+        """The memory's own retrieval for ``question``, best first, at most ``k`` (CPU work, no model
+        call; what :meth:`answer` retrieves when ``k`` is the agent's ``top_k``), or ``None`` when
+        retrieving needs a model (offline retrieval diagnostics skip those agents)."""
+        return None
+
     def stats(self) -> dict:
         """``{"items": n, "bytes": b}`` of what is stored (by default the ``items``/``bytes`` counters)."""
         return {"items": self.items, "bytes": self.bytes}
