@@ -129,3 +129,38 @@ def test_dense_minilm_ranks_the_semantic_match_first():
     assert len(hits) == 4 and hits[0].score > hits[-1].score
     assert [h.session_id for h in d.search("dog", 4, before="2023/12/31 (Sun) 00:00")] == []
     assert d.id.startswith("dense/st-all-MiniLM-L6-v2")
+
+
+def test_the_embedding_cache_returns_the_same_bytes_and_is_keyed_by_the_model_folder(tmp_path):
+    pytest.importorskip("sentence_transformers")
+    import shutil
+
+    import numpy as np
+
+    from memlens.eval.memory.retrieval import TextEncoder, minilm_path
+
+    texts = ["our new dog is called Biscuit", "the receipt total was 7.75", "our new dog is called Biscuit"]
+    cache = tmp_path / "emb"
+    first = TextEncoder(cache_dir=cache)
+    v1 = first.encode(texts)
+    assert (first.encoded, first.cache_hits) == (2, 0) and first.cache_path.is_file()
+    again = TextEncoder(cache_dir=cache)  # a later run: read from disk, nothing through the model
+    v2 = again.encode(texts)
+    assert (again.encoded, again.cache_hits) == (0, 2) and again._model is None
+    assert v1.tobytes() == v2.tobytes()
+    assert np.array_equal(TextEncoder().encode(texts[:2]), v1[:2])  # no cache: the same vectors
+    # another model folder (same config, one file changed) gets a cache of its own
+    other = tmp_path / "other"
+    shutil.copytree(minilm_path(), other)
+    (other / "README.md").write_text("changed")
+    moved = TextEncoder(other, cache_dir=cache)
+    assert moved.cache_path != first.cache_path
+    moved.encode(texts[:1])
+    assert (moved.encoded, moved.cache_hits) == (1, 0)
+    # a corrupt cache file is a clear error naming it, and is not overwritten
+    bad = TextEncoder(cache_dir=tmp_path / "bad")
+    bad.cache_path.parent.mkdir(parents=True)
+    bad.cache_path.write_bytes(b"not a database" * 100)
+    with pytest.raises(ConfigError, match="embedding cache"):
+        bad.encode(["x"])
+    assert bad.cache_path.read_bytes() == b"not a database" * 100

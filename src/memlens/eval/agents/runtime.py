@@ -265,11 +265,13 @@ class MemoryAgent(Model):
         return self._adapter
 
     def text_encoder(self):
-        """One dense text encoder for the run (its embeddings are memoised by text)."""
+        """One dense text encoder for the run (its embeddings are memoised by text, and kept in the
+        project's embedding cache, shared with ``memlens diagnose``)."""
         if self._text_encoder is None:
             from memlens.eval.memory.retrieval import TextEncoder
 
-            self._text_encoder = TextEncoder(self.retriever_model_path())
+            cache = self.project_cache / "memory" / "embeddings" if self.project_cache is not None else None
+            self._text_encoder = TextEncoder(self.retriever_model_path(), cache_dir=cache)
         return self._text_encoder
 
     def retriever_model_path(self) -> str | None:

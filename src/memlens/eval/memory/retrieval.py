@@ -31,6 +31,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import threading
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -40,6 +41,7 @@ import numpy as np
 
 from memlens.core.constants import IMAGE_PLACEHOLDER
 from memlens.core.errors import ConfigError
+from memlens.core.io import sha256_file
 
 __all__ = [
     "RETRIEVERS",
@@ -246,9 +248,22 @@ def minilm_path() -> Path:
 
 class TextEncoder:
     """Sentence embeddings (L2-normalised float32) with a memo keyed by the text's SHA-256, so the
-    same session text (haystack sessions recur across questions) is encoded once per process."""
+    same session text (haystack sessions recur across questions) is encoded once per process.
 
-    def __init__(self, model_path: str | Path | None = None, *, batch_size: int = 64, device: str = "cpu"):
+    With ``cache_dir``, every vector is also kept on disk (SQLite, WAL) in a file named after the
+    encoder and a hash of every file of the model folder (weights, tokenizer, pooling config), so
+    a later run (another diagnose, an agent run on the same build) reads what an earlier one
+    encoded: the same bytes, whatever the batch it was first encoded in. ``encoded`` counts texts
+    run through the model, ``cache_hits`` texts read from disk."""
+
+    def __init__(
+        self,
+        model_path: str | Path | None = None,
+        *,
+        batch_size: int = 64,
+        device: str = "cpu",
+        cache_dir: str | Path | None = None,
+    ):
         self.model_path = Path(model_path) if model_path else minilm_path()
         if not (self.model_path / "config.json").is_file():
             raise ConfigError(f"dense encoder: {self.model_path} is not a sentence-transformers folder")
@@ -258,6 +273,50 @@ class TextEncoder:
         self._model = None
         self._memo: dict[str, np.ndarray] = {}
         self.encoded = 0
+        self.cache_hits = 0
+        self.cache_path = Path(cache_dir) / f"{self.id}-{self.folder_hash()[:16]}.sqlite" if cache_dir else None
+        self._db = None
+        self._db_lock = threading.Lock()
+
+    def folder_hash(self) -> str:
+        """SHA-256 over the names and contents of every file of the model folder."""
+        h = hashlib.sha256()
+        for p in sorted(q for q in self.model_path.rglob("*") if q.is_file()):
+            h.update(p.relative_to(self.model_path).as_posix().encode("utf-8") + b"\0")
+            h.update(sha256_file(p).encode("ascii"))
+        return h.hexdigest()
+
+    def _conn(self):
+        if self._db is None:
+            from memlens.core.reqcache import open_sqlite
+
+            self._db = open_sqlite(
+                self.cache_path,
+                "CREATE TABLE IF NOT EXISTS vectors (key TEXT PRIMARY KEY, vec BLOB NOT NULL)",
+                what="embedding cache",
+                hint="move it away (it is rebuilt)",
+            )
+        return self._db
+
+    def _cached(self, keys: list[str]) -> dict[str, np.ndarray]:
+        out: dict[str, np.ndarray] = {}
+        with self._db_lock:
+            conn = self._conn()
+            for i in range(0, len(keys), 500):
+                part = keys[i : i + 500]
+                marks = ",".join("?" * len(part))
+                for key, blob in conn.execute(f"SELECT key, vec FROM vectors WHERE key IN ({marks})", part):
+                    out[key] = np.frombuffer(blob, dtype=np.float32).copy()
+        return out
+
+    def _store(self, vecs: dict[str, np.ndarray]) -> None:
+        with self._db_lock:
+            conn = self._conn()
+            conn.executemany(
+                "INSERT OR REPLACE INTO vectors (key, vec) VALUES (?, ?)",
+                [(k, np.ascontiguousarray(v, dtype=np.float32).tobytes()) for k, v in vecs.items()],
+            )
+            conn.commit()
 
     @property
     def model(self):
@@ -270,6 +329,11 @@ class TextEncoder:
     def encode(self, texts: Sequence[str]) -> np.ndarray:
         keys = [hashlib.sha256(t.encode("utf-8")).hexdigest() for t in texts]
         todo = list(dict.fromkeys(k for k in keys if k not in self._memo))
+        if todo and self.cache_path is not None:
+            found = self._cached(todo)
+            self._memo.update(found)
+            self.cache_hits += len(found)
+            todo = [k for k in todo if k not in found]
         if todo:
             first = {k: t for k, t in zip(keys, texts)}
             vecs = self.model.encode(
@@ -282,6 +346,8 @@ class TextEncoder:
             for k, v in zip(todo, vecs):
                 self._memo[k] = np.asarray(v, dtype=np.float32)
             self.encoded += len(todo)
+            if self.cache_path is not None:
+                self._store({k: self._memo[k] for k in todo})
         if not keys:
             return np.zeros((0, self.dim), dtype=np.float32)
         return np.stack([self._memo[k] for k in keys])

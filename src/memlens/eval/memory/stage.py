@@ -158,7 +158,8 @@ def run(cfg, paths: Paths) -> None:
         log.info("diagnose: adapter %s: %d images (%s)", adapter.id, len(shas), run_stats[name])
 
     # 2. retrieval over each question's history
-    encoder = TextEncoder() if any(str(k) in ("dense", "fusion") for k in mcfg.retrievers) else None
+    dense = any(str(k) in ("dense", "fusion") for k in mcfg.retrievers)
+    encoder = TextEncoder(cache_dir=paths.cache / "memory" / "embeddings") if dense else None
     per_q: list[dict] = []
     retriever_ids: dict[str, str] = {}
     before = bool(mcfg.temporal_filter)
@@ -198,6 +199,9 @@ def run(cfg, paths: Paths) -> None:
                     bar.update()
     finally:
         bar.close()
+    if encoder is not None:
+        run_stats["dense_encoder"] = {"encoded": encoder.encoded, "cache_hits": encoder.cache_hits}
+        log.info("diagnose: dense encoder %s: %s", encoder.id, run_stats["dense_encoder"])
     per_q.sort(key=lambda r: (r["retriever"], r["adapter"], length_tokens(r["length"]), r["question_id"]))
     agg = aggregate(per_q, ks)
 
