@@ -194,6 +194,18 @@ class _Base:
 
 
 # ------------------------------------------------------------------------------------------ BM25
+def _bm25s_quiet() -> None:
+    """bm25s sets its logger to DEBUG when imported ("Building index from tokens" for every index
+    built, thousands in a diagnose run): back to WARNING, unless someone chose another level."""
+    import logging
+
+    import bm25s  # noqa: F401 - its import sets the level
+
+    lg = logging.getLogger("bm25s")
+    if lg.level == logging.DEBUG:
+        lg.setLevel(logging.WARNING)
+
+
 class BM25Retriever(_Base):
     def __init__(self, *, k1: float = 1.5, b: float = 0.75, stopwords: str | None = "en"):
         super().__init__()
@@ -210,6 +222,7 @@ class BM25Retriever(_Base):
         )
 
     def index(self, docs: Sequence[Doc]) -> None:
+        _bm25s_quiet()
         import bm25s
 
         self._set_docs(docs)
