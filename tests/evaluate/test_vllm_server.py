@@ -8,6 +8,7 @@ import os
 import signal
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 
@@ -58,6 +59,11 @@ def standin_env(monkeypatch, tmp_path):
     src = str(REPO / "src")
     monkeypatch.setenv("PYTHONPATH", src + os.pathsep + os.environ.get("PYTHONPATH", ""))
     monkeypatch.setenv("FAKE_VLLM_ARGV_FILE", str(argv_file))
+    # server logs without a model.log_file go to a temporary file: this test's folder, not /tmp
+    logs = tmp_path / "tmp"
+    logs.mkdir()
+    monkeypatch.setattr(tempfile, "tempdir", str(logs))
+    monkeypatch.setenv("TMPDIR", str(logs))
     return argv_file
 
 
@@ -235,7 +241,7 @@ def test_sigterm_ignored_escalates_to_sigkill(monkeypatch, standin_env):
     assert _wait_dead(pid) and time.monotonic() - t0 < 10
 
 
-def test_missing_executable_is_a_clear_error():
+def test_missing_executable_is_a_clear_error(standin_env):
     model = VLLMServerModel("x", hf_id="a/b", command=["/nonexistent/vllm", "serve"])
     with pytest.raises(ServerError, match="cannot start the model server"):
         model.start()
