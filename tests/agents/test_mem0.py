@@ -193,6 +193,22 @@ def test_a_rerun_costs_zero_calls_and_the_extraction_prompt_is_dated_by_the_sess
 
 
 @needs_mem0
+def test_observation_date_clock_keeps_mem0s_own_date(tiny_copy):
+    from datetime import UTC, datetime
+
+    days = {datetime.now(UTC).date().isoformat()}
+    with FakeOpenAIServer(responder=mem0_responder) as server:
+        run = ("eval.max_items=1", "model.observation_date=clock", "model.cache_calls=false")
+        assert run_evaluate(tiny_copy, server, "mem0", *_args(server, *run)) == 0
+        bodies = server.requests
+    days.add(datetime.now(UTC).date().isoformat())  # a run across midnight
+    dated = [
+        b["messages"][-1]["content"] for b in bodies if b["messages"][-1]["content"].rstrip().endswith("# Output:")
+    ]
+    assert dated and all(t.rsplit("## Observation Date\n", 1)[1][:10] in days for t in dated)
+
+
+@needs_mem0
 @pytest.mark.slow
 def test_a_killed_worker_is_a_recorded_failure_and_a_rerun_retries_it(tiny_copy):
     root = tiny_copy

@@ -77,6 +77,12 @@ WORDS = [
 QDATE = datetime(2024, 9, 1, 10, 0)
 
 
+def _cfg(cross_evidence: dict):
+    """The ``data`` config of a stage run on the hand-built inputs."""
+    data = {"seed": 42, "length_tolerance": TOL, "lengths": list(LENGTHS), "tokens": TOKENS}
+    return OmegaConf.create({"data": {**data, "cross_evidence": cross_evidence}})
+
+
 def sha(i: int) -> str:
     return f"{i:064x}"
 
@@ -312,17 +318,7 @@ def test_run_writes_sorted_instances_and_manifest_table(tmp_path, inputs, built)
     write_jsonl(d / "generated" / "questions.jsonl", list(reversed(questions)))
     write_jsonl(d / "generated" / "sessions.jsonl", [sessions[k] for k in sorted(sessions)])
     write_jsonl(d / "images" / "index.jsonl", [{"image": r.to_dict()} for r in images.values()])
-    cfg = OmegaConf.create(
-        {
-            "data": {
-                "seed": 42,
-                "length_tolerance": TOL,
-                "lengths": list(LENGTHS),
-                "tokens": TOKENS,
-                "cross_evidence": {"enabled": False},
-            }
-        }
-    )
+    cfg = _cfg({"enabled": False})
     A.run(cfg, Paths(root))
     table = read_json(d / "instances" / "manifest.json")["table"]
     for ln in LENGTHS:
@@ -417,17 +413,7 @@ def test_other_questions_evidence_is_haystack_too_and_sessions_recur_alike(tmp_p
     ev_date = {e.session_id: e.date for q in questions for e in q.evidence}
     recur = {}
     for enabled in (False, True):
-        cfg = OmegaConf.create(
-            {
-                "data": {
-                    "seed": 42,
-                    "length_tolerance": TOL,
-                    "lengths": list(LENGTHS),
-                    "tokens": TOKENS,
-                    "cross_evidence": {"enabled": enabled, "window_days": 30, "balance": 0.5},
-                }
-            }
-        )
+        cfg = _cfg({"enabled": enabled, "window_days": 30, "balance": 0.5})
         A.run(cfg, Paths(root))
         recur[enabled] = read_json(d / "instances" / "manifest.json")["table"]
         lent = 0

@@ -130,6 +130,19 @@ class CallCache:
         self.conn.close()
 
 
+def cached_call(cache: CallCache | None, kind: str, response_cls, create, args: tuple, kwargs: dict):
+    """``(response, 1)`` from ``cache`` when this exact request was answered, else ``(create(...), 0)``
+    with a successful response stored (keyword-only requests are cached; an error is not)."""
+    key = cache.key(kind, kwargs) if cache is not None and not args else None
+    hit = cache.get(key) if key else None
+    if hit is not None:
+        return response_cls.model_validate_json(hit), 1
+    resp = create(*args, **kwargs)
+    if key:
+        cache.put(key, resp.model_dump_json())
+    return resp, 0
+
+
 class Usage:
     """Calls and tokens of the worker's OpenAI clients."""
 
@@ -280,19 +293,12 @@ class Worker:
             if extra_body:
                 kwargs["extra_body"] = {**extra_body, **(kwargs.get("extra_body") or {})}
             usage.chat_calls += 1
-            key = cache.key("chat", kwargs) if cache is not None and not args else None
-            hit = cache.get(key) if key else None
-            if hit is not None:
-                usage.chat_cache_hits += 1
-                resp = ChatCompletion.model_validate_json(hit)
-            else:
-                try:
-                    resp = chat_create(*args, **kwargs)
-                except Exception as exc:
-                    usage.chat_errors.append(f"{type(exc).__name__}: {exc}")
-                    raise
-                if key:
-                    cache.put(key, resp.model_dump_json())
+            try:
+                resp, hit = cached_call(cache, "chat", ChatCompletion, chat_create, args, kwargs)
+            except Exception as exc:
+                usage.chat_errors.append(f"{type(exc).__name__}: {exc}")
+                raise
+            usage.chat_cache_hits += hit
             u = getattr(resp, "usage", None)
             if u is not None:
                 usage.chat_prompt_tokens += int(getattr(u, "prompt_tokens", 0) or 0)
@@ -310,15 +316,8 @@ class Worker:
             usage.embedding_calls += 1
             inp = kwargs.get("input")
             usage.embedding_texts += len(inp) if isinstance(inp, list) else 1
-            key = cache.key("embeddings", kwargs) if cache is not None and not args else None
-            hit = cache.get(key) if key else None
-            if hit is not None:
-                usage.embedding_cache_hits += 1
-                resp = CreateEmbeddingResponse.model_validate_json(hit)
-            else:
-                resp = emb_create(*args, **kwargs)
-                if key:
-                    cache.put(key, resp.model_dump_json())
+            resp, hit = cached_call(cache, "embeddings", CreateEmbeddingResponse, emb_create, args, kwargs)
+            usage.embedding_cache_hits += hit
             u = getattr(resp, "usage", None)
             if u is not None:
                 usage.embedding_tokens += int(getattr(u, "prompt_tokens", 0) or 0)
