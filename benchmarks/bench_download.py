@@ -22,8 +22,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from memlens.build.images.web.cache import CandidateCache
-from memlens.build.images.web.icrawler_source import IcrawlerSource
+from memlens.construction.images.web.cache import CandidateCache
+from memlens.construction.images.web.icrawler_source import IcrawlerSource
 
 
 def serve(q) -> None:

@@ -17,7 +17,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from memlens.build.filter.channels import build_channels
+from memlens.construction.filter.channels import build_channels
 from memlens.core.io import sha256_bytes
 from memlens.core.schema import ImageRecord
 from tests.web.image_server import encode, pattern_image

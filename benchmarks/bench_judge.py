@@ -24,7 +24,7 @@ import time
 from collections import Counter
 from typing import NamedTuple
 
-from memlens.build.images.synthetic.formats import MONTHS
+from memlens.construction.images.synthetic.formats import MONTHS
 from memlens.eval.judge.deterministic import score, task_key
 
 

@@ -24,14 +24,14 @@ import tempfile
 import time
 from pathlib import Path
 
-from memlens.build.abilities.base import Draft, FactDraft
-from memlens.build.generate.llm import check_triple
-from memlens.build.text.llm import prompts
-from memlens.build.text.llm.engine import Endpoint, LLMEngine
-from memlens.build.text.llm.schemas import QA
-from memlens.build.text.llm.simulator import Simulator
-from memlens.build.text.sessions import Mention, WriterConfig
-from memlens.build.text.validators import RejectionLog
+from memlens.construction.abilities.base import Draft, FactDraft
+from memlens.construction.generate.llm import check_triple
+from memlens.construction.text.llm import prompts
+from memlens.construction.text.llm.engine import Endpoint, LLMEngine
+from memlens.construction.text.llm.schemas import QA
+from memlens.construction.text.llm.simulator import Simulator
+from memlens.construction.text.sessions import Mention, WriterConfig
+from memlens.construction.text.validators import RejectionLog
 from memlens.core.http import OpenAICompatibleClient, OpenAICompatibleConfig
 from memlens.core.reqcache import RequestCache
 from memlens.core.schema import Topic

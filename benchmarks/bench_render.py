@@ -14,7 +14,7 @@ import os
 import random
 import time
 
-from memlens.build.images.synthetic import FAMILIES, get_family, render_bytes
+from memlens.construction.images.synthetic import FAMILIES, get_family, render_bytes
 
 
 def one(name: str, seed: int) -> int:

@@ -31,7 +31,7 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO / "src"))
 
-from memlens.build.export.stage import agent_subset  # noqa: E402
+from memlens.construction.export.stage import agent_subset  # noqa: E402
 from memlens.core.config import Paths, length_tokens  # noqa: E402
 from memlens.core.constants import QUESTION_TYPES, TYPE_ABBREV  # noqa: E402
 from memlens.core.items import BuiltBenchmark  # noqa: E402

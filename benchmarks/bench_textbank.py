@@ -10,8 +10,8 @@ import importlib
 import random
 import time
 
-from memlens.build.ontology.stage import build_topics, load_ontology_file
-from memlens.build.text import textbank as tb
+from memlens.construction.ontology.stage import build_topics, load_ontology_file
+from memlens.construction.text import textbank as tb
 
 
 def load_time(n: int = 20) -> float:

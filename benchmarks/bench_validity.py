@@ -21,9 +21,9 @@ REPO = Path(__file__).resolve().parents[1]
 
 
 def main() -> int:
-    from memlens.build.validate.adversaries import load, run_all
-    from memlens.build.validate.adversaries.render import figures_md
-    from memlens.build.validate.stage import adversary_gates
+    from memlens.construction.validate.adversaries import load, run_all
+    from memlens.construction.validate.adversaries.render import figures_md
+    from memlens.construction.validate.stage import adversary_gates
     from memlens.core.settings import ValidateSettings
 
     ap = argparse.ArgumentParser()

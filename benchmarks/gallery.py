@@ -15,7 +15,7 @@ from pathlib import Path
 
 from PIL import Image
 
-from memlens.build.images.synthetic import FAMILIES, render_bytes
+from memlens.construction.images.synthetic import FAMILIES, render_bytes
 
 KINDS = {
     "named_sign": ("kind", ["shop_sign", "book_cover", "product_box", "street_sign", "license_plate"]),

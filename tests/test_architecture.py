@@ -1,4 +1,4 @@
-"""The shape of the package: three layers (core < build < eval) under thin entry points, no import
+"""The shape of the package: three layers (core < construction < eval) under thin entry points, no import
 cycles between modules or folders, no reach-ins to private names, no module-level mutable state in
 stage code, and DVC stage deps that are exactly each stage's code.
 
@@ -19,7 +19,7 @@ from memlens.core import codegraph as cg
 REPO = Path(__file__).resolve().parents[1]
 
 #: layer of each top-level part of the package; a module may import its own layer and lower ones
-LAYERS = {"core": 0, "build": 1, "eval": 2}
+LAYERS = {"core": 0, "construction": 1, "eval": 2}
 TOP = 3  # memlens.cli, memlens.sweep: entry points
 
 
@@ -119,7 +119,7 @@ def real():
 
 def test_three_layers_and_entry_points(real):
     mods, graph = real
-    assert {m.split(".")[1] for m in mods if "." in m} >= {"core", "build", "eval", "cli"}
+    assert {m.split(".")[1] for m in mods if "." in m} >= {"core", "construction", "eval", "cli"}
     assert layer_violations(graph) == []
 
 
@@ -197,9 +197,9 @@ def test_checks_catch_cycles_upward_imports_and_missing_deps(tmp_path):
         tmp_path,
         {
             "core/schema.py": "from memlens.eval.report import table\n",  # core -> eval: upward
-            "build/abilities/tr.py": "def f():\n    from memlens.build.generate.stage import x\n",
-            "build/generate/stage.py": "from memlens.build.abilities import tr\nx = 1\n",  # abilities <-> generate
-            "build/crawl/stage.py": "from memlens.build.abilities import tr\n",
+            "construction/abilities/tr.py": "def f():\n    from memlens.construction.generate.stage import x\n",
+            "construction/generate/stage.py": "from memlens.construction.abilities import tr\nx = 1\n",  # abilities <-> generate
+            "construction/crawl/stage.py": "from memlens.construction.abilities import tr\n",
             "eval/report/table.py": "from memlens.eval import tracking\n",
             "eval/tracking.py": "def f():\n    from memlens.eval.report import table\n",  # eval <-> eval.report folder
         },
@@ -212,10 +212,10 @@ def test_checks_catch_cycles_upward_imports_and_missing_deps(tmp_path):
     fcycle = cg.find_cycle(folder_graph(graph, mods))
     assert fcycle is not None
     # the crawl stage runs generate/stage.py through abilities: its closure must include it
-    used = cg.closure(cg.import_graph(pkg), ["memlens.build.crawl.stage"])
-    assert "memlens.build.generate.stage" in used
-    listed = [pkg / "build/crawl", pkg / "build/abilities"]  # what a hand-written dvc.yaml had
-    files = cg.code_files(["memlens.build.crawl.stage"], pkg)
+    used = cg.closure(cg.import_graph(pkg), ["memlens.construction.crawl.stage"])
+    assert "memlens.construction.generate.stage" in used
+    listed = [pkg / "construction/crawl", pkg / "construction/abilities"]  # what a hand-written dvc.yaml had
+    files = cg.code_files(["memlens.construction.crawl.stage"], pkg)
     assert [f for f in files if not any(p in f.parents for p in listed)], "a missing dep must show"
 
 
@@ -223,13 +223,13 @@ def test_check_catches_module_state_and_reach_ins(tmp_path):
     pkg = _package(
         tmp_path,
         {
-            "build/generate/stage.py": "BOILERPLATE: set[str] = set()\n_CACHE = {}\nLIMITS = {'a': 1}\n"
+            "construction/generate/stage.py": "BOILERPLATE: set[str] = set()\n_CACHE = {}\nLIMITS = {'a': 1}\n"
             "def run():\n    global _X\n",
             "eval/sweep.py": "from memlens.cli import _resolve\n",
             "cli.py": "def _resolve():\n    pass\n",
         },
     )
-    bad = mutable_module_state(pkg / "build/generate/stage.py")
+    bad = mutable_module_state(pkg / "construction/generate/stage.py")
     assert any("BOILERPLATE" in b for b in bad) and any("_CACHE" in b for b in bad)
     assert any("global _X" in b for b in bad) and not any("LIMITS" in b for b in bad)
     assert private_reach_ins(cg.module_files(pkg)) == ["memlens.eval.sweep: from memlens.cli import _resolve"]
@@ -240,14 +240,14 @@ def test_code_hash_follows_the_closure(tmp_path):
         tmp_path,
         {
             "core/io.py": "X = 1\n",
-            "build/crawl/stage.py": "from memlens.core import io\n",
-            "build/filter/stage.py": "Y = 2\n",
+            "construction/crawl/stage.py": "from memlens.core import io\n",
+            "construction/filter/stage.py": "Y = 2\n",
         },
     )
-    h0 = cg.code_hash("memlens.build.crawl.stage", pkg=pkg)
-    (pkg / "build/filter/stage.py").write_text("Y = 3\n")  # not imported by crawl
-    assert cg.code_hash("memlens.build.crawl.stage", pkg=pkg) == h0
+    h0 = cg.code_hash("memlens.construction.crawl.stage", pkg=pkg)
+    (pkg / "construction/filter/stage.py").write_text("Y = 3\n")  # not imported by crawl
+    assert cg.code_hash("memlens.construction.crawl.stage", pkg=pkg) == h0
     (pkg / "core/io.py").write_text("X = 2\n")  # imported by crawl
-    assert cg.code_hash("memlens.build.crawl.stage", pkg=pkg) != h0
+    assert cg.code_hash("memlens.construction.crawl.stage", pkg=pkg) != h0
     with pytest.raises(KeyError, match="not modules"):
-        cg.code_hash("memlens.build.nothing", pkg=pkg)
+        cg.code_hash("memlens.construction.nothing", pkg=pkg)

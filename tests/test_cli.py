@@ -352,7 +352,7 @@ def test_http_request_lines_only_with_verbose(tiny_copy):
 
 
 def test_filter_progress_bar_leaves_the_output_byte_identical(tiny_copy, monkeypatch):
-    from memlens.build.filter import stage as F
+    from memlens.construction.filter import stage as F
 
     out = tiny_copy / "data" / "filtered"
     before = {p.name: p.read_bytes() for p in sorted(out.iterdir())}

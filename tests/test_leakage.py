@@ -1,5 +1,5 @@
-from memlens.build.text.leakage import PhraseIndex, tokens
-from memlens.build.text.validators import TurnSpec, check_turn
+from memlens.construction.text.leakage import PhraseIndex, tokens
+from memlens.construction.text.validators import TurnSpec, check_turn
 
 
 def test_token_bounded_matching():

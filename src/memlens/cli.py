@@ -37,13 +37,13 @@ for _k, _v in {
 
 #: stage name -> "module:function"
 STAGES: dict[str, str] = {
-    "ontology": "memlens.build.ontology.stage:run",
-    "crawl": "memlens.build.crawl.stage:run",
-    "filter": "memlens.build.filter.stage:run",
-    "generate": "memlens.build.generate.stage:run",
-    "assemble": "memlens.build.assemble.stage:run",
-    "validate": "memlens.build.validate.stage:run",
-    "export": "memlens.build.export.stage:run",
+    "ontology": "memlens.construction.ontology.stage:run",
+    "crawl": "memlens.construction.crawl.stage:run",
+    "filter": "memlens.construction.filter.stage:run",
+    "generate": "memlens.construction.generate.stage:run",
+    "assemble": "memlens.construction.assemble.stage:run",
+    "validate": "memlens.construction.validate.stage:run",
+    "export": "memlens.construction.export.stage:run",
     "evaluate": "memlens.eval.evaluate.stage:run",
     "judge": "memlens.eval.judge.stage:run",
     "report": "memlens.eval.report.stage:run",

@@ -8,16 +8,16 @@ import re
 
 import pytest
 
-from memlens.build.abilities import contexts
-from memlens.build.abilities.ar import AnswerRefusal
-from memlens.build.abilities.derive import derive
-from memlens.build.abilities.ie import SAFE_COLORS, InformationExtraction
-from memlens.build.images.synthetic import get_family, render_bytes
-from memlens.build.images.truth import drawn_values as image_values
-from memlens.build.ontology.stage import build_topics, load_ontology_file
-from memlens.build.text.sessions import Mention, SessionWriter, WriterConfig
-from memlens.build.text.textbank import mention_templates
-from memlens.build.text.validators import RejectionLog, contains_token_bounded
+from memlens.construction.abilities import contexts
+from memlens.construction.abilities.ar import AnswerRefusal
+from memlens.construction.abilities.derive import derive
+from memlens.construction.abilities.ie import SAFE_COLORS, InformationExtraction
+from memlens.construction.images.synthetic import get_family, render_bytes
+from memlens.construction.images.truth import drawn_values as image_values
+from memlens.construction.ontology.stage import build_topics, load_ontology_file
+from memlens.construction.text.sessions import Mention, SessionWriter, WriterConfig
+from memlens.construction.text.textbank import mention_templates
+from memlens.construction.text.validators import RejectionLog, contains_token_bounded
 from memlens.core.schema import IE, IMAGE_PLACEHOLDER, Question
 
 AB = InformationExtraction()
@@ -172,7 +172,7 @@ def test_arithmetic_values():
     """The arithmetic answers are the arithmetic of the drawn numbers."""
     from decimal import Decimal
 
-    from memlens.build.abilities.derive import money
+    from memlens.construction.abilities.derive import money
 
     for seed in range(30):
         plan, truths, d = _make("entity", "arithmetic", seed)

@@ -8,10 +8,10 @@ from pathlib import Path
 
 import pytest
 
-from memlens.build.abilities import ability_for, chance_answer
-from memlens.build.abilities.base import Plan
-from memlens.build.abilities.derive import derive
-from memlens.build.abilities.ku import (
+from memlens.construction.abilities import ability_for, chance_answer
+from memlens.construction.abilities.base import Plan
+from memlens.construction.abilities.derive import derive
+from memlens.construction.abilities.ku import (
     BRANDS,
     CATEGORIES,
     CHAIN,
@@ -28,11 +28,11 @@ from memlens.build.abilities.ku import (
     name_of,
     tokens,
 )
-from memlens.build.filter.channels import MetadataChannel
-from memlens.build.images.synthetic import get_family, render_bytes
-from memlens.build.images.truth import printed_strings
-from memlens.build.ontology.stage import build_topics, load_ontology_file
-from memlens.build.text.validators import contains_token_bounded
+from memlens.construction.filter.channels import MetadataChannel
+from memlens.construction.images.synthetic import get_family, render_bytes
+from memlens.construction.images.truth import printed_strings
+from memlens.construction.ontology.stage import build_topics, load_ontology_file
+from memlens.construction.text.validators import contains_token_bounded
 from memlens.core.schema import KU, ImageRecord, Question
 
 SEEDS = range(12)
@@ -193,7 +193,7 @@ def test_requests_render_and_pass_metadata_filter(topics):
 
 def test_names_do_not_occur_in_generated_text():
     """Names are forbidden in every history text: none may be a phrase the text bank writes."""
-    from memlens.build.text import textbank
+    from memlens.construction.text import textbank
 
     here = Path(textbank.__file__)
     src = here.read_text() + "".join(p.read_text() for p in sorted((here.parent / "data").glob("*.yaml")))
@@ -231,8 +231,8 @@ def test_bad_subtype_or_variant(topics):
 
 
 def test_occasions_avoid_other_questions_contexts(topics):
-    from memlens.build.abilities.contexts import OCCASIONS
-    from memlens.build.abilities.ku import OCCASION_SUFFIXES
+    from memlens.construction.abilities.contexts import OCCASIONS
+    from memlens.construction.abilities.ku import OCCASION_SUFFIXES
 
     reserved = {o + s for o in OCCASIONS for s in OCCASION_SUFFIXES if o != "the flea market"}
     reserved.add("the flea market on Friday with Leo")  # clashes with "the flea market on Friday"

@@ -11,11 +11,11 @@ from datetime import datetime
 
 import pytest
 
-from memlens.build.abilities import ability_for, registry
-from memlens.build.abilities import msr as msr_mod
-from memlens.build.abilities.derive import derive
-from memlens.build.images.synthetic import get_family, render_bytes
-from memlens.build.text.validators import contains_token_bounded
+from memlens.construction.abilities import ability_for, registry
+from memlens.construction.abilities import msr as msr_mod
+from memlens.construction.abilities.derive import derive
+from memlens.construction.images.synthetic import get_family, render_bytes
+from memlens.construction.text.validators import contains_token_bounded
 from memlens.core.schema import Question, parse_date
 
 MSR = "multi_session_reasoning"
@@ -33,7 +33,7 @@ MONEY = {
 
 @pytest.fixture(scope="module")
 def topics():
-    from memlens.build.ontology.stage import build_topics, load_ontology_file
+    from memlens.construction.ontology.stage import build_topics, load_ontology_file
 
     return build_topics(load_ontology_file(), 42)
 
@@ -273,7 +273,7 @@ def test_constraints_render_and_pass_metadata(ab, topics):
     import imagehash
     from PIL import Image
 
-    from memlens.build.filter.channels import MetadataChannel
+    from memlens.construction.filter.channels import MetadataChannel
 
     chan = MetadataChannel()
 

@@ -8,13 +8,13 @@ from datetime import datetime, timedelta
 
 import pytest
 
-from memlens.build.abilities import ability_for
-from memlens.build.abilities import tr as T
-from memlens.build.abilities.base import Plan
-from memlens.build.abilities.derive import derive
-from memlens.build.images.synthetic import get_family, render_bytes
-from memlens.build.ontology.stage import build_topics, load_ontology_file
-from memlens.build.text.validators import contains_token_bounded
+from memlens.construction.abilities import ability_for
+from memlens.construction.abilities import tr as T
+from memlens.construction.abilities.base import Plan
+from memlens.construction.abilities.derive import derive
+from memlens.construction.images.synthetic import get_family, render_bytes
+from memlens.construction.ontology.stage import build_topics, load_ontology_file
+from memlens.construction.text.validators import contains_token_bounded
 from memlens.core.schema import AR, IMAGE_PLACEHOLDER, REFUSAL_REFERENCE, TR, Question, parse_date
 
 OFFICIAL = {"duration_comparison", "order_ranking", "temporal_info_extraction"}
@@ -324,7 +324,7 @@ def _picks(prog):
 def test_entity_anchors_with_pick(monkeypatch, ability, topics):
     """With a ``pick`` op, entity anchors select their image by name and mode D date extraction
     is not derivable from session dates alone."""
-    import memlens.build.abilities.derive as dv
+    import memlens.construction.abilities.derive as dv
 
     monkeypatch.setattr(dv, "evaluate", _pick_evaluate(dv.evaluate))
     monkeypatch.setattr(T, "HAS_PICK", True)

@@ -9,12 +9,12 @@ from collections import Counter
 
 import pytest
 
-from memlens.build.abilities import ability_for, contexts
-from memlens.build.abilities import tr as T
-from memlens.build.images.persona import USER_FAMILIES, persona_for, with_user
-from memlens.build.images.synthetic import get_family, render_bytes
-from memlens.build.images.truth import drawn_values, printed_strings
-from memlens.build.ontology.stage import build_topics, load_ontology_file
+from memlens.construction.abilities import ability_for, contexts
+from memlens.construction.abilities import tr as T
+from memlens.construction.images.persona import USER_FAMILIES, persona_for, with_user
+from memlens.construction.images.synthetic import get_family, render_bytes
+from memlens.construction.images.truth import drawn_values, printed_strings
+from memlens.construction.ontology.stage import build_topics, load_ontology_file
 from memlens.core.schema import TR
 
 
@@ -153,7 +153,7 @@ def test_session_anchored_dates_have_decoys(topics):
         assert d.derivation["op"] == "pick" and len(d.derivation["cases"]) == len(facts)
         # the session dates alone, without the images, do not give the answer
         assert d.answer == p.latent["planned_answer"]
-        from memlens.build.abilities.derive import derive
+        from memlens.construction.abilities.derive import derive
 
         assert derive(d.derivation, [None] * len(facts), {"evidence_dates": [f["at"] for f in facts]}) is None
         if i < 2:  # same-kind images stay apart for the near-duplicate filter (pHash distance > 12)
@@ -170,7 +170,7 @@ def test_session_anchored_dates_have_decoys(topics):
 
 def test_mention_phrasing_fits_the_family():
     """A wall calendar is photographed, never "found in my bag" or "filed away" like a receipt."""
-    from memlens.build.text import textbank
+    from memlens.construction.text import textbank
 
     rng = random.Random(8)
     kept = re.compile(r"in my bag|filing it away|holding on to|scanned")

@@ -6,7 +6,7 @@ import json
 import re
 import shutil
 
-from memlens.build.export.stage import agent_subset
+from memlens.construction.export.stage import agent_subset
 from memlens.core.config import Paths
 from memlens.core.items import BuiltBenchmark
 from tests.agents.agent_support import TINY, agent_responder, predictions, run_evaluate

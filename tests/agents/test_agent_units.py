@@ -42,7 +42,7 @@ def test_pack_keeps_what_fits_in_order():
 
 
 def test_chunks_cover_the_text_at_token_boundaries():
-    from memlens.build.assemble.tokens import load_tokenizer
+    from memlens.construction.assemble.tokens import load_tokenizer
 
     tok = load_tokenizer("minilm")
     text = " ".join(f"word{i}" for i in range(700))

@@ -17,7 +17,7 @@ import numpy as np
 import pytest
 from PIL import Image
 
-from memlens.build.images.synthetic import (
+from memlens.construction.images.synthetic import (
     FAMILIES,
     Family,
     apply_photo_effects,
@@ -25,8 +25,8 @@ from memlens.build.images.synthetic import (
     render_bytes,
     sample_photo_effects,
 )
-from memlens.build.images.synthetic.formats import CURRENCIES, parse_date
-from memlens.build.images.synthetic.palette import COLORS
+from memlens.construction.images.synthetic.formats import CURRENCIES, parse_date
+from memlens.construction.images.synthetic.palette import COLORS
 
 NAMES = sorted(FAMILIES)
 EXPECTED = {
@@ -454,7 +454,7 @@ def test_dates_are_canonical():
 # --------------------------------------------------------------------------------------- reproducibility
 _HASH_SCRIPT = """
 import hashlib, json, random
-from memlens.build.images.synthetic import get_family, render_bytes
+from memlens.construction.images.synthetic import get_family, render_bytes
 h = hashlib.sha256()
 for name in ("object_scene", "receipt", "chat_screenshot"):
     s = get_family(name).sample(random.Random(7), photo=True)
@@ -473,7 +473,7 @@ def test_bytes_identical_across_processes_and_hash_seeds():
 
 
 def test_missing_fonts_fall_back_to_default(monkeypatch, tmp_path):
-    from memlens.build.images.synthetic import fonts
+    from memlens.construction.images.synthetic import fonts
 
     monkeypatch.setattr(fonts, "FONT_DIR", tmp_path)
     fonts.font.cache_clear()
@@ -493,7 +493,7 @@ def test_render_environment_lists_versions():
 
     from PIL import Image
 
-    from memlens.build.images.synthetic import encode_image, render_environment
+    from memlens.construction.images.synthetic import encode_image, render_environment
 
     env = render_environment()
     assert env["pillow"] == Image.__version__ and "DejaVuSansMono.ttf" in env["fonts"]

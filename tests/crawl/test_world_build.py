@@ -5,8 +5,8 @@ from __future__ import annotations
 import re
 from datetime import datetime
 
-from memlens.build.abilities.contexts import DATED_FAMILIES, SIGN_NOUN
-from memlens.build.images.persona import persona_for
+from memlens.construction.abilities.contexts import DATED_FAMILIES, SIGN_NOUN
+from memlens.construction.images.persona import persona_for
 from memlens.core.io import iter_jsonl, read_records
 from memlens.core.schema import AR, IMAGE_PLACEHOLDER, Question, Session
 

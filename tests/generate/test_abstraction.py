@@ -7,8 +7,8 @@ import re
 
 import pytest
 
-from memlens.build.text import abstraction as ab
-from memlens.build.text.validators import contains_token_bounded
+from memlens.construction.text import abstraction as ab
+from memlens.construction.text.validators import contains_token_bounded
 
 COLOURS = {"red", "blue", "green", "yellow", "orange", "purple", "white", "black", "grey", "gray", "pink", "brown"}
 

@@ -12,19 +12,19 @@ from pathlib import Path
 import pytest
 import yaml
 
-from memlens.build.abilities import contexts
-from memlens.build.images.synthetic import vocab
-from memlens.build.text import abstraction as ab
-from memlens.build.text import textbank as tb
+from memlens.construction.abilities import contexts
+from memlens.construction.images.synthetic import vocab
+from memlens.construction.text import abstraction as ab
+from memlens.construction.text import textbank as tb
 from memlens.core.bank import Bank, bank_files, load_bank, placeholders
 from memlens.core.errors import DataError, MemLensError
 
 SRC = Path(tb.__file__).resolve().parents[3]
 #: package -> the banks its modules load (every data/*.yaml must be one of them)
 SHIPPED = {
-    "memlens.build.text": set(tb.BANKS) | {"abstraction"},
-    "memlens.build.images.synthetic": {"vocab"},
-    "memlens.build.abilities": {"contexts"},
+    "memlens.construction.text": set(tb.BANKS) | {"abstraction"},
+    "memlens.construction.images.synthetic": {"vocab"},
+    "memlens.construction.abilities": {"contexts"},
 }
 
 
@@ -161,10 +161,10 @@ def test_textbank_slots_are_what_the_code_fills():
         | set(tb.REACTION_SLOTS)
     )
     for name in tb.BANKS:
-        for s in _strings(load_bank("memlens.build.text", name).data):
+        for s in _strings(load_bank("memlens.construction.text", name).data):
             assert placeholders(s) <= known, (name, s)
     # abstraction: frames and background sentences are filled by mention() and background()
-    for s in _strings(load_bank("memlens.build.text", "abstraction").get("mention_frames_when")):
+    for s in _strings(load_bank("memlens.construction.text", "abstraction").get("mention_frames_when")):
         assert placeholders(s) <= {"a", "ctx", "when"}
 
 
@@ -229,8 +229,8 @@ def test_shapes_the_modules_expect():
 
 
 def test_one_home_for_shared_lists():
-    from memlens.build.abilities import ie, msr, tr
-    from memlens.build.images.synthetic import formats, object_scene
+    from memlens.construction.abilities import ie, msr, tr
+    from memlens.construction.images.synthetic import formats, object_scene
 
     assert msr.BRANDS is vocab.BRANDS
     assert msr.PRICE_SCALE is formats.PRICE_SCALE
@@ -243,7 +243,7 @@ def test_broken_shipped_file_ends_the_stage_with_one_message(tmp_path):
     """A data file edited wrongly stops the stage with one line naming the file, key and placeholder."""
     src = tmp_path / "src"
     shutil.copytree(SRC / "memlens", src / "memlens", ignore=shutil.ignore_patterns("__pycache__"))
-    path = src / "memlens" / "build" / "text" / "data" / "user.yaml"
+    path = src / "memlens" / "construction" / "text" / "data" / "user.yaml"
     text = path.read_text(encoding="utf-8")
     old = "    - I've always wondered how much thought actually goes into {s}.\n"
     assert old in text

@@ -11,10 +11,10 @@ from collections import Counter
 
 import pytest
 
-from memlens.build.abilities import ANSWERABLE
-from memlens.build.generate import frames
-from memlens.build.images.synthetic import get_family
-from memlens.build.ontology.stage import build_topics, load_ontology_file
+from memlens.construction.abilities import ANSWERABLE
+from memlens.construction.generate import frames
+from memlens.construction.images.synthetic import get_family
+from memlens.construction.ontology.stage import build_topics, load_ontology_file
 
 SEEDS = range(3)
 
@@ -84,7 +84,7 @@ def test_every_evidence_mention_has_a_frame(evidence):
 def test_every_evidence_frame_is_in_the_haystack_frame_space(evidence, framer):
     """Each evidence frame, refilled for a fresh image of its own request, is a mention of the same
     frame (so the haystack writes it) carrying none of the question's values."""
-    from memlens.build.abilities.contexts import DATED_FAMILIES
+    from memlens.construction.abilities.contexts import DATED_FAMILIES
 
     lex = framer.lex
     ev, _, _ = evidence
@@ -108,7 +108,7 @@ def test_every_evidence_frame_is_in_the_haystack_frame_space(evidence, framer):
 
 
 def test_haystack_mentions_hold_no_reserved_context_nor_forbidden_string(evidence, framer):
-    from memlens.build.text.validators import contains_token_bounded
+    from memlens.construction.text.validators import contains_token_bounded
 
     ev, _, _ = evidence
     n = 0

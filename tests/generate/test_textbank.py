@@ -9,7 +9,7 @@ from importlib import resources
 
 import pytest
 
-from memlens.build.text import textbank as tb
+from memlens.construction.text import textbank as tb
 
 FAMILIES = {
     "object_scene",
@@ -71,7 +71,7 @@ MENTIONS = [
 
 @pytest.fixture(scope="module")
 def ontology() -> dict:
-    path = resources.files("memlens.build.ontology").joinpath("data/ontology_v1.json")
+    path = resources.files("memlens.construction.ontology").joinpath("data/ontology_v1.json")
     return json.loads(path.read_text(encoding="utf-8"))
 
 

@@ -8,11 +8,11 @@ import re
 
 import pytest
 
-from memlens.build.abilities import ku, tr
-from memlens.build.generate import echoes
-from memlens.build.text import textbank as tb
-from memlens.build.text.sessions import Mention, SessionWriter, WriterConfig
-from memlens.build.text.validators import RejectionLog
+from memlens.construction.abilities import ku, tr
+from memlens.construction.generate import echoes
+from memlens.construction.text import textbank as tb
+from memlens.construction.text.sessions import Mention, SessionWriter, WriterConfig
+from memlens.construction.text.validators import RejectionLog
 from memlens.core.schema import Topic
 
 NUMBER_WORDS = re.compile(

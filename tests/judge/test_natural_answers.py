@@ -8,7 +8,7 @@ from types import SimpleNamespace
 
 import pytest
 
-from memlens.build.images.synthetic.formats import CURRENCIES, fmt_money
+from memlens.construction.images.synthetic.formats import CURRENCIES, fmt_money
 from memlens.core.io import read_json
 from memlens.eval.judge import deterministic as det
 from memlens.eval.judge.deterministic import score

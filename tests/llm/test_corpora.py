@@ -7,9 +7,9 @@ import random
 
 import pytest
 
-from memlens.build.text.corpora import CorpusFiller, FillerCorpus, is_english, normalise
-from memlens.build.text.leakage import PhraseIndex
-from memlens.build.text.validators import RejectionLog
+from memlens.construction.text.corpora import CorpusFiller, FillerCorpus, is_english, normalise
+from memlens.construction.text.leakage import PhraseIndex
+from memlens.construction.text.validators import RejectionLog
 from memlens.core.errors import DataError
 
 EN_Q = "How do I keep my basil plant alive on a windowsill during the winter months?"

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from memlens.build.generate.backends import TemplateGenerator, generator_for
-from memlens.build.generate.llm import LLMGenerator
+from memlens.construction.generate.backends import TemplateGenerator, generator_for
+from memlens.construction.generate.llm import LLMGenerator
 from memlens.core.config import Paths, load_config
 from memlens.core.errors import ConfigError
 from tests.conftest import REPO

@@ -9,8 +9,8 @@ import sqlite3
 
 import pytest
 
-from memlens.build.text.llm.engine import Endpoint, LLMEngine, LLMRequestError
-from memlens.build.text.llm.schemas import LEAK_CHECK, QA, parse_json, validate
+from memlens.construction.text.llm.engine import Endpoint, LLMEngine, LLMRequestError
+from memlens.construction.text.llm.schemas import LEAK_CHECK, QA, parse_json, validate
 from memlens.core.errors import ConfigError
 from memlens.core.reqcache import CachedCompletion, RequestCache, request_key
 from tests.support.fake_openai import FakeOpenAIServer
@@ -180,7 +180,7 @@ def test_cache_rows_hold_no_request_secrets(tmp_path):
 
 
 def test_priority_gate_grants_freed_slots_lowest_priority_first():
-    from memlens.build.text.llm.engine import PriorityGate
+    from memlens.construction.text.llm.engine import PriorityGate
 
     async def main():
         gate = PriorityGate(1)

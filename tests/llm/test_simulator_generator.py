@@ -7,12 +7,12 @@ import random
 
 import pytest
 
-from memlens.build.abilities.base import Draft, FactDraft
-from memlens.build.generate.llm import check_triple, format_instruction
-from memlens.build.text.llm.engine import Endpoint, LLMEngine
-from memlens.build.text.llm.simulator import Simulator
-from memlens.build.text.sessions import Mention, WriterConfig
-from memlens.build.text.validators import RejectionLog
+from memlens.construction.abilities.base import Draft, FactDraft
+from memlens.construction.generate.llm import check_triple, format_instruction
+from memlens.construction.text.llm.engine import Endpoint, LLMEngine
+from memlens.construction.text.llm.simulator import Simulator
+from memlens.construction.text.sessions import Mention, WriterConfig
+from memlens.construction.text.validators import RejectionLog
 from memlens.core.errors import DataError
 from memlens.core.schema import Topic
 from tests.support.fake_openai import FakeOpenAIServer
@@ -217,7 +217,7 @@ def test_a_failed_run_resumes_from_the_cache_sending_only_what_is_missing(tmp_pa
 def test_template_generator_fills_from_a_corpus(tmp_path):
     from omegaconf import OmegaConf
 
-    from memlens.build.generate.backends import TemplateGenerator
+    from memlens.construction.generate.backends import TemplateGenerator
 
     p = tmp_path / "u.jsonl"
     p.write_text(

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 from PIL import Image, ImageDraw
 
-from memlens.build.images.synthetic.fonts import font
+from memlens.construction.images.synthetic.fonts import font
 from memlens.core.errors import ConfigError, DataError, ImageError
 from memlens.eval.memory.adapters import ImageInput, build_adapter, truth_text
 from memlens.eval.memory.cache import CachedAdapter, DescriptionCache

@@ -24,7 +24,7 @@ from __future__ import annotations
 import random
 from datetime import datetime, timedelta
 
-from memlens.build.validate.adversaries.data import Bench
+from memlens.construction.validate.adversaries.data import Bench
 from memlens.core.constants import AR, MSR, REFUSAL_REFERENCE, TR
 from memlens.core.schema import Evidence, ImageRecord, Instance, Question, Session, Turn, format_date
 

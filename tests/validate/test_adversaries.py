@@ -7,11 +7,11 @@ import json
 
 import pytest
 
-from memlens.build.validate import stage as V
-from memlens.build.validate.adversaries import detectors, repetition, run_all, textonly
-from memlens.build.validate.adversaries.__main__ import main as cli_main
-from memlens.build.validate.adversaries.data import load
-from memlens.build.validate.adversaries.stats import auc_lower, verdict, wilson_lower
+from memlens.construction.validate import stage as V
+from memlens.construction.validate.adversaries import detectors, repetition, run_all, textonly
+from memlens.construction.validate.adversaries.__main__ import main as cli_main
+from memlens.construction.validate.adversaries.data import load
+from memlens.construction.validate.adversaries.stats import auc_lower, verdict, wilson_lower
 from memlens.core.io import write_jsonl
 from memlens.core.schema import Instance, Session, Turn
 from memlens.core.settings import ValidateSettings

@@ -6,7 +6,7 @@ import time
 
 import pytest
 
-from memlens.build.images.web.download import RateLimiter, SafeDownloader, sniff
+from memlens.construction.images.web.download import RateLimiter, SafeDownloader, sniff
 from tests.web.image_server import ImageServer
 
 

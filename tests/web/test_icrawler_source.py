@@ -6,9 +6,9 @@ import json
 
 import pytest
 
-from memlens.build.images.web.dedupe import Deduper, normalize_url, phash_of
-from memlens.build.images.web.engines import page_urls, parse_page, rewrite_base
-from memlens.build.images.web.icrawler_source import IcrawlerSource
+from memlens.construction.images.web.dedupe import Deduper, normalize_url, phash_of
+from memlens.construction.images.web.engines import page_urls, parse_page, rewrite_base
+from memlens.construction.images.web.icrawler_source import IcrawlerSource
 from memlens.core.errors import ConfigError, ImageError
 from memlens.core.schema import Topic
 from tests.web.image_server import ImageServer
@@ -66,7 +66,7 @@ def test_evidence_is_not_fetched_from_the_web_by_default(server, tmp_path):
     src = source(server)
     assert not src.serves({"role": "evidence"}) and src.serves({"role": "haystack"})
     with pytest.raises(ImageError, match="fetch_all only"):
-        from memlens.build.images.sources import ImageRequest
+        from memlens.construction.images.sources import ImageRequest
 
         src.fetch(ImageRequest("photo", role="haystack"), __import__("random").Random(0))
     assert source(server, web_roles=["evidence", "haystack"]).serves({"role": "evidence"})
@@ -166,7 +166,7 @@ def test_an_interrupted_crawl_resumes_from_what_it_fetched(server, tmp_path):
 
 
 def test_the_cache_builds_paths_from_hashes_only(tmp_path):
-    from memlens.build.images.web.cache import CandidateCache
+    from memlens.construction.images.web.cache import CandidateCache
 
     cache = CandidateCache(tmp_path / "web")
     rec = cache.put("image", "http://h/../../x.png", {"ok": True, "ext": "png"}, b"\x89PNG data")

@@ -1,6 +1,6 @@
 """Data banks: word lists and template text kept as YAML package data beside the code that uses them.
 
-``load_bank("memlens.build.text", "assistant")`` reads ``memlens/build/text/data/assistant.yaml``
+``load_bank("memlens.construction.text", "assistant")`` reads ``memlens/construction/text/data/assistant.yaml``
 once (cached) and returns a :class:`Bank`, whose accessors check the shape a caller expects and
 name the file and key when the data do not fit::
 

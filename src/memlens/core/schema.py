@@ -182,7 +182,7 @@ class ImageRecord(Record):
     """One image, stored once by the SHA-256 of its bytes.
 
     ``truth`` is the exact ground truth of what a generated image shows (family-specific keys, see
-    :mod:`memlens.build.images.synthetic`); for crawled images it holds what is known (query, url, caption).
+    :mod:`memlens.construction.images.synthetic`); for crawled images it holds what is known (query, url, caption).
     """
 
     sha256: str

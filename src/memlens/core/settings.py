@@ -168,7 +168,7 @@ def _reject_api_key(section: str, data: Any) -> Any:
 
 # ------------------------------------------------------------------------------------ data
 class TokensSettings(Section):
-    """``data.tokens``: cross-modal token counting (:class:`memlens.build.assemble.tokens.TokenCounter`)."""
+    """``data.tokens``: cross-modal token counting (:class:`memlens.construction.assemble.tokens.TokenCounter`)."""
 
     tokenizer: str  # minilm (bundled WordPiece) or a tokenizer.json path
     image_rule: Literal["mmlongbench", "fixed"]
@@ -225,14 +225,14 @@ class _SourceCommon(Targeted):
 
 
 class SyntheticSourceSettings(_SourceCommon):
-    """``images`` with ``_target_: memlens.build.images.sources.SyntheticSource`` (offline renderers)."""
+    """``images`` with ``_target_: memlens.construction.images.sources.SyntheticSource`` (offline renderers)."""
 
     name: str = "synthetic"
     photo_effect_rate: Fraction = 0.5
 
 
 class DirectorySourceSettings(_SourceCommon):
-    """``images`` with ``_target_: memlens.build.images.sources.DirectorySource`` (your own images,
+    """``images`` with ``_target_: memlens.construction.images.sources.DirectorySource`` (your own images,
     ``root/<family>/*.jpg|png``)."""
 
     name: str = "directory"
@@ -240,7 +240,7 @@ class DirectorySourceSettings(_SourceCommon):
 
 
 class IcrawlerSourceSettings(_SourceCommon):
-    """``images`` with ``_target_: memlens.build.images.web.icrawler_source.IcrawlerSource`` (web images
+    """``images`` with ``_target_: memlens.construction.images.web.icrawler_source.IcrawlerSource`` (web images
     through icrawler's engines or a URL list, a safe downloader and a URL-keyed cache; see
     ``conf/images/icrawler.yaml``)."""
 
@@ -296,7 +296,7 @@ def _channel_spec(v: Any) -> Any:
 
 class ChannelSettings(Section):
     """One channel of ``filter.channels``: a name (``metadata``) or a mapping with options (see
-    :mod:`memlens.build.filter.channels`). ``threshold``/``role`` null = the channel's default
+    :mod:`memlens.construction.filter.channels`). ``threshold``/``role`` null = the channel's default
     (metadata 0.999 primary, clip/siglip 0.30 primary, caption 0.30 secondary, watermark 0.5
     negative). ``clip``/``siglip`` need ``model`` (open_clip name) and ``pretrained`` (a local weights
     file); ``caption`` (``backend: openai``, the default) and ``watermark`` with ``backend: openai``
@@ -377,7 +377,7 @@ class FilterSettings(Section):
 # ------------------------------------------------------------------------------------ generator
 class LLMEndpointSettings(Section):
     """One role of the ``llm`` generator (``generator.llm.<role>``): an OpenAI-compatible endpoint
-    and model (see :class:`memlens.build.text.llm.engine.Endpoint`). Prices are USD per million
+    and model (see :class:`memlens.construction.text.llm.engine.Endpoint`). Prices are USD per million
     tokens, for the cost accounting only."""
 
     base_url: str
@@ -401,8 +401,8 @@ class LLMEndpointSettings(Section):
 
 class LLMGeneratorSettings(Section):
     """``generator.llm``: the LLM question writer and the two-model session simulator
-    (:mod:`memlens.build.generate.llm`, :mod:`memlens.build.text.llm`). ``prompt_version`` must equal
-    :data:`memlens.build.text.llm.prompts.PROMPT_VERSION` (checked when the generator is built)."""
+    (:mod:`memlens.construction.generate.llm`, :mod:`memlens.construction.text.llm`). ``prompt_version`` must equal
+    :data:`memlens.construction.text.llm.prompts.PROMPT_VERSION` (checked when the generator is built)."""
 
     prompt_version: Annotated[str, Field(min_length=1)]
     question_writer: LLMEndpointSettings
@@ -421,7 +421,7 @@ class LLMGeneratorSettings(Section):
 
 class FillerSettings(Section):
     """``generator.filler``: filler sessions from a ShareGPT/UltraChat corpus
-    (:mod:`memlens.build.text.corpora`); ``null`` keeps the template filler."""
+    (:mod:`memlens.construction.text.corpora`); ``null`` keeps the template filler."""
 
     path: str | None = None  # a .json/.jsonl file or a folder of them
     hf_dataset: str | None = None  # or a Hugging Face dataset name (needs the network or its cache)
@@ -442,7 +442,7 @@ class FillerSettings(Section):
 
 class GeneratorSettings(Section):
     """``generator``: the question and session generator of the generate stage
-    (``memlens.build.generate``, with :class:`memlens.build.text.sessions.WriterConfig`). It is selected
+    (``memlens.construction.generate``, with :class:`memlens.construction.text.sessions.WriterConfig`). It is selected
     by ``name``; there is no ``_target_``: ``template`` (offline, the default) or ``llm`` (the
     ``llm`` section: LLM question writer and two-model session simulator)."""
 
@@ -886,9 +886,9 @@ JUDGE_SCHEMAS: dict[str, type[BaseModel]] = {
     "memlens.eval.judge.llm.LLMJudge": LLMJudgeSettings,
 }
 SOURCE_SCHEMAS: dict[str, type[BaseModel]] = {
-    "memlens.build.images.sources.SyntheticSource": SyntheticSourceSettings,
-    "memlens.build.images.sources.DirectorySource": DirectorySourceSettings,
-    "memlens.build.images.web.icrawler_source.IcrawlerSource": IcrawlerSourceSettings,
+    "memlens.construction.images.sources.SyntheticSource": SyntheticSourceSettings,
+    "memlens.construction.images.sources.DirectorySource": DirectorySourceSettings,
+    "memlens.construction.images.web.icrawler_source.IcrawlerSource": IcrawlerSourceSettings,
 }
 #: section -> {_target_ -> schema}
 TARGET_SCHEMAS: dict[str, dict[str, type[BaseModel]]] = {

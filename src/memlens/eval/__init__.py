@@ -1,3 +1,3 @@
 """Evaluation layer: the benchmark object, systems under test, judges, reports and tracking.
 
-May use :mod:`memlens.core` and :mod:`memlens.build` (question-type knowledge); nothing below imports it."""
+May use :mod:`memlens.core` and :mod:`memlens.construction` (question-type knowledge); nothing below imports it."""

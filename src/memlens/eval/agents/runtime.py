@@ -287,7 +287,7 @@ class MemoryAgent(Model):
         if n is not None:
             return n
         if self._tokenizer is None:
-            from memlens.build.assemble.tokens import load_tokenizer
+            from memlens.construction.assemble.tokens import load_tokenizer
 
             self._tokenizer = load_tokenizer(self.tokenizer_name)
         n = len(self._tokenizer.encode(text, add_special_tokens=False).ids)

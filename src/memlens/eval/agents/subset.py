@@ -12,7 +12,7 @@ SUBSETS = ("auto", "all", "agent_subset_195")
 def question_subset(cfg, source, model) -> set[str] | None:
     """The questions ``eval.subset`` selects (None: every question). ``auto`` = the system's own
     default (:attr:`Model.default_subset`: ``agent_subset_195`` for memory agents). The agent subset
-    of a built benchmark is the export's (:func:`memlens.build.export.stage.agent_subset`, the same
+    of a built benchmark is the export's (:func:`memlens.construction.export.stage.agent_subset`, the same
     stratified seeded draw as ``agent_subset_195.json``); an official release's is read from its
     ``agent_subset_195.json``."""
     name = str(cfg.eval.get("subset", "auto") or "auto")
@@ -24,6 +24,6 @@ def question_subset(cfg, source, model) -> set[str] | None:
         raise ConfigError(f"unknown eval.subset {name!r} (auto | all | agent_subset_195)")
     if source.kind == "official":
         return set(source.source.agent_subset())
-    from memlens.build.export.stage import agent_subset
+    from memlens.construction.export.stage import agent_subset
 
     return set(agent_subset(list(source.questions.values()))["question_ids"])

@@ -422,7 +422,7 @@ _CODES = {
 _KRONA = {"DKK", "SEK", "NOK", "ISK", "KR"}
 _PRE_CODES = "usd|eur|gbp|jpy|inr|krw|dkk|sek|nok|isk|chf|irr|cad|aud|cny|rmb|mxn|rs|kr"
 _POST_CODES = "|".join(sorted((c for c in _CODES if c not in ("rs",)), key=len, reverse=True))
-#: an amount's digits, in every notation the image renderers print (build/images/synthetic/formats.py:
+#: an amount's digits, in every notation the image renderers print (construction/images/synthetic/formats.py:
 #: "$1,234.50", "1.234,50 €", "45,00 kr.", "CHF 1'234.00", "¥1,280") and answers use; alternatives are
 #: tried in order, so "1.234,50" is one number and "7,98" is 7.98, never 7 and 98
 _NUM = (

@@ -9,7 +9,7 @@ truth, answer derivations), which no agent ever sees.
   MRR (1 / rank of the first evidence session; 0 when none is returned). Questions without
   evidence (answer refusal) are not scored.
 - **Storage fidelity** (:func:`answer_critical_facts`, :func:`fact_present`): the answer-critical
-  facts of a question are the values its derivation (:mod:`memlens.build.abilities.derive`) reads
+  facts of a question are the values its derivation (:mod:`memlens.construction.abilities.derive`) reads
   from each evidence image's ground truth (``get`` and ``format`` leaves; a truth key ``k`` with a
   ``k_printed`` sibling also accepts the printed form, e.g. ``2024-10-03`` for ``2024/10/03``).
   Fidelity of an adapter = the share of those facts present in the text it stored for that image

@@ -20,7 +20,7 @@ from pathlib import Path
 
 from PIL import Image, ImageDraw
 
-from memlens.build.images.synthetic.fonts import font
+from memlens.construction.images.synthetic.fonts import font
 from memlens.core.constants import IMAGE_PLACEHOLDER
 from memlens.core.errors import ImageError
 from memlens.core.io import atomic_write_bytes, canonical_bytes, sha256_bytes

@@ -29,7 +29,7 @@ from typing import Any
 from omegaconf import OmegaConf
 from tqdm import tqdm
 
-from memlens.build.export.stage import agent_subset
+from memlens.construction.export.stage import agent_subset
 from memlens.core.config import Paths, length_tokens
 from memlens.core.constants import QUESTION_TYPES, TYPE_ABBREV
 from memlens.core.errors import ConfigError, DataError

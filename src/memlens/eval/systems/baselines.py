@@ -3,7 +3,7 @@
 - ``refuse`` always answers "Insufficient information": 100% on answer refusal, 0% elsewhere.
 - ``chance`` gives a uniform random valid answer for closed-form questions (A/B, Yes/No, an order
   of the listed indices, a small count), seeded per question; open-form questions get a random pick
-  from the format's answer space defined by the question type (see :mod:`memlens.build.abilities`).
+  from the format's answer space defined by the question type (see :mod:`memlens.construction.abilities`).
 """
 
 from __future__ import annotations
@@ -36,7 +36,7 @@ class ChanceBaseline(Model):
         self.seed = int(seed)
 
     def generate(self, item: EvalItem, mode: str = "standard") -> ModelOutput:
-        from memlens.build.abilities import chance_answer
+        from memlens.construction.abilities import chance_answer
 
         rng = derive_rng(self.seed, "chance", item.question_id)
         return ModelOutput(text=chance_answer(item.question, rng))

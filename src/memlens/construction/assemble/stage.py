@@ -1,0 +1,547 @@
+"""assemble stage: one history per (question, length), as references to sessions.
+
+For each question the evidence sessions keep their fixed timestamps; haystack sessions (preferring
+the question's sub-attribute and track, so the haystack is topically related) and text-only filler
+sessions are picked in one seeded order per question, shortest length first, and every longer history
+continues the shorter one (it holds every session of it). Each pick chooses, among the next few
+candidates, the session whose size and image count keep the history on course for ``data.shape``
+(the paper's sessions and images per length); the last lands within ``data.length_tolerance`` of the
+target under the cross-modal token count (:mod:`memlens.construction.assemble.tokens`). Non-evidence
+sessions are dated by the evidence timing law: whole evidence timing patterns of other questions
+(days before the question, time of day), so episodes, gaps, hours and distances to the question date
+are the same for evidence and haystack sessions. The history is sorted by time.
+
+Evidence sessions of other questions serve as haystack too (``data.cross_evidence``), so a session
+that recurs across histories is no sign of haystack: a question may take the evidence sessions of
+questions asked at most ``window_days`` apart that fall inside its own window, keeping their own dates
+(their text and images were written for them), unless the session names one of this question's
+entities or values (``details.forbidden``) in its text or its images, or the two questions come from
+one source question. Every pick also prefers sessions used in fewer histories of the length so far
+(``balance``), so evidence and haystack sessions recur equally often.
+Writes ``data/instances/<length>.jsonl`` and a manifest with the length/session/image table.
+"""
+
+from __future__ import annotations
+
+import bisect
+import logging
+from collections import Counter
+from datetime import datetime, timedelta
+
+from tqdm import tqdm
+
+from memlens.construction.assemble.tokens import TokenCounter
+from memlens.construction.ontology.stage import load_topics
+from memlens.construction.text.leakage import PhraseIndex
+from memlens.core.config import Paths, length_tokens, resolved_lengths, section
+from memlens.core.constants import HISTORY_SPAN_DAYS, INSTRUCTIONS, QUESTION_TEMPLATE, SESSION_HEADER, SYSTEM_PROMPT
+from memlens.core.errors import MemLensError
+from memlens.core.io import iter_jsonl, read_records, write_jsonl
+from memlens.core.schema import ImageRecord, Instance, Question, Session, format_date, parse_date
+from memlens.core.store import derive_rng, hash_tree, write_manifest
+
+log = logging.getLogger(__name__)
+
+
+def question_overhead_text(question_date: str, question: str) -> str:
+    """The fixed prompt text around a question (system message, instruction, question lines), as
+    the standard prompt mode sends it: its tokens count towards the target length."""
+    return (
+        SYSTEM_PROMPT
+        + "\n"
+        + QUESTION_TEMPLATE.format(
+            instruction=INSTRUCTIONS["standard"], question_date=question_date, question=question
+        ).rstrip("\n")
+    )
+
+
+class Pool:
+    def __init__(
+        self,
+        sessions: dict[str, Session],
+        images: dict[str, ImageRecord],
+        counter: TokenCounter,
+        topics: dict,
+        questions: list[Question] = (),
+    ):
+        self.sessions = sessions
+        self.tokens: dict[str, tuple[int, int, int]] = {}
+        ids = sorted(sessions)
+        texts = [[t.content for t in sessions[i].turns] for i in ids]
+        flat = [x for ts in texts for x in ts]
+        counts = counter.texts(flat) if flat else []
+        pos = 0
+        for sid, ts in zip(ids, texts):
+            ttok = sum(counts[pos : pos + len(ts)])
+            pos += len(ts)
+            img_ids = sessions[sid].image_ids
+            itok = sum(counter.image(images[i].width, images[i].height) for i in img_ids)
+            self.tokens[sid] = (ttok, itok, len(img_ids))
+        self.haystack = [i for i in ids if sessions[i].kind == "haystack"]
+        self.filler = [i for i in ids if sessions[i].kind == "filler"]
+        self.topics = topics
+        tt = sum(self.tokens[i][0] for i in self.haystack + self.filler)
+        ni = sum(self.tokens[i][2] for i in self.haystack)
+        self.text_per_image = tt / ni if ni else float("inf")
+        self.patterns = timing_patterns(list(questions))
+
+    def total(self, sid: str) -> int:
+        t, i, _ = self.tokens[sid]
+        return t + i
+
+
+def candidate_order(rng, q: Question, pool: Pool, foreign: list[str] = ()) -> list[str]:
+    """Haystack sessions (and the ``foreign`` evidence sessions this question may take) ordered for
+    this question: related topics tend to come first."""
+    qt = pool.topics.get(q.topic_id)
+    ev = set(q.evidence_session_ids)
+
+    def score(sid: str) -> float:
+        t = pool.topics.get(pool.sessions[sid].topic_id)
+        rel = 0.0
+        if qt is not None and t is not None:
+            rel = 2.0 if t.sub_attribute == qt.sub_attribute else (1.0 if t.track == qt.track else 0.0)
+        return rel + rng.random() * 2.5
+
+    hay = sorted((s for s in pool.haystack if s not in ev), key=score, reverse=True)
+    lent = sorted(sorted(set(foreign) - ev), key=score, reverse=True)
+    if not lent:
+        return hay
+    # interleaved, half and half: about half of the other sessions are other questions' evidence
+    # when every session recurs alike (the recurrence balance of the picks does the rest)
+    keyed = [((i + 1) / (1 - LENT_SHARE), 0, s) for i, s in enumerate(hay)]
+    keyed += [((j + 1) / LENT_SHARE, 1, s) for j, s in enumerate(lent)]
+    return [s for _, _, s in sorted(keyed)]
+
+
+def _strings(x) -> list[str]:
+    """Every string leaf of an image's ground truth (names, prices, dates, texts)."""
+    if isinstance(x, str):
+        return [x]
+    if isinstance(x, dict):
+        return [s for v in x.values() for s in _strings(v)]
+    if isinstance(x, (list, tuple)):
+        return [s for v in x for s in _strings(v)]
+    return []
+
+
+def _anchors(q: Question) -> list[str]:
+    """The entities and values a question turns on (``details.forbidden``) that another question's
+    session must not show: names, dates, multi-word values; bare numbers and single lowercase words
+    (a count, a colour) are left out, they pin nothing down outside the question's own context."""
+    out = []
+    for f in q.details.get("forbidden") or []:
+        if not isinstance(f, str) or len(f) < 3 or f.replace(".", "").replace(",", "").isdigit():
+            continue
+        if len(f.split()) >= 2 or any(c.isupper() for c in f) or any(c.isdigit() for c in f):
+            out.append(f)
+    return out
+
+
+def cross_evidence(
+    questions: list[Question],
+    sessions: dict[str, Session],
+    images: dict[str, ImageRecord],
+    window_days: int,
+    min_lenders: int = 0,
+) -> dict[str, list[str]]:
+    """Per question, the evidence sessions of other questions it may take as haystack: from a
+    question asked at most ``window_days`` apart (or from the ``min_lenders`` questions nearest in
+    time when fewer are that close), dated inside this question's window and before it,
+    showing none of this question's anchors in text or images, and not sharing a source question."""
+    by_anchor: dict[str, set[str]] = {}
+    for q in questions:
+        for a in _anchors(q):
+            by_anchor.setdefault(a, set()).add(q.question_id)
+    index = PhraseIndex(by_anchor)
+    banned: dict[str, set[str]] = {}  # session -> questions it names an anchor of
+    for q in questions:
+        for e in q.evidence:
+            s = sessions[e.session_id]
+            parts = [t.content for t in s.turns]
+            parts += [x for i in s.image_ids if i in images for x in _strings(images[i].truth)]
+            found = index.find("\n".join(parts)) if index else set()
+            banned[e.session_id] = {qid for a in found for qid in by_anchor[a]}
+    lenders = sorted(
+        ((parse_date(q.question_date), q) for q in questions if q.evidence), key=lambda x: (x[0], x[1].question_id)
+    )
+    keys = [d for d, _ in lenders]
+    out: dict[str, list[str]] = {}
+    span = timedelta(days=window_days)
+    for q in questions:
+        qd = parse_date(q.question_date)
+        lo = bisect.bisect_left(keys, qd - span)
+        hi = bisect.bisect_right(keys, qd + span)
+        near = lenders[lo:hi]
+        if len(near) < min_lenders:  # a sparse benchmark: the nearest questions in time, however far
+            near = sorted(lenders, key=lambda x: (abs((x[0] - qd).total_seconds()), x[1].question_id))[:min_lenders]
+        src = q.source_question_id
+        picks = []
+        for _, x in near:
+            if x.question_id == q.question_id or src == x.question_id or x.source_question_id == q.question_id:
+                continue
+            if src is not None and x.source_question_id == src:
+                continue
+            for e in x.evidence:
+                d = parse_date(e.date)
+                if qd - timedelta(days=HISTORY_SPAN_DAYS) <= d < qd and q.question_id not in banned[e.session_id]:
+                    picks.append(e.session_id)
+        out[q.question_id] = picks
+    return out
+
+
+#: how much a candidate's image count off the wanted one weighs against its size off the wanted one
+IMAGE_WEIGHT = 0.6
+#: the share of other questions' evidence sessions among the candidates of each pick
+LENT_SHARE = 0.6
+#: sessions and images per history when ``data.shape`` names neither the length nor any other one
+DEFAULT_TOKENS_PER_SESSION = 2300.0
+DEFAULT_IMAGES_PER_SESSION = 1.45
+#: how many of the next candidates (in the question's seeded order) each pick chooses among
+WINDOW = 24
+#: how many sessions nearest the wanted size each pick also considers, and the rank they count as
+NEAR = 6
+NEAR_RANK = 5
+
+
+def shape_targets(shape: dict, length: str) -> tuple[float, float]:
+    """(sessions, images) a history of ``length`` aims at: ``data.shape[length]``, else the entry
+    nearest in tokens scaled to this length, else the defaults above."""
+    if length in shape:
+        s, i = shape[length]
+        return float(s), float(i)
+    target = length_tokens(length)
+    if shape:
+        near = min(shape, key=lambda k: abs(length_tokens(k) - target))
+        s, i = shape[near]
+        f = target / length_tokens(near)
+        return float(s) * f, float(i) * f
+    s = target / DEFAULT_TOKENS_PER_SESSION
+    return s, s * DEFAULT_IMAGES_PER_SESSION
+
+
+class _History:
+    """One question's growing history: the chosen sessions (evidence first, then in pick order) and
+    their running token and image counts. Every length continues the previous one's history, so a
+    longer history holds every session of a shorter one."""
+
+    def __init__(
+        self,
+        q: Question,
+        pool: Pool,
+        hay: list[str],
+        fill: list[str],
+        base: int,
+        header: int,
+        uses: dict[str, Counter] | None = None,
+        balance: float = 0.0,
+        mean_uses: dict[str, float] | None = None,
+    ):
+        self.pool, self.header = pool, header
+        # histories of each length that hold each session so far (this one's own evidence counted)
+        self.uses, self.balance, self.mean_uses = uses or {}, balance, mean_uses or {}
+        self.cur: Counter | None = None
+        self.cur_mean = 1.0
+        self.chosen = list(q.evidence_session_ids)
+        self.total = base + sum(pool.total(s) + header for s in self.chosen)
+        self.n_img = sum(pool.tokens[s][2] for s in self.chosen)
+        self.left = [hay, fill]  # unused candidates, each list in the question's seeded order
+        # the unused haystack sessions by size too: a pick may also take one of the sessions nearest
+        # the size wanted from anywhere in the order (long histories need the pool's large sessions)
+        self.by_size = sorted(hay, key=lambda s: (self.size(s), s))
+        self.sizes = [self.size(s) for s in self.by_size]
+        self.avail = set(hay)
+
+    def size(self, sid: str) -> int:
+        return self.pool.total(sid) + self.header
+
+    def near(self, goal: float, hi: float) -> list[tuple[int, str]]:
+        """Up to ``NEAR`` unused haystack sessions nearest ``goal`` tokens that keep the total <= ``hi``
+        (ranked as the ``NEAR_RANK``-th candidate of the order)."""
+        i = bisect.bisect_left(self.sizes, goal)
+        lo_i, hi_i, out = i - 1, i, []
+        while len(out) < NEAR and (lo_i >= 0 or hi_i < len(self.by_size)):
+            d_lo = goal - self.sizes[lo_i] if lo_i >= 0 else float("inf")
+            d_hi = self.sizes[hi_i] - goal if hi_i < len(self.by_size) else float("inf")
+            if d_lo <= d_hi:
+                s, lo_i = self.by_size[lo_i], lo_i - 1
+            else:
+                s, hi_i = self.by_size[hi_i], hi_i + 1
+            if s in self.avail and self.total + self.size(s) <= hi:
+                out.append((NEAR_RANK, s))
+        return out
+
+    def add(self, sid: str) -> None:
+        self.avail.discard(sid)
+        for lst in self.left:
+            if sid in lst:
+                lst.remove(sid)
+        self.chosen.append(sid)
+        self.total += self.size(sid)
+        self.n_img += self.pool.tokens[sid][2]
+
+    def unused(self) -> list[str]:
+        return [s for lst in self.left for s in lst]
+
+    def cost(self, ks: tuple[int, str], size_goal: float, img_goal: float) -> float:
+        """How far candidate ``s`` (``k``-th in its list) is from the size and image count wanted."""
+        k, s = ks
+        used = self.balance * self.cur[s] / self.cur_mean if self.cur is not None and self.balance else 0.0
+        return (
+            abs(self.size(s) - size_goal) / max(size_goal, 1.0)
+            + IMAGE_WEIGHT * abs(self.pool.tokens[s][2] - img_goal)
+            + 0.03 * k
+            + used
+        )
+
+    def grow(self, q: Question, length: str, target: int, want: tuple[float, float], tol: float) -> None:
+        """Add sessions until the history is within half the tolerance of ``target``, each pick the
+        one among the next ``WINDOW`` candidates of each list whose size and image count keep the
+        history on course for ``want`` (sessions, images)."""
+        aim = tol / 2  # aim at half the tolerance, so every instance lands well inside it
+        lo, hi = target * (1 - aim), target * (1 + aim)
+        self.cur = self.uses.get(length)
+        self.cur_mean = max(float(self.mean_uses.get(length, 1.0)), 1.0)
+        while self.total < lo:
+            rest_s = max(1.0, want[0] - len(self.chosen))
+            size_goal = (target - self.total) / rest_s
+            img_goal = max(0.0, want[1] - self.n_img) / rest_s
+            # haystack first: text-only fillers only when no haystack session fits (an evidence
+            # session always has an image, so text-only sessions would mark the haystack)
+            fits: list[tuple[int, str]] = []
+            for j, lst in enumerate(self.left):
+                fits = [(k, s) for k, s in enumerate(lst[:WINDOW]) if self.total + self.size(s) <= hi]
+                if j == 0:
+                    fits += self.near(size_goal, hi)
+                if fits:
+                    break
+            if not fits:
+                # every near candidate overshoots: finish with the best-fitting unused session
+                for lst in self.left:
+                    rest = [s for s in lst if self.total + self.size(s) <= hi]
+                    if rest:
+                        self.add(max(rest, key=self.size))
+                        break
+                else:
+                    break
+                continue
+
+            self.add(min(fits, key=lambda ks: self.cost(ks, size_goal, img_goal))[1])
+        if abs(self.total - target) > tol * target:
+            raise MemLensError(
+                f"assemble: question {q.question_id} at {length}: reached {self.total} tokens, target "
+                f"{target} ±{tol:.0%}; the session pool is too small (raise data.scales.<scale>."
+                f"haystack_sessions / filler_sessions)"
+            )
+
+
+def timing_patterns(questions: list[Question]) -> list[tuple[tuple[int, int], ...]]:
+    """The evidence timing law as data: per question with evidence, its sessions as (whole days before
+    the question's day, minute of the day), in time order. Haystack sessions are dated by drawing whole
+    patterns of other questions, so they come in the same episodes, gaps, hours and distances to the
+    question date as evidence sessions."""
+    out = []
+    for q in sorted(questions, key=lambda q: q.question_id):
+        if not q.evidence:
+            continue
+        qd = parse_date(q.question_date).date()
+        pat = []
+        for e in q.evidence:
+            d = parse_date(e.date)
+            pat.append(((qd - d.date()).days, d.hour * 60 + d.minute))
+        out.append(tuple(sorted(pat, key=lambda x: (-x[0], x[1]))))
+    return out
+
+
+def haystack_dates(seed: int, q: Question, n: int, patterns: list) -> list[str]:
+    """Dates for the first ``n`` non-evidence sessions of ``q``'s history, in pick order (the same at
+    every length): whole episodes drawn from ``patterns`` without replacement (the question's own
+    pattern excluded), each placed relative to this question's date; a pattern whose session would not
+    fall before the question moves one day earlier. Without patterns: uniform in the window."""
+    qdate = parse_date(q.question_date)
+    rng = derive_rng(seed, "session-dates", q.question_id)
+    own = timing_patterns([q])
+    pats = [p for p in patterns if not own or p != own[0]]
+    out: list[str] = []
+    deck: list = []
+    while len(out) < n:
+        if not pats:
+            m = rng.randrange(60, HISTORY_SPAN_DAYS * 24 * 60)
+            out.append(format_date(qdate - timedelta(minutes=m)))
+            continue
+        if not deck:
+            deck = list(pats)
+            rng.shuffle(deck)
+        for days, minute in deck.pop():
+            when = datetime.combine(qdate.date() - timedelta(days=days), datetime.min.time()) + timedelta(
+                minutes=minute
+            )
+            if when >= qdate:
+                when -= timedelta(days=1)
+            out.append(format_date(when))
+    return out[:n]
+
+
+def assemble_lengths(
+    q: Question,
+    lengths: list[str],
+    pool: Pool,
+    counter: TokenCounter,
+    seed: int,
+    tol: float,
+    header_tokens: int,
+    shape: dict | None = None,
+    *,
+    foreign: dict[str, str] | None = None,
+    uses: dict[str, Counter] | None = None,
+    balance: float = 0.0,
+    mean_uses: dict[str, float] | None = None,
+) -> dict[str, Instance]:
+    """One history per length, shortest first; each longer history extends the shorter one.
+    ``foreign``: other questions' evidence sessions this question may take, with their dates;
+    ``uses``: per length, how many histories hold each session so far (updated with this one's)."""
+    foreign = foreign or {}
+    rng = derive_rng(seed, "assemble-order", q.question_id)  # same order at every length
+    hay = candidate_order(rng, q, pool, list(foreign))
+    fill = sorted(pool.filler, key=lambda s: rng.random())
+    qtok = counter.text(question_overhead_text(q.question_date, q.question))
+    h = _History(q, pool, hay, fill, qtok, header_tokens, uses, balance, mean_uses)
+    n_ev = len(h.chosen)
+    out = {}
+    for length in sorted(lengths, key=length_tokens):
+        h.grow(q, length, length_tokens(length), shape_targets(shape or {}, length), tol)
+        out[length] = h.chosen.copy()
+        if uses is not None:
+            uses.setdefault(length, Counter()).update(h.chosen[n_ev:])
+    # timestamps: evidence fixed (another question's evidence keeps its own date); the others by the
+    # evidence timing law, in pick order
+    longest = max(out.values(), key=len)
+    ev_dates = {e.session_id: e.date for e in q.evidence}
+    rest = [s for s in longest[n_ev:] if s not in foreign]
+    dates = dict(zip(rest, haystack_dates(seed, q, len(rest), pool.patterns)))
+    dates.update({s: foreign[s] for s in longest[n_ev:] if s in foreign})
+    dates.update(ev_dates)
+    insts = {}
+    for length, chosen in out.items():
+        dated = sorted((parse_date(dates[s]), s) for s in chosen)
+        total = qtok + sum(pool.total(s) + header_tokens for s in chosen)
+        itok = sum(pool.tokens[s][1] for s in chosen)
+        insts[length] = Instance(
+            question_id=q.question_id,
+            length=length,
+            target_tokens=length_tokens(length),
+            session_ids=[s for _, s in dated],
+            dates=[dates[s] for _, s in dated],
+            answer_session_ids=list(q.evidence_session_ids),
+            total_tokens=int(total),
+            text_tokens=int(total - itok),
+            image_tokens=int(itok),
+            n_images=int(sum(pool.tokens[s][2] for s in chosen)),
+        )
+    return insts
+
+
+def assemble_one(
+    q: Question,
+    length: str,
+    pool: Pool,
+    counter: TokenCounter,
+    seed: int,
+    tol: float,
+    header_tokens: int,
+    shape: dict | None = None,
+) -> Instance:
+    """The history of one question at one length (see :func:`assemble_lengths`)."""
+    return assemble_lengths(q, [length], pool, counter, seed, tol, header_tokens, shape)[length]
+
+
+def recurrence(insts: list[Instance], evidence: set[str]) -> dict:
+    """How many histories of one length hold each session, for evidence and other sessions."""
+    held = Counter(s for i in insts for s in i.session_ids)
+    ev = [n for s, n in held.items() if s in evidence]
+    other = [n for s, n in held.items() if s not in evidence]
+    return {
+        "histories_per_evidence_session": round(sum(ev) / len(ev), 2) if ev else 0.0,
+        "histories_per_other_session": round(sum(other) / len(other), 2) if other else 0.0,
+    }
+
+
+def run(cfg, paths: Paths) -> None:
+    seed = int(cfg.data.seed)
+    counter = TokenCounter(cfg.data.tokens)
+    tol = float(cfg.data.length_tolerance)
+    questions = read_records(paths.generated / "questions.jsonl", Question)
+    sessions = {s.session_id: s for s in read_records(paths.generated / "sessions.jsonl", Session)}
+    images = {}
+    for row in iter_jsonl(paths.images / "index.jsonl"):
+        rec = ImageRecord.from_dict(row["image"])
+        images[rec.sha256] = rec
+    topics = {t.topic_id: t for t in load_topics(paths)}
+    pool = Pool(sessions, images, counter, topics, questions)
+    header_tokens = counter.text(SESSION_HEADER.format(i=12, date="2024/05/31 (Fri) 07:58"))
+    shape = {str(k): list(v) for k, v in (cfg.data.get("shape") or {}).items()}
+    lengths = resolved_lengths(cfg)
+    out = paths.instances
+    out.mkdir(parents=True, exist_ok=True)
+    table = {}
+    xcfg = cfg.data.get("cross_evidence") or {}
+    ev_date = {e.session_id: e.date for q in questions for e in q.evidence}
+    lends = (
+        cross_evidence(questions, sessions, images, int(xcfg.get("window_days", 30)), int(xcfg.get("min_lenders", 12)))
+        if xcfg.get("enabled", True)
+        else {}
+    )
+    balance = float(xcfg.get("balance", 2.0)) if xcfg.get("enabled", True) else 0.0
+    # every history holds its own evidence; the expected histories per candidate session at a length
+    uses = {ln: Counter(dict.fromkeys(ev_date, 1)) for ln in lengths} if balance else None
+    n_cand = max(1, len(pool.haystack) + len(ev_date))
+    mean_uses = {ln: len(questions) * shape_targets(shape, ln)[0] / n_cand for ln in lengths}
+    # questions take their turns in a seeded order unrelated to their ids (the recurrence balance
+    # makes a history depend on the ones before it)
+    turn = derive_rng(seed, "assemble-turns")
+    order = sorted(questions, key=lambda q: q.question_id)
+    turn.shuffle(order)
+    per_q = [
+        assemble_lengths(
+            q,
+            lengths,
+            pool,
+            counter,
+            seed,
+            tol,
+            header_tokens,
+            shape,
+            foreign={s: ev_date[s] for s in lends.get(q.question_id, [])},
+            uses=uses,
+            balance=balance,
+            mean_uses=mean_uses,
+        )
+        for q in tqdm(order, desc="assemble", unit="q", leave=False)
+    ]
+    for length in lengths:
+        insts = [d[length] for d in per_q]
+        write_jsonl(out / f"{length}.jsonl", sorted(insts, key=lambda i: i.question_id))
+        n = len(insts)
+        table[length] = {
+            "instances": n,
+            "target_tokens": length_tokens(length),
+            "mean_tokens": round(sum(i.total_tokens for i in insts) / n, 1),
+            "max_rel_error": round(max(abs(i.total_tokens - i.target_tokens) / i.target_tokens for i in insts), 5),
+            "mean_sessions": round(sum(len(i.session_ids) for i in insts) / n, 2),
+            "mean_images": round(sum(i.n_images for i in insts) / n, 2),
+            "mean_image_tokens": round(sum(i.image_tokens for i in insts) / n, 1),
+            **recurrence(insts, set(ev_date)),
+        }
+        log.info("assemble %s: %s", length, table[length])
+    write_manifest(
+        out,
+        "assemble",
+        {**section(cfg, "data")["data"], "seed": seed},
+        hash_tree(out),
+        code=(__name__,),
+        extra={
+            "token_counting": counter.describe(),
+            "table": table,
+            "pool_text_tokens_per_image": round(pool.text_per_image, 1),
+        },
+    )

@@ -1,0 +1,187 @@
+"""export stage: the benchmark in the official MEMLENS release layout (``data/release/``).
+
+``dataset_<length>.json`` (a JSON list, one item per question, sessions copied per item: the only
+place where sessions are repeated), ``release_images/needle_images/`` and ``haystack_images/``
+(files named by the first 12 hex characters of their SHA-256), and ``agent_subset_195.json``
+(a stratified subset: 61 IE / 35 MSR / 48 TR / 29 KU / 22 AR at paper scale, proportional below,
+seed 42), and ``hf/`` (Parquet for ``datasets.load_dataset``, see :mod:`memlens.construction.export.hf`).
+
+The dataset items hold the official fields only (:data:`memlens.core.official.ITEM_FIELDS`, turns
+``role, content, images, has_answer``, image refs ``file, image_url, blip_caption``). Everything
+else MemLens knows about a question (its evidence facts, derivation, abstraction and entity maps,
+generation labels) is in ``answer_key.jsonl``: one row per question id, sorted (see
+:func:`answer_key_row`), read back by :class:`memlens.core.official.OfficialRelease` for the judge
+and the report, never given to a system under test.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import random
+import shutil
+
+from memlens.construction.export.hf import write_images_parquet, write_items_parquet
+from memlens.core.config import Paths, length_tokens
+from memlens.core.io import write_json, write_jsonl
+from memlens.core.items import BuiltBenchmark
+from memlens.core.official import ANSWER_KEY, iter_json_array
+from memlens.core.schema import AR, IE, KU, MSR, TR
+from memlens.core.store import hash_tree, write_manifest
+
+log = logging.getLogger(__name__)
+AGENT_SUBSET = {IE: 61, MSR: 35, TR: 48, KU: 29, AR: 22}
+PAPER_TOTAL = 789
+
+
+def release_file(rec, needle: bool) -> str:
+    ext = "jpg" if rec.format == "jpeg" else rec.format
+    return f"{'needle_images' if needle else 'haystack_images'}/{rec.sha256[:12]}.{ext}"
+
+
+def answer_key_row(q, image_file) -> dict:
+    """What the release items leave out of question ``q``: evidence (session, date, fact and image
+    files as release paths), ``topic_id``, ``ordered_evidence``, ``image_essential``,
+    ``source_question_id`` and ``details`` (without the internal leakage list ``forbidden``)."""
+    return {
+        "question_id": q.question_id,
+        "topic_id": q.topic_id,
+        "evidence": [
+            {
+                "session_id": e.session_id,
+                "date": e.date,
+                "fact": e.fact,
+                "image_files": [image_file(i) for i in e.image_ids],
+            }
+            for e in q.evidence
+        ],
+        "ordered_evidence": q.ordered_evidence,
+        "image_essential": q.image_essential,
+        "source_question_id": q.source_question_id,
+        "details": {k: v for k, v in q.details.items() if k != "forbidden"},
+    }
+
+
+def agent_subset(questions: list, seed: int = 42) -> dict:
+    by_type: dict[str, list[str]] = {}
+    for q in sorted(questions, key=lambda q: q.question_id):
+        by_type.setdefault(q.question_type, []).append(q.question_id)
+    n_total = len(questions)
+    rng = random.Random(seed)
+    chosen, per_type = [], {}
+    for t, ids in sorted(by_type.items()):
+        want = (
+            AGENT_SUBSET.get(t, 0) if n_total >= PAPER_TOTAL else round(AGENT_SUBSET.get(t, 0) * n_total / PAPER_TOTAL)
+        )
+        want = min(len(ids), max(1 if ids else 0, want))
+        pick = sorted(rng.sample(ids, want))
+        per_type[t] = len(pick)
+        chosen += pick
+    return {
+        "n_questions": len(chosen),
+        "question_ids": sorted(chosen),
+        "per_type": per_type,
+        "seed": seed,
+        "stratification": "per question_type, sorted ids, random.Random(seed).sample",
+    }
+
+
+def run(cfg, paths: Paths) -> None:
+    hf = bool((cfg.get("export") or {}).get("huggingface", True))
+    bench = BuiltBenchmark(paths)
+    final = paths.release
+    out = final.with_name(final.name + ".partial")  # built aside, swapped in only when complete
+    if out.exists():
+        shutil.rmtree(out)
+    img_root = out / "release_images"
+    (img_root / "needle_images").mkdir(parents=True)
+    (img_root / "haystack_images").mkdir(parents=True)
+    evidence_imgs = {i for q in bench.questions.values() for i in q.evidence_image_ids}
+    files: dict[str, str] = {}
+
+    def ref(image_id: str) -> dict:
+        rec = bench.images[image_id]
+        rel = files.get(image_id)
+        if rel is None:
+            rel = release_file(rec, image_id in evidence_imgs)
+            shutil.copyfile(bench.resolve_image(image_id), img_root / rel)
+            files[image_id] = rel
+        return {
+            "file": rel,
+            "image_url": f"memlens://synthetic/{rec.family}/{rec.sha256[:12]}",
+            "blip_caption": f"a {rec.family.replace('_', ' ')} image",
+        }
+
+    for length in sorted(bench.lengths(), key=length_tokens):
+        # streamed item by item: the 256K file never sits in memory whole
+        path = out / f"dataset_{length}.json"
+        tmp = path.with_name(path.name + ".tmp")
+        with open(tmp, "w", encoding="utf-8") as fh:
+            fh.write("[")
+            first = True
+            for inst in sorted(bench.instances(length), key=lambda i: i.question_id):
+                q = bench.questions[inst.question_id]
+                sessions = []
+                own = set(inst.answer_session_ids)  # another question's evidence is haystack here
+                for sid in inst.session_ids:
+                    s = bench.sessions[sid]
+                    sessions.append(
+                        [
+                            {
+                                "role": t.role,
+                                "content": t.content,
+                                "images": [ref(i) for i in t.images],
+                                "has_answer": t.has_answer and sid in own,
+                            }
+                            for t in s.turns
+                        ]
+                    )
+                item = {
+                    "question_id": q.question_id,
+                    "question_type": q.question_type,
+                    "question_subtype": q.question_subtype,
+                    "question": q.question,
+                    "answer": q.answer,
+                    "question_date": q.question_date,
+                    "haystack_dates": inst.dates,
+                    "haystack_session_ids": inst.session_ids,
+                    "haystack_sessions": sessions,
+                    "answer_session_ids": inst.answer_session_ids,
+                }
+                if q.old_answer is not None:
+                    item["old_answer"] = q.old_answer
+                fh.write(("" if first else ",\n") + json.dumps(item, ensure_ascii=False, sort_keys=True))
+                first = False
+            fh.write("]\n")
+        tmp.replace(path)
+        if hf:
+            (out / "hf").mkdir(exist_ok=True)
+            write_items_parquet(iter_json_array(path), out / "hf" / f"dataset_{length}.parquet")
+    if hf:
+        write_images_parquet({rel: img_root / rel for rel in files.values()}, out / "hf" / "images.parquet")
+    write_json(out / "agent_subset_195.json", agent_subset(list(bench.questions.values())))
+
+    def image_file(image_id: str) -> str:
+        return files.get(image_id) or release_file(bench.images[image_id], True)
+
+    write_jsonl(out / ANSWER_KEY, [answer_key_row(q, image_file) for _, q in sorted(bench.questions.items())])
+    arts = hash_tree(out)
+    write_manifest(
+        out,
+        "export",
+        {"format": "memlens-official-1.0"},
+        arts,
+        code=(__name__,),
+        extra={"images": len(files), "needle_images": len([f for f in files.values() if f.startswith("needle")])},
+    )
+    # swap by renames: deleting the old release (slow at paper scale) happens only once the new one
+    # is in place, so an interruption never leaves a half-deleted release
+    old = final.with_name(final.name + ".old")
+    if old.exists():
+        shutil.rmtree(old)
+    if final.exists():
+        final.rename(old)
+    out.rename(final)
+    if old.exists():
+        shutil.rmtree(old)
+    log.info("export: %d lengths, %d images -> %s", len(bench.lengths()), len(files), final)

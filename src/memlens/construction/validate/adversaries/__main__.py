@@ -1,0 +1,42 @@
+"""Print every adversary's figures for a built data folder:
+
+    python -m memlens.construction.validate.adversaries --data DIR [--lengths 32k 64k] [--json out.json]
+
+DIR holds ``images/index.jsonl``, ``generated/`` and ``instances/`` (a project's ``data/``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+from memlens.construction.validate.adversaries import load, run_all
+from memlens.construction.validate.adversaries.render import figures_md
+from memlens.core.errors import MemLensError
+from memlens.core.io import write_json
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(
+        prog="python -m memlens.construction.validate.adversaries", description=__doc__.split("\n")[0]
+    )
+    ap.add_argument("--data", required=True, help="the data folder of a built benchmark")
+    ap.add_argument("--lengths", nargs="*", default=None, help="only these lengths (default: every instances/*.jsonl)")
+    ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--json", default=None, help="also write the figures to this JSON file")
+    args = ap.parse_args(argv)
+    try:
+        bench = load(args.data, args.lengths)
+    except MemLensError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    figs = run_all(bench, seed=args.seed, progress=True)
+    print("\n".join(figures_md(figs)))
+    print("\nseconds: " + ", ".join(f"{k} {v:.1f}" for k, v in figs["timing"].items()))
+    if args.json:
+        write_json(args.json, figs)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
