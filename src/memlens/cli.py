@@ -60,6 +60,8 @@ EXTRA: dict[str, str] = {
 }
 #: stage name -> "module:function(cfg, paths, *, chars)" run by ``--dry-run`` instead of the stage
 DRY_RUN: dict[str, str] = {"evaluate": "memlens.eval.evaluate.dryrun:run"}
+#: stage name -> "module:function(cfg, paths)" run by ``--selftest`` instead of the stage
+SELFTEST: dict[str, str] = {"judge": "memlens.eval.judge.selftest:run"}
 #: what ``memlens <stage> --help`` runs (a stage's config keys, generated from dvc.yaml and the schema)
 HELP = "memlens.clihelp:stage_help"
 #: HTTP client loggers (a line per request or retry): shown below WARNING only with -v
@@ -94,7 +96,8 @@ def build_parser() -> argparse.ArgumentParser:
         + ", ".join(EXTRA)
         + "\n\nmemlens <command> --help: that command (a stage: its config keys with values and descriptions)"
         + "\nmemlens list models|agents|judges|types|images: what there is to choose from"
-        + "\nmemlens evaluate --dry-run: the rendered prompt of one item and its request key, nothing sent",
+        + "\nmemlens evaluate --dry-run: the rendered prompt of one item and its request key, nothing sent"
+        + "\nmemlens judge --selftest: the judge's false-accept / false-reject rates on this build",
     )
     p.add_argument("command", nargs="?", choices=[*STAGES, *EXTRA], metavar="command", help="a stage or extra command")
     p.add_argument("overrides", nargs="*", help="Hydra overrides, e.g. model=chance data.lengths=[32k]")
@@ -112,6 +115,11 @@ def build_parser() -> argparse.ArgumentParser:
         "--dry-run",
         action="store_true",
         help=f"{', '.join(DRY_RUN)}: print the prompt of the first item and its request key; build no client, send nothing",
+    )
+    p.add_argument(
+        "--selftest",
+        action="store_true",
+        help=f"{', '.join(SELFTEST)}: the judge self-test on this build (false-accept / false-reject per task key)",
     )
     p.add_argument(
         "--chars",
@@ -187,12 +195,17 @@ def main(argv: list[str] | None = None) -> int:
         if args.dry_run and args.command not in DRY_RUN:
             print(f"memlens {args.command}: error: --dry-run is only for: {', '.join(DRY_RUN)}", file=sys.stderr)
             return 2
+        if args.selftest and args.command not in SELFTEST:
+            print(f"memlens {args.command}: error: --selftest is only for: {', '.join(SELFTEST)}", file=sys.stderr)
+            return 2
         if args.command in EXTRA:
             return int(resolve_target(EXTRA[args.command])(args) or 0)
         cfg = load_config(args.overrides, params=args.params, root=args.root)
         paths = Paths.from_cfg(cfg, root=args.root)
         if args.dry_run:
             return int(resolve_target(DRY_RUN[args.command])(cfg, paths, chars=args.chars) or 0)
+        if args.selftest:
+            return int(resolve_target(SELFTEST[args.command])(cfg, paths) or 0)
         resolve_target(STAGES[args.command])(cfg, paths)
     except MemLensError as exc:
         print(f"memlens {args.command}: error: {exc}", file=sys.stderr)

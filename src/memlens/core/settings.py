@@ -23,6 +23,7 @@ Groups and their schemas:
 ``memory``            :class:`MemorySettings` (the ``diagnose`` stage; optional: its defaults apply)
 ``ontology``,         optional sections that are not in ``conf/`` (add them with ``+``):
 ``export``, ``report``  :class:`OntologySettings`, :class:`ExportSettings`, :class:`ReportSettings`
+``selftest``          :class:`SelfTestSettings` (optional; ``memlens judge --selftest``)
 ``stages``            optional list of stage names (the sweep entry point)
 ====================  ==========================================================================
 
@@ -557,6 +558,14 @@ class ReportSettings(Section):
     degradation_test_direction: Literal["any", "increase", "decrease"] = "any"
 
 
+class SelfTestSettings(Section):
+    """``selftest`` (optional, ``memlens judge --selftest +selftest.max_cases=2000``): the judge
+    self-test's seed (which texts its patterns use) and an optional stratified sample size."""
+
+    seed: int = 0
+    max_cases: PositiveInt | None = None
+
+
 # ------------------------------------------------------------------------------------ models
 class ResourcesSettings(Section):
     """``model.resources``: what a model needs to run (scheduling; checked against the serve settings)."""
@@ -915,6 +924,7 @@ class Settings(Section):
     ontology: OntologySettings | None = None
     export: ExportSettings | None = None
     report: ReportSettings | None = None
+    selftest: SelfTestSettings | None = None
     stages: list[str] | None = None
 
 
