@@ -1,0 +1,353 @@
+"""What an answer commits to: one value, or why it commits to none.
+
+The judge grades the commitment, never a substring. Given the value mentions a typed finder saw
+(:mod:`memlens.eval.judge.values`), :func:`commit` reads the structure of the answer around them:
+
+1. **Retraction**: a value before "actually", "wait", "no,", "sorry", "I mean", "correction",
+   "scratch that", "on second thought", "I misread" ... is replaced by the values after it
+   ("B. Actually, no - A lasted longer." commits to A).
+2. **Supersession**: a value introduced as a first thought or an original plan ("I first thought",
+   "the original plan was", "initially", "originally") gives way to a later value ("The original
+   plan was 12:15, but we settled on 13:15." commits to 13:15).
+3. **Context**: a value in a clause that cites where the answer came from ("you mentioned it on
+   ...", "according to", "dated", "from the session on ...") or inside parentheses is context, as
+   long as a value outside such clauses remains ("2024/12/14 - you mentioned it on 2024/12/17").
+4. **Negation**: "not X", "X, not Y", "wasn't X", "rather than X", "instead of X", "X is wrong":
+   the negated value is not committed; when every value is negated, the answer is a pure
+   **denial** ("It definitely wasn't 2.").
+5. **Conclusion**: with several values left, the ones after the last concluding marker ("so",
+   "therefore", "in total", "=", "which makes", "the answer is" ...) are the committed ones; a head
+   value followed by ":" or " - " and a breakdown commits to the head ("3 plants: one in ...").
+6. Still more than one value: a **range** ("between 3 and 5", "3-5", "from May 2 to May 4") or
+   an **ambiguous** answer (a hedge "3 or 4", "either ... or", a list of candidates).
+7. One value left: a **bound** when every mention of it is one ("at least 3", "more than 2", "3 or
+   more", for dates and times "after ...", "before ...", "by ..."), **approximate** when every
+   mention is ("about 5", "roughly 7:45"), else the committed **value**.
+
+A hedge about certainty with one value ("probably 5", "I think it was 5") commits to that value.
+:func:`commit_phrase` does the same for a free-text reference, whose alternatives the judge cannot
+enumerate: it reads the structure around each occurrence of the reference instead.
+"""
+
+from __future__ import annotations
+
+import itertools
+import re
+from typing import NamedTuple
+
+from memlens.eval.judge.values import Mention
+
+VALUE = "value"
+NONE = "none"
+AMBIGUOUS = "ambiguous"
+RANGE = "range"
+BOUND = "bound"
+APPROXIMATE = "approximate"
+DENIAL = "denial"
+RETRACTED = "retracted"
+SUPERSEDED = "superseded"
+CONCLUDED_OTHER = "concluded-other"
+
+
+class Commitment(NamedTuple):
+    status: str
+    value: object = None
+    values: tuple = ()
+
+
+_NONE = Commitment(NONE)
+
+# clause breaks: punctuation followed by a space (not inside numbers), dashes, brackets, line ends
+_BREAK_RE = re.compile(r"[;!?\n(]|[.:,](?=\s|$)|\s[-\u2013\u2014]+\s|\u2014|\.\.\.")
+_NEG_RE = re.compile(
+    r"(?:\b(?:not|never|neither|nor|no\s+longer|rather\s+than|instead\s+of|other\s+than|except(?:\s+for)?)|n't)"
+    r"(?!\s+(?:sure|certain|entirely|completely|totally|quite|100|exactly\s+sure))"
+    r"(?:\s+[\w']+){0,3}?\s*[\"'(*_]*$",
+    re.I,
+)
+_NEG_AFTER_RE = re.compile(
+    r"^[\"')*_]*\s*(?:is|was|would\s+be|seems)?\s*(?:wrong|incorrect|not\s+(?:right|correct|it)\b|"
+    r"isn't\s+(?:right|correct|it)\b|wasn't\s+(?:right|correct|it)\b)",
+    re.I,
+)
+_BOUND_RE = re.compile(
+    r"(?:\b(?:at\s+least|at\s+most|more\s+than|less\s+than|fewer\s+than|greater\s+than|over|under|above|below|"
+    r"up\s+to|no\s+more\s+than|no\s+fewer\s+than|no\s+less\s+than|not\s+more\s+than|not\s+less\s+than|"
+    r"a\s+minimum\s+of|a\s+maximum\s+of|upwards\s+of|in\s+excess\s+of|beyond|exceeding)|[<>\u2264\u2265]=?)\s*$",
+    re.I,
+)
+_TIME_BOUND_RE = re.compile(
+    r"\b(?:after|before|since|until|till|by|no\s+later\s+than|no\s+earlier\s+than|later\s+than|earlier\s+than|"
+    r"prior\s+to)\s*$",
+    re.I,
+)
+_BOUND_AFTER_RE = re.compile(
+    r"^\s*(?:\+|or\s+(?:more|fewer|less|above|below|higher|lower|later|earlier|after|before|over|under)\b|"
+    r"and\s+(?:up|above|over|more|beyond)\b|at\s+(?:the\s+)?(?:least|most|latest|earliest)\b)",
+    re.I,
+)
+_APPROX_RE = re.compile(
+    r"(?:\b(?:about|around|roughly|approximately|approx\.?|circa|ca\.|nearly|almost|close\s+to|"
+    r"give\s+or\s+take)|~)\s*$",
+    re.I,
+)
+_APPROX_AFTER_RE = re.compile(r"^\s*(?:-?ish\b|or\s+so\b|give\s+or\s+take\b|,?\s*more\s+or\s+less\b)", re.I)
+_CONTEXT_RE = re.compile(
+    r"\b(?:you\s+(?:first\s+|also\s+|later\s+|had\s+)?(?:mentioned|told|said|shared|sent|showed|posted|wrote|"
+    r"uploaded|asked|brought\s+(?:it|this|that)\s+up)|(?:mentioned|shared|sent|posted|told\s+me|said|uploaded|"
+    r"taken|snapped|photographed)\s+(?:it\s+|this\s+|that\s+|them\s+)?(?:on|in|back\s+in|around)|"
+    r"according\s+to|as\s+(?:shown|seen|stated|noted)|dated|(?:in|from|on)\s+(?:the|your|our|that)\s+"
+    r"(?:message|session|chat|conversation|photo|picture|screenshot|receipt|post)s?\s+(?:on|from|of|dated)|"
+    r"the\s+(?:session|message|conversation|chat|photo)\s+(?:on|from|of))\b",
+    re.I,
+)
+_SUPERSEDED_RE = re.compile(
+    r"\b(?:first\s+(?:thought|said|guessed|agreed|planned)|i\s+thought|initially|originally|at\s+first|"
+    r"the\s+original|was\s+going\s+to\s+be|had\s+planned|had\s+(?:said|suggested|agreed)|before\s+changing)\b",
+    re.I,
+)
+_RETRACT_WORDS = (
+    r"\b(?:actually|wait|hold\s+on|correction|scratch\s+that|i\s+mean|sorry|on\s+second\s+thought|"
+    r"let\s+me\s+correct(?:\s+that)?|i\s+was\s+wrong|my\s+mistake|make\s+that|or\s+rather|"
+    r"i\s+take\s+(?:that|it)\s+back|strike\s+that|i\s+misread|i\s+misspoke|on\s+reflection)\b"
+)
+_RETRACT_RE = re.compile(_RETRACT_WORDS, re.I)
+#: a leading "No," also retracts, except where "No" is itself an answer (yes/no)
+_RETRACT_NO_RE = re.compile(
+    _RETRACT_WORDS + r"|(?:^|[.!?]\s+|[,;]\s*|\s[-\u2013\u2014]+\s*)no\s*[,.!:\-\u2013\u2014]", re.I
+)
+_CONCLUSION_RE = re.compile(
+    r"=>|->|\u2192|=|\b(?:so|therefore|thus|hence|consequently|overall|altogether|in\s+total|in\s+summary|"
+    r"in\s+conclusion|in\s+short|total(?:s|ing)?|which\s+(?:is|gives|makes|comes\s+to|equals|means)|"
+    r"that\s+(?:makes|gives|comes\s+to|means)|i\.e\.|giv(?:es|ing)|mak(?:es|ing)|equals?|comes\s+to|adds\s+up\s+to|"
+    r"brings?\s+(?:it\s+|the\s+total\s+)?to|for\s+a\s+total\s+of|"
+    r"sums?\s+(?:up\s+)?to|final\s+answer|the\s+answer\s+is|my\s+answer\s+is|answer\s*:|"
+    r"i(?:'d|\s+would)\s+(?:say|pick|choose|go\s+with)|meaning)\b",
+    re.I,
+)
+_HEAD_RE = re.compile(r":\s|\s[-\u2013\u2014]+\s|,?\s+(?:because|since|given\s+that)\b")
+_HEDGE_RE = re.compile(
+    r"\b(?:or|either|maybe|perhaps|possibly|probably|could\s+be|might\s+be|may\s+be|not\s+sure|unsure|"
+    r"candidates?|options?)\b|/",
+    re.I,
+)
+_RANGE_GAP_RE = re.compile(r"^\s*(?:-|\u2013|\u2014|to|and|through|thru|till|until)\s*$", re.I)
+_RANGE_LEAD_RE = re.compile(r"\b(?:between|from|range|ranging)\b[^.;]*$", re.I)
+
+
+class _Seen(NamedTuple):
+    m: Mention
+    negated: bool
+    bound: bool
+    approx: bool
+    context: bool
+    superseded: bool
+
+
+def _breaks(text: str) -> list[tuple[int, int]]:
+    return [m.span() for m in _BREAK_RE.finditer(text)]
+
+
+def _lead_start(breaks: list[tuple[int, int]], lo: int, hi: int) -> int:
+    start = lo
+    for s, e in breaks:
+        if s >= hi:
+            break
+        if e <= hi and e > start:
+            start = e
+    return start
+
+
+def _sentence_start(text: str, hi: int) -> int:
+    i = max(text.rfind(". ", 0, hi), text.rfind("\n", 0, hi), text.rfind("! ", 0, hi), text.rfind("? ", 0, hi))
+    return 0 if i < 0 else i + 1
+
+
+def _inside(pos: int, ms) -> bool:
+    return any(x.start <= pos < x.end for x in ms)
+
+
+def _in_parens(text: str, m: Mention) -> bool:
+    open_ = text.rfind("(", 0, m.start)
+    return open_ >= 0 and text.find(")", open_, m.start) < 0 and text.find(")", m.end) >= 0
+
+
+def roles(
+    text: str,
+    mentions: list[Mention],
+    *,
+    ordered: bool = True,
+    timeline: bool = False,
+    negated_at: frozenset[int] = frozenset(),
+) -> list[_Seen]:
+    """Each mention with what its surroundings make of it (negated, bound, context, ...);
+    ``negated_at``: starts of mentions a caller's own rule rules out."""
+    breaks = _breaks(text)
+    out = []
+    prev_end = 0
+    n = len(mentions)
+    for i, m in enumerate(mentions):
+        ls = _lead_start(breaks, prev_end, m.start)
+        lead = text[ls : m.start]
+        nxt = mentions[i + 1].start if i + 1 < n else len(text)
+        tail = text[m.end : min(nxt, m.end + 40)]
+        sent = text[max(prev_end, _sentence_start(text, m.start)) : m.start]
+        negated = m.start in negated_at or bool(_NEG_RE.search(lead) or _NEG_AFTER_RE.match(tail))
+        bound = ordered and bool(
+            _BOUND_RE.search(lead) or _BOUND_AFTER_RE.match(tail) or (timeline and _TIME_BOUND_RE.search(lead))
+        )
+        approx = ordered and bool(_APPROX_RE.search(lead) or _APPROX_AFTER_RE.match(tail))
+        context = bool(_CONTEXT_RE.search(lead)) or (ordered and _in_parens(text, m))
+        out.append(_Seen(m, negated, bound, approx, context, bool(_SUPERSEDED_RE.search(sent))))
+        prev_end = m.end
+    return out
+
+
+def _after_retraction(text: str, seen: list[_Seen], rx: re.Pattern) -> list[_Seen]:
+    """The mentions after the last retraction that has a mention on both sides."""
+    ms = [s.m for s in seen]
+    first_end = ms[0].end
+    last_start = ms[-1].start
+    cut = None
+    for c in rx.finditer(text, first_end, last_start):
+        if not _inside(c.start(), ms):
+            cut = c.end()
+    return seen if cut is None else [s for s in seen if s.m.start >= cut]
+
+
+def _distinct(seen: list[_Seen]) -> list:
+    return list(dict.fromkeys(s.m.value for s in seen))
+
+
+def commit(
+    text: str,
+    mentions: list[Mention],
+    *,
+    ordered: bool = True,
+    timeline: bool = False,
+    no_retracts: bool = True,
+    negated_at: frozenset[int] = frozenset(),
+) -> Commitment:
+    """The commitment of ``text`` given its value ``mentions`` (see the module docstring).
+
+    ``ordered``: the values have an order (counts, amounts, dates, times): bounds, approximations,
+    ranges and parenthesised context apply. ``timeline``: dates and times ("after", "before",
+    "by" are bounds). ``no_retracts``: a leading "No," retracts (off where "No" is an answer).
+    ``negated_at``: starts of mentions ruled out by the caller (a comparative, see ``closed``).
+    """
+    if not mentions:
+        return _NONE
+    mentions = sorted(mentions, key=lambda m: m.start)
+    seen = roles(text, mentions, ordered=ordered, timeline=timeline, negated_at=negated_at)
+    if len(seen) > 1:
+        seen = _after_retraction(text, seen, _RETRACT_NO_RE if no_retracts else _RETRACT_RE)
+    if len(seen) > 1:  # a first thought gives way to what follows
+        later = [i for i, s in enumerate(seen) if not s.superseded]
+        if later:
+            seen = [s for i, s in enumerate(seen) if not s.superseded or i > later[-1]]
+    kept = [s for s in seen if not s.context]
+    seen = kept or seen
+    affirmed = [s for s in seen if not s.negated]
+    if not affirmed:
+        return Commitment(DENIAL, None, tuple(_distinct(seen)))
+    if len(_distinct(affirmed)) > 1:
+        affirmed = _concluded(text, affirmed)
+    values = _distinct(affirmed)
+    if len(values) > 1:
+        if len(values) == 2 and ordered and _is_range(text, affirmed):
+            return Commitment(RANGE, None, tuple(values))
+        return Commitment(AMBIGUOUS, None, tuple(values))
+    if all(s.bound for s in affirmed):
+        return Commitment(BOUND, values[0], tuple(values))
+    if all(s.approx for s in affirmed):
+        return Commitment(APPROXIMATE, values[0], tuple(values))
+    return Commitment(VALUE, values[0], tuple(values))
+
+
+def _concluded(text: str, affirmed: list[_Seen]) -> list[_Seen]:
+    """The mentions a conclusion or an answer head commits to, when several values are left."""
+    ms = [s.m for s in affirmed]
+    cut = None
+    for c in _CONCLUSION_RE.finditer(text, 0, ms[-1].start):
+        if not _inside(c.start(), ms) and any(m.start >= c.end() for m in ms):
+            cut = c.end()
+    if cut is not None:
+        after = [s for s in affirmed if s.m.start >= cut]
+        if len(_distinct(after)) == 1 or not _HEDGE_RE.search(text, cut):
+            return after
+    head = _HEAD_RE.search(text, ms[0].end)
+    if head is not None:
+        before = [s for s in affirmed if s.m.end <= head.start()]
+        if len(_distinct(before)) == 1 and not _HEDGE_RE.search(text, head.end()):
+            return before
+    return affirmed
+
+
+def _is_range(text: str, affirmed: list[_Seen]) -> bool:
+    for a, b in itertools.pairwise(affirmed):
+        if a.m.value != b.m.value and _RANGE_GAP_RE.match(text[a.m.end : b.m.start]):
+            gap = text[a.m.end : b.m.start].strip().lower()
+            if gap in ("-", "\u2013", "\u2014", "to", "through", "thru") or _RANGE_LEAD_RE.search(text[: a.m.start]):
+                return True
+    return False
+
+
+# --------------------------------------------------------------------------------------------
+# Free-text references
+# --------------------------------------------------------------------------------------------
+
+_LIST_BEFORE_RE = re.compile(r"(?:,|\bor|\beither|/|\band|\bmaybe|\bpossibly|\bperhaps)\s*[\"'*]*$", re.I)
+_LIST_AFTER_RE = re.compile(r"^[\"'*]*\s*(?:,(?!\s*(?:not|but|and\s+not)\b)|or\b|/|and\b)", re.I)
+_LIST_HEDGE_RE = re.compile(
+    r"\b(?:or|either|maybe|perhaps|possibly|could|might|may|not\s+sure|unsure|candidates?|options?|"
+    r"one\s+of)\b",
+    re.I,
+)
+_CONTENT_RE = re.compile(r"[^\W\d_]{3,}|\d", re.I)
+_PLEASANTRY_RE = re.compile(r"\b(?:hope\s+(?:this|that)\s+helps|let\s+me\s+know|happy\s+to\s+help)\b", re.I)
+
+
+def commit_phrase(text: str, spans: list[tuple[int, int]]) -> str:
+    """The status of a free-text reference in ``text``, given where it occurs: ``VALUE`` when the
+    answer commits to it, else why not (``NONE``, ``DENIAL``, ``AMBIGUOUS`` for a hedge or a list
+    of candidates, ``RETRACTED``, ``SUPERSEDED``, ``CONCLUDED_OTHER`` when a later conclusion
+    names something else)."""
+    if not spans:
+        return NONE
+    ms = [Mention(None, s, e) for s, e in spans]
+    seen = roles(text, ms, ordered=False)
+    affirmed = []
+    hedged = False
+    for s in seen:
+        if s.negated:
+            continue
+        if _is_listed(text, s.m):
+            hedged = True
+            continue
+        affirmed.append(s)
+    if not affirmed:
+        return AMBIGUOUS if hedged else DENIAL
+    last = affirmed[-1]
+    rest = text[last.m.end :]
+    r = _RETRACT_NO_RE.search(rest)
+    if r and _CONTENT_RE.search(rest[r.end() :]):
+        return RETRACTED
+    if last.superseded and re.search(r"\b(?:but|however|though|then|later|now)\b", rest, re.I):
+        return SUPERSEDED
+    c = None
+    for c in _CONCLUSION_RE.finditer(rest):  # noqa: B007 - the last one
+        pass
+    if c is not None and _CONTENT_RE.search(rest[c.end() :]) and not _PLEASANTRY_RE.search(rest[c.end() :]):
+        return CONCLUDED_OTHER
+    return VALUE
+
+
+def _is_listed(text: str, m: Mention) -> bool:
+    """An occurrence that is one item of a hedge or of a list of candidates."""
+    before = text[max(0, m.start - 16) : m.start]
+    after = text[m.end : m.end + 12]
+    if not (_LIST_BEFORE_RE.search(before) or _LIST_AFTER_RE.match(after)):
+        return False
+    s = _sentence_start(text, m.start)
+    e = text.find(". ", m.end)
+    return bool(_LIST_HEDGE_RE.search(text[s : len(text) if e < 0 else e]))
