@@ -135,6 +135,30 @@ _RANGE_GAP_RE = re.compile(r"^\s*(?:-|\u2013|\u2014|to|and|through|thru|till|unt
 _RANGE_LEAD_RE = re.compile(r"\b(?:between|from|range|ranging)\b[^.;]*$", re.I)
 
 
+#: words without which one repeated value is simply committed (negation, bound, approximation cues)
+_SINGLE_CUE_RE = re.compile(
+    r"n't|\b(?:not|never|neither|nor|no|rather|instead|other|except|wrong|incorrect|least|most|more|less|"
+    r"fewer|greater|over|under|above|below|up|minimum|maximum|upwards|excess|beyond|exceeding|after|before|"
+    r"since|until|till|by|later|earlier|prior|about|around|roughly|approx|approximately|circa|ca|nearly|"
+    r"almost|close|give|ish|so)\b|[~+<>\u2264\u2265]",
+    re.I,
+)
+
+
+_NEG_WORD_RE = re.compile(
+    r"n't|\b(?:not|never|neither|nor|no|rather|instead|other|except|wrong|incorrect|isn|wasn)\b"
+)
+_BOUND_WORD_RE = re.compile(
+    r"\b(?:least|most|more|less|fewer|greater|over|under|above|below|up|minimum|maximum|upwards|excess|beyond|"
+    r"exceeding|after|before|since|until|till|by|later|earlier|prior|about|around|roughly|approx|approximately|"
+    r"circa|ca|nearly|almost|close|give|ish|so|or)\b|[~+<>\u2264\u2265]"
+)
+_CONTEXT_WORD_RE = re.compile(
+    r"\b(?:you|mentioned|shared|sent|posted|told|said|uploaded|taken|snapped|photographed|according|as|dated|in|"
+    r"from|on|the)\b"
+)
+
+
 class _Seen(NamedTuple):
     m: Mention
     negated: bool
@@ -183,6 +207,12 @@ def roles(
     """Each mention with what its surroundings make of it (negated, bound, context, ...);
     ``negated_at``: starts of mentions a caller's own rule rules out."""
     breaks = _breaks(text)
+    # which families of cues occur at all (one scan each), so that absent ones cost nothing per mention
+    low = text.lower()
+    has_neg = bool(_NEG_WORD_RE.search(low))
+    has_bound = ordered and bool(_BOUND_WORD_RE.search(low))
+    has_ctx = bool(_CONTEXT_WORD_RE.search(low)) or (ordered and "(" in text)
+    has_sup = bool(_SUPERSEDED_RE.search(text))
     out = []
     prev_end = 0
     n = len(mentions)
@@ -191,14 +221,16 @@ def roles(
         lead = text[ls : m.start]
         nxt = mentions[i + 1].start if i + 1 < n else len(text)
         tail = text[m.end : min(nxt, m.end + 40)]
-        sent = text[max(prev_end, _sentence_start(text, m.start)) : m.start]
-        negated = m.start in negated_at or bool(_NEG_RE.search(lead) or _NEG_AFTER_RE.match(tail))
-        bound = ordered and bool(
-            _BOUND_RE.search(lead) or _BOUND_AFTER_RE.match(tail) or (timeline and _TIME_BOUND_RE.search(lead))
-        )
-        approx = ordered and bool(_APPROX_RE.search(lead) or _APPROX_AFTER_RE.match(tail))
-        context = bool(_CONTEXT_RE.search(lead)) or (ordered and _in_parens(text, m))
-        out.append(_Seen(m, negated, bound, approx, context, bool(_SUPERSEDED_RE.search(sent))))
+        negated = m.start in negated_at or (has_neg and bool(_NEG_RE.search(lead) or _NEG_AFTER_RE.match(tail)))
+        bound = approx = False
+        if has_bound:
+            bound = bool(
+                _BOUND_RE.search(lead) or _BOUND_AFTER_RE.match(tail) or (timeline and _TIME_BOUND_RE.search(lead))
+            )
+            approx = bool(_APPROX_RE.search(lead) or _APPROX_AFTER_RE.match(tail))
+        context = has_ctx and (bool(_CONTEXT_RE.search(lead)) or (ordered and _in_parens(text, m)))
+        sup = has_sup and bool(_SUPERSEDED_RE.search(text[max(prev_end, _sentence_start(text, m.start)) : m.start]))
+        out.append(_Seen(m, negated, bound, approx, context, sup))
         prev_end = m.end
     return out
 
@@ -237,6 +269,9 @@ def commit(
     """
     if not mentions:
         return _NONE
+    first = mentions[0].value
+    if all(m.value == first for m in mentions) and not _SINGLE_CUE_RE.search(text):
+        return Commitment(VALUE, first, (first,))  # one value, nothing that could deny or bound it
     mentions = sorted(mentions, key=lambda m: m.start)
     seen = roles(text, mentions, ordered=ordered, timeline=timeline, negated_at=negated_at)
     if len(seen) > 1:
@@ -296,7 +331,18 @@ def _is_range(text: str, affirmed: list[_Seen]) -> bool:
 # Free-text references
 # --------------------------------------------------------------------------------------------
 
-_LIST_BEFORE_RE = re.compile(r"(?:,|\bor|\beither|/|\band|\bmaybe|\bpossibly|\bperhaps)\s*[\"'*]*$", re.I)
+_PHRASE_CUE_RE = re.compile(
+    r"n't|[,/=]|->|\u2192|\b(?:not|never|neither|nor|no|rather|instead|other|except|wrong|incorrect|or|and|either|"
+    r"maybe|possibly|perhaps|could|might|may|sure|candidates?|options?|one|actually|wait|hold|correction|scratch|"
+    r"mean|sorry|second|correct|mistake|make|take|strike|misread|misspoke|reflection|first|thought|initially|"
+    r"originally|original|going|planned|said|suggested|agreed|before|so|therefore|thus|hence|consequently|overall|"
+    r"altogether|total|totals|totaling|totalling|summary|conclusion|short|which|that|giving|gives|making|makes|"
+    r"equals?|comes|adds|sums?|brings?|answer|i'?d|would|meaning|unsure|i\.e)\b",
+    re.I,
+)
+_LIST_BEFORE_RE = re.compile(
+    r"(?:,|\bor|\beither|/|\band|\bmaybe|\bpossibly|\bperhaps)(?:\s+(?:the|a|an))?\s*[\"'*]*$", re.I
+)
 _LIST_AFTER_RE = re.compile(r"^[\"'*]*\s*(?:,(?!\s*(?:not|but|and\s+not)\b)|or\b|/|and\b)", re.I)
 _LIST_HEDGE_RE = re.compile(
     r"\b(?:or|either|maybe|perhaps|possibly|could|might|may|not\s+sure|unsure|candidates?|options?|"
@@ -314,6 +360,8 @@ def commit_phrase(text: str, spans: list[tuple[int, int]]) -> str:
     names something else)."""
     if not spans:
         return NONE
+    if not _PHRASE_CUE_RE.search(text):
+        return VALUE  # nothing that could deny, hedge, retract or supersede it
     ms = [Mention(None, s, e) for s, e in spans]
     seen = roles(text, ms, ordered=False)
     affirmed = []
@@ -344,7 +392,7 @@ def commit_phrase(text: str, spans: list[tuple[int, int]]) -> str:
 
 def _is_listed(text: str, m: Mention) -> bool:
     """An occurrence that is one item of a hedge or of a list of candidates."""
-    before = text[max(0, m.start - 16) : m.start]
+    before = text[max(0, m.start - 20) : m.start]
     after = text[m.end : m.end + 12]
     if not (_LIST_BEFORE_RE.search(before) or _LIST_AFTER_RE.match(after)):
         return False

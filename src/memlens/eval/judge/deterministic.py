@@ -93,6 +93,7 @@ from memlens.eval.judge.values import (
     ref_quantity,
     ref_time,
     ref_tokens,
+    text_tokens,
 )
 
 __all__ = [
@@ -288,15 +289,14 @@ def _match_date(ref: str, text: str, ctx: _Ctx) -> _Outcome:
 
 def _match_text(ref: str, text: str, ctx: _Ctx) -> _Outcome:
     want = ref_tokens(ref)
-    got = normalize_text(text)
     if not want:
         ok = ref.strip().lower() == text.strip().lower()
-        return _Outcome(ok, got or None, "text-match" if ok else "text-mismatch")
+        return _Outcome(ok, normalize_text(text) or None, "text-match" if ok else "text-mismatch")
     status = cm.commit_phrase(text, find_phrase(text, want))
     if status == cm.VALUE:
         return _Outcome(True, " ".join(want), "text-match")
     if status == cm.NONE:
-        return _Outcome(False, got or None, "text-mismatch")
+        return _Outcome(False, normalize_text(text) or None, "text-mismatch")
     return _Outcome(False, None, f"{status}: {' '.join(want)}")
 
 
@@ -449,8 +449,11 @@ def _ku_mentions(ref: str, old: str, text: str, ctx: _Ctx) -> list[Mention] | No
                 label = "ref" if k.same(want, x.value, ctx) else "old" if k.same(was, x.value, ctx) else "other"
                 out.append(Mention(label, x.start, x.end))
             return out
-    r_spans = find_phrase(text, ref_tokens(ref))
-    o_spans = find_phrase(text, ref_tokens(old))
+    if not find_phrase(text, ref_tokens(old)):
+        return []
+    toks = text_tokens(text)
+    r_spans = find_phrase(text, ref_tokens(ref), toks)
+    o_spans = find_phrase(text, ref_tokens(old), toks)
     # one value inside the other ("Paris" / "Paris, Texas"): the longer one is the mention
     r_spans = [s for s in r_spans if not any(o[0] <= s[0] and s[1] <= o[1] and o != s for o in o_spans)]
     o_spans = [s for s in o_spans if not any(r[0] <= s[0] and s[1] <= r[1] and r != s for r in r_spans)]

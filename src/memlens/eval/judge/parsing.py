@@ -247,53 +247,102 @@ _SAID = (
     r"(?:mention(?:ed)?|share(?:d)?|tell|told|show(?:n|ed)?|sen[dt]|say|said|talk(?:ed)?\s+about|"
     r"br(?:ing|ought)\s+(?:it\s+|that\s+|this\s+)?up|specif(?:y|ied)|include(?:d)?|gave|give(?:n)?|provide(?:d)?)"
 )
-_REFUSAL_PATTERNS = (
-    # 1 insufficiency
-    r"insufficient\s+" + _INFO,
-    _INFO + r"\s+(?:is|are|was|were)\s+(?:insufficient|not\s+(?:enough|sufficient|available))",
-    r"(?:not|no|isn't|aren't|without|lacks?|lacking)\s+(?:enough|sufficient|adequate)\s+" + _INFO,
-    r"not\s+enough\s+to\s+(?:determine|answer|tell|know|say|work|compare|count)",
-    r"lack(?:s|ing)?\s+(?:of\s+)?" + _INFO,
-    # 2 inability
-    r"(?:can\s*not|can't|cant|could\s+not|couldn't|unable\s+to|not\s+able\s+to|impossible\s+to|"
-    r"not\s+possible\s+to|no\s+way\s+(?:for\s+me\s+)?to|hard\s+to|difficult\s+to)\s+(?:be\s+)?" + _VERB,
-    r"(?:can\s*not|can't|cannot)\s+be\s+(?:determined|answered|known|inferred|found|identified|compared|counted)",
-    # 3 not known
-    r"(?:i\s+)?" + _NEG_AUX + r"\s+(?:know|recall|remember)",
-    r"(?:i\s+have\s+|i've\s+)?no\s+idea",
-    # 4 not had or seen
-    _NEG_AUX + r"\s+(?:provide|give|contain|include|have)\s+(?:enough|sufficient|any|that|this|the)?\s*" + _INFO,
-    r"(?:i\s+)?(?:" + _NEG_AUX + r"|can't|cannot|couldn't)\s+(?:have|see|find|spot)\s+"
-    r"(?:(?:a|an|any|that|this|the|those|these|such|enough)\s+)?(?:[\w']+\s+){0,2}?(?:" + _INFO + "|" + _MEDIA + r")\b",
-    r"i\s+(?:have|had|got)\s+no\s+(?:[\w']+\s+)?(?:" + _INFO + "|" + _MEDIA + r")\b",
-    # 5 never said
-    r"(?:you|it|that|this|they)\s+(?:never|didn't|did\s+not|haven't|have\s+not|hasn't|has\s+not)\s+" + _ADV + _SAID,
-    r"(?:don't|do\s+not)\s+think\s+you\s+(?:ever\s+)?" + _SAID,
-    r"(?:never|didn't|did\s+not|hasn't|has\s+not)\s+(?:come|came)\s+up",
-    r"(?:conversations?|context|history|chat|sessions?|records?|memory|text|it)\s+"
-    + _NEG_AUX
-    + r"\s+(?:mention|specify|state|say|include|contain|indicate|reveal)",
-    # 6 not mentioned
-    r"(?:not|\w+n't)[\s_]+(?:been\s+)?" + _ADV + r"mentioned",
-    r"never\s+" + _ADV + r"(?:mentioned|discussed|stated|specified|provided|shared|shown|said)",
-    r"(?:not|\w+n't)\s+(?:been\s+)?" + _ADV + r"(?:specified|stated|provided|discussed|recorded|"
-    r"indicated|documented|given|shared|included)(?:\s+(?:in|anywhere|within)|(?=\s*(?:[.,;!?]|$)))",
-    r"nothing\s+(?:is|was|has\s+been)\s+(?:mentioned|said|recorded|stated)",
-    # 7 nothing there
-    r"there(?:'s|\s+is|\s+was)\s+nothing\s+(?:in|about|on|regarding|from|that)\b",
-    r"nothing\s+(?:that\s+)?you(?:'ve|\s+have)?\s+(?:shared|told|mentioned|said|sent|shown|showed)",
-    r"nothing\s+(?:about|on|regarding)\s+(?:the|that|it|this|those|these|them)\b",
-    # 8 not in the record
-    r"(?:no|without)\s+(?:relevant\s+|specific\s+|such\s+|clear\s+)?" + _INFO,
-    r"(?:isn't|is\s+not|wasn't|was\s+not|aren't|are\s+not|doesn't\s+appear|does\s+not\s+appear|not\s+found)\s+"
-    r"(?:anywhere\s+)?(?:in|within)\s+(?:the|our|your|my|any\s+of\s+our)\s+"
-    r"(?:conversations?|history|chats?|records?|messages?|sessions?)",
-    r"(?:unclear|not\s+clear)\s+(?:from|based\s+on|in)\s+(?:the|our|your|what)",
-    # 9 unanswerable
-    r"(?:un|not\s+)answerable",
-    r"(?:there(?:'s|\s+is)\s+)?no\s+way\s+(?:for\s+me\s+)?(?:to|of)\s+(?:know|knowing|tell|telling|determine|answer|say)",
+_INFO_WORDS = ("information", "info", "context", "detail", "data", "evidence", "record", "mention", "memory")
+#: (guard substrings, patterns): a family's regex only runs on text holding one of its guards
+#: (lower case), which keeps the scan fast; every pattern of a family contains one of them
+_REFUSAL_FAMILIES: tuple[tuple[tuple[str, ...], tuple[str, ...]], ...] = (
+    (  # 1 insufficiency
+        ("insufficient", "enough", "sufficient", "adequate", "available", "lack"),
+        (
+            r"insufficient\s+" + _INFO,
+            _INFO + r"\s+(?:is|are|was|were)\s+(?:insufficient|not\s+(?:enough|sufficient|available))",
+            r"(?:not|no|isn't|aren't|without|lacks?|lacking)\s+(?:enough|sufficient|adequate)\s+" + _INFO,
+            r"not\s+enough\s+to\s+(?:determine|answer|tell|know|say|work|compare|count)",
+            r"lack(?:s|ing)?\s+(?:of\s+)?" + _INFO,
+        ),
+    ),
+    (  # 2 inability
+        ("can", "unable", "able to", "possible", "no way", "hard to", "difficult", "couldn"),
+        (
+            r"(?:can\s*not|can't|cant|could\s+not|couldn't|unable\s+to|not\s+able\s+to|impossible\s+to|"
+            r"not\s+possible\s+to|no\s+way\s+(?:for\s+me\s+)?to|hard\s+to|difficult\s+to)\s+(?:be\s+)?" + _VERB,
+            r"(?:can\s*not|can't|cannot)\s+be\s+(?:determined|answered|known|inferred|found|identified|compared|counted)",
+        ),
+    ),
+    (  # 3 not known
+        ("know", "recall", "remember", "idea"),
+        (r"(?:i\s+)?" + _NEG_AUX + r"\s+(?:know|recall|remember)", r"(?:i\s+have\s+|i've\s+)?no\s+idea"),
+    ),
+    (  # 4 not had or seen
+        ("have", "see", "find", "spot", "had", "got", "contain", "include", "provide", "give"),
+        (
+            _NEG_AUX + r"\s+(?:provide|give|contain|include|have)\s+(?:enough|sufficient|any|that|this|the)?\s*" + _INFO,
+            r"(?:i\s+)?(?:" + _NEG_AUX + r"|can't|cannot|couldn't)\s+(?:have|see|find|spot)\s+"
+            r"(?:(?:a|an|any|that|this|the|those|these|such|enough)\s+)?(?:[\w']+\s+){0,2}?(?:" + _INFO + "|" + _MEDIA + r")\b",
+            r"i\s+(?:have|had|got)\s+no\s+(?:[\w']+\s+)?(?:" + _INFO + "|" + _MEDIA + r")\b",
+        ),
+    ),
+    (  # 5 never said
+        ("never", "n't", "not", "come up", "came up"),
+        (
+            r"(?:you|it|that|this|they)\s+(?:never|didn't|did\s+not|haven't|have\s+not|hasn't|has\s+not)\s+"
+            + _ADV
+            + _SAID,
+            r"(?:don't|do\s+not)\s+think\s+you\s+(?:ever\s+)?" + _SAID,
+            r"(?:never|didn't|did\s+not|hasn't|has\s+not)\s+(?:come|came)\s+up",
+            r"(?:conversations?|context|history|chat|sessions?|records?|memory|text|it)\s+"
+            + _NEG_AUX
+            + r"\s+(?:mention|specify|state|say|include|contain|indicate|reveal)",
+        ),
+    ),
+    (  # 6 not mentioned
+        ("mention", "never", "specified", "stated", "provided", "discussed", "recorded", "indicated")
+        + ("documented", "given", "shared", "included", "nothing"),
+        (
+            r"(?:not|\w+n't)[\s_]+(?:been\s+)?" + _ADV + r"mentioned",
+            r"never\s+" + _ADV + r"(?:mentioned|discussed|stated|specified|provided|shared|shown|said)",
+            r"(?:not|\w+n't)\s+(?:been\s+)?" + _ADV + r"(?:specified|stated|provided|discussed|recorded|"
+            r"indicated|documented|given|shared|included)(?:\s+(?:in|anywhere|within)|(?=\s*(?:[.,;!?]|$)))",
+            r"nothing\s+(?:is|was|has\s+been)\s+(?:mentioned|said|recorded|stated)",
+        ),
+    ),
+    (  # 7 nothing there
+        ("nothing",),
+        (
+            r"there(?:'s|\s+is|\s+was)\s+nothing\s+(?:in|about|on|regarding|from|that)\b",
+            r"nothing\s+(?:that\s+)?you(?:'ve|\s+have)?\s+(?:shared|told|mentioned|said|sent|shown|showed)",
+            r"nothing\s+(?:about|on|regarding)\s+(?:the|that|it|this|those|these|them)\b",
+        ),
+    ),
+    (  # 8 not in the record
+        _INFO_WORDS,
+        (r"(?:no|without)\s+(?:relevant\s+|specific\s+|such\s+|clear\s+)?" + _INFO,),
+    ),
+    (
+        ("conversation", "history", "chat", "record", "message", "session", "unclear", "not clear"),
+        (
+            r"(?:isn't|is\s+not|wasn't|was\s+not|aren't|are\s+not|doesn't\s+appear|does\s+not\s+appear|not\s+found)\s+"
+            r"(?:anywhere\s+)?(?:in|within)\s+(?:the|our|your|my|any\s+of\s+our)\s+"
+            r"(?:conversations?|history|chats?|records?|messages?|sessions?)",
+            r"(?:unclear|not\s+clear)\s+(?:from|based\s+on|in)\s+(?:the|our|your|what)",
+        ),
+    ),
+    (  # 9 unanswerable
+        ("answerable", "no way"),
+        (
+            r"(?:un|not\s+)answerable",
+            r"(?:there(?:'s|\s+is)\s+)?no\s+way\s+(?:for\s+me\s+)?(?:to|of)\s+(?:know|knowing|tell|telling|determine|answer|say)",
+        ),
+    ),
 )
-_REFUSAL_RE = re.compile(r"\b(?:" + "|".join(_REFUSAL_PATTERNS) + r")(?!\w)", re.I)
+_REFUSAL_RES = tuple(
+    (frozenset(guards), re.compile(r"\b(?:" + "|".join(pats) + r")(?!\w)", re.I)) for guards, pats in _REFUSAL_FAMILIES
+)
+#: every guard found at every position (a lookahead, so overlapping guards such as "can" / "n't" in
+#: "can't" are all seen)
+_GUARD_RE = re.compile(
+    "(?=(" + "|".join(sorted({re.escape(w) for ws, _ in _REFUSAL_FAMILIES for w in ws}, key=len, reverse=True)) + "))"
+)
 # Whole-answer abstentions: weak on their own inside a longer answer (a hedge, not a refusal).
 _WHOLE_REFUSAL_RE = re.compile(
     r"^\W*(?:unknown|n/?a|(?:i'?m|i\s+am)\s+not\s+(?:sure|certain)|not\s+sure|no\s+idea|"
@@ -309,8 +358,16 @@ def last_refusal_span(text: str) -> tuple[int, int] | None:
     t = text.translate(_CURLY)
     if _WHOLE_REFUSAL_RE.match(t):
         return (0, len(t))
-    spans = [m.span() for m in _REFUSAL_RE.finditer(t)]
-    return spans[-1] if spans else None
+    found = set(_GUARD_RE.findall(t.lower()))
+    if not found:
+        return None
+    best = None
+    for guards, rx in _REFUSAL_RES:
+        if not guards.isdisjoint(found):
+            for m in rx.finditer(t):
+                if best is None or m.start() > best[0] or (m.start() == best[0] and m.end() > best[1]):
+                    best = m.span()
+    return best
 
 
 def is_refusal(text: str) -> bool:

@@ -354,9 +354,9 @@ _POST_CODES = "|".join(
 #: formats.py) and answers use; alternatives are tried in order, so "1.234,50" is one number and
 #: "7,98" is 7.98, never 7 and 98
 _NUM = (
-    r"-?(?:\d{1,3}(?:\.\d{3})+,\d{1,2}(?![\d,])"  # 1.234,50 (dot thousands, comma decimals)
+    r"-?(?:\d{1,3}(?:\.\d{3})+,\d{1,2}(?!\d|,\d)"  # 1.234,50 (dot thousands, comma decimals)
     r"|\d{1,3}(?:['\u2019]\d{3})+(?:\.\d{1,2})?(?!\d)"  # 1'234.50 (Swiss thousands)
-    r"|\d{1,3}(?:,\d{3})+(?:\.\d+)?(?![\d,])"  # 1,234.50 (comma thousands)
+    r"|\d{1,3}(?:,\d{3})+(?:\.\d+)?(?!\d|,\d)"  # 1,234.50 (comma thousands; "2,250, not" ends at its comma)
     r"|\d{1,3}(?:\.\d{3}){2,}(?![\d.,])"  # 1.234.567 (dot thousands only)
     r"|\d+,\d{1,2}(?!\d|,\d)"  # 7,98 (comma decimals; not a list such as 5,10,15)
     r"|\d+(?:\.\d+)?"
@@ -592,8 +592,20 @@ def code_shape(ref: str) -> re.Pattern | None:
     return re.compile(r"(?<![A-Za-z0-9])" + r"[\s-]?".join(parts) + r"(?![A-Za-z0-9])")
 
 
+#: any code-like run: upper-case letter and digit groups (joined by single spaces or hyphens) holding both
+_ANY_CODE_RE = re.compile(
+    r"(?<![A-Za-z0-9])(?=[A-Z0-9 -]*\d)(?=[A-Z0-9 -]*[A-Z])[A-Z0-9]+(?:[ -][A-Z0-9]+)*(?![A-Za-z0-9])"
+)
+
+
 def find_codes(text: str, shape: re.Pattern) -> list[Mention]:
-    return [Mention(compact_code(m.group(0)), m.start(), m.end()) for m in shape.finditer(text)]
+    """Codes shaped like the reference in any case and spacing, and any other upper-case code-like
+    run ("5SGR106" next to a reference "NBS-718"), so that a hedge between two codes is seen."""
+    out = [Mention(compact_code(m.group(0)), m.start(), m.end()) for m in shape.finditer(text)]
+    for m in _ANY_CODE_RE.finditer(text):
+        if not any(x.start < m.end() and m.start() < x.end for x in out):
+            out.append(Mention(compact_code(m.group(0)), m.start(), m.end()))
+    return sorted(out, key=lambda x: x.start)
 
 
 # --------------------------------------------------------------------------------------------
@@ -603,6 +615,8 @@ def find_codes(text: str, shape: re.Pattern) -> list[Mention]:
 _TOKEN_RE = re.compile(r"\d{1,3}(?:,\d{3})+(?:\.\d+)?|\d+(?:[.:/]\d+)*|[^\W\d_]+|&")
 _ARTICLES = frozenset(("the", "a", "an"))
 _SPELLINGS = {"gray": "grey", "colour": "color", "colours": "colors", "favourite": "favorite", "centre": "center"}
+#: first letters of folded words that other letters fold to ("gray" -> "grei", "&" -> "and")
+_FOLDED_PREFIXES = frozenset([*(v[:3] for v in _SPELLINGS.values()), "and"])
 _WORD_DIGITS = {w: str(i) for i, w in enumerate(NUMBER_WORDS)}
 _TRAILING_ZEROS_RE = re.compile(r"(\d)\.0+$|(\.\d*?[1-9])0+$")
 
@@ -649,13 +663,8 @@ def text_tokens(text: str, *, keep_articles: bool = False) -> list[Token]:
     """The word tokens of ``text`` in normal form (see :func:`fold`), with their spans; "&" is
     "and", punctuation separates tokens (kept inside numbers: "7:45", "2024/05/31", "1,500"),
     and the articles "the", "a", "an" are dropped unless ``keep_articles``."""
-    out = []
-    for m in _TOKEN_RE.finditer(text):
-        n = fold(m.group(0))
-        if not keep_articles and n in _ARTICLES:
-            continue
-        out.append(Token(n, m.start(), m.end()))
-    return out
+    toks = [Token(fold(m.group()), *m.span()) for m in _TOKEN_RE.finditer(text)]
+    return toks if keep_articles else [t for t in toks if t.norm not in _ARTICLES]
 
 
 @lru_cache(maxsize=16384)
@@ -673,9 +682,13 @@ def find_phrase(text: str, phrase: tuple[str, ...], tokens: list[Token] | None =
     """Spans of every word-bounded occurrence of the token sequence ``phrase`` in ``text``."""
     if not phrase:
         return []
-    toks = tokens if tokens is not None else text_tokens(text, keep_articles=phrase[0] in _ARTICLES)
-    n = len(phrase)
     first = phrase[0]
+    if tokens is None:  # a cheap test first: folding keeps a word's first three letters
+        low = text.lower()
+        if any(w.isalpha() and w[:3] not in _FOLDED_PREFIXES and w[:3] not in low for w in phrase):
+            return []
+    toks = tokens if tokens is not None else text_tokens(text, keep_articles=first in _ARTICLES)
+    n = len(phrase)
     out = []
     for i in range(len(toks) - n + 1):
         if toks[i].norm == first and all(toks[i + j].norm == phrase[j] for j in range(1, n)):
