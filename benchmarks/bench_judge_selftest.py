@@ -18,12 +18,11 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from judge_baseline import load  # noqa: E402
-
-from memlens.core.config import Paths, load_config  # noqa: E402
-from memlens.eval.benchmark import open_benchmark  # noqa: E402
-from memlens.eval.judge import deterministic  # noqa: E402
-from memlens.eval.judge.selftest import build_cases, summarise  # noqa: E402
+from judge_baseline import load
+from memlens.core.config import Paths, load_config
+from memlens.eval.benchmark import open_benchmark
+from memlens.eval.judge import deterministic
+from memlens.eval.judge.selftest import build_cases, summarise
 
 
 class _V:
@@ -38,12 +37,7 @@ def judge_with(score, questions, cases) -> list[_V]:
     for c in cases:
         q = questions[c.question_id]
         g = score(
-            q.question_type,
-            q.question_subtype,
-            q.answer,
-            c.prediction,
-            old_answer=q.old_answer,
-            question=q.question,
+            q.question_type, q.question_subtype, q.answer, c.prediction, old_answer=q.old_answer, question=q.question
         )
         out.append(_V(bool(g.correct)))
     return out

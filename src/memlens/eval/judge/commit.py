@@ -145,9 +145,7 @@ _SINGLE_CUE_RE = re.compile(
 )
 
 
-_NEG_WORD_RE = re.compile(
-    r"n't|\b(?:not|never|neither|nor|no|rather|instead|other|except|wrong|incorrect|isn|wasn)\b"
-)
+_NEG_WORD_RE = re.compile(r"n't|\b(?:not|never|neither|nor|no|rather|instead|other|except|wrong|incorrect|isn|wasn)\b")
 _BOUND_WORD_RE = re.compile(
     r"\b(?:least|most|more|less|fewer|greater|over|under|above|below|up|minimum|maximum|upwards|excess|beyond|"
     r"exceeding|after|before|since|until|till|by|later|earlier|prior|about|around|roughly|approx|approximately|"

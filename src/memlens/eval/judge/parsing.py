@@ -276,9 +276,15 @@ _REFUSAL_FAMILIES: tuple[tuple[tuple[str, ...], tuple[str, ...]], ...] = (
     (  # 4 not had or seen
         ("have", "see", "find", "spot", "had", "got", "contain", "include", "provide", "give"),
         (
-            _NEG_AUX + r"\s+(?:provide|give|contain|include|have)\s+(?:enough|sufficient|any|that|this|the)?\s*" + _INFO,
+            _NEG_AUX
+            + r"\s+(?:provide|give|contain|include|have)\s+(?:enough|sufficient|any|that|this|the)?\s*"
+            + _INFO,
             r"(?:i\s+)?(?:" + _NEG_AUX + r"|can't|cannot|couldn't)\s+(?:have|see|find|spot)\s+"
-            r"(?:(?:a|an|any|that|this|the|those|these|such|enough)\s+)?(?:[\w']+\s+){0,2}?(?:" + _INFO + "|" + _MEDIA + r")\b",
+            r"(?:(?:a|an|any|that|this|the|those|these|such|enough)\s+)?(?:[\w']+\s+){0,2}?(?:"
+            + _INFO
+            + "|"
+            + _MEDIA
+            + r")\b",
             r"i\s+(?:have|had|got)\s+no\s+(?:[\w']+\s+)?(?:" + _INFO + "|" + _MEDIA + r")\b",
         ),
     ),
