@@ -101,6 +101,17 @@ _CONTEXT_RE = re.compile(
     r"the\s+(?:session|message|conversation|chat|photo)\s+(?:on|from|of))\b",
     re.I,
 )
+#: a unit price or a per-item figure next to the total asked for ("at 754 DKK each")
+_EACH_AFTER_RE = re.compile(r"^\s*(?:each|apiece|a\s+piece|per\s+(?:item|ticket|piece|unit|person|night|one))\b", re.I)
+#: a first thought named after the value ("It was 18:30 at first, but ...")
+_SUPERSEDED_AFTER_RE = re.compile(r"^\s*,?\s*(?:at\s+first|originally|initially|to\s+begin\s+with)\b", re.I)
+#: a change "from X to Y": X is what it was, Y what it became (not a range)
+_CHANGE_FROM_RE = re.compile(
+    r"\b(?:mov|chang|switch|shift|push|resched|brought|bring|updat|rais|lower|drop|bump|delay|postpon|"
+    r"went|go|turn)\w*\s+(?:it\s+|that\s+|this\s+|things\s+|the\s+\w+\s+)?(?:back\s+|forward\s+|up\s+)?from\s*$",
+    re.I,
+)
+_TO_AFTER_RE = re.compile(r"^\s*(?:to|into|until)\b", re.I)
 _SUPERSEDED_RE = re.compile(
     r"\b(?:first\s+(?:thought|said|guessed|agreed|planned)|i\s+thought|initially|originally|at\s+first|"
     r"the\s+original|was\s+going\s+to\s+be|had\s+planned|had\s+(?:said|suggested|agreed)|before\s+changing)\b",
@@ -121,7 +132,8 @@ _CONCLUSION_RE = re.compile(
     r"in\s+conclusion|in\s+short|total(?:s|ing)?|which\s+(?:is|gives|makes|comes\s+to|equals|means)|"
     r"that\s+(?:makes|gives|comes\s+to|means)|i\.e\.|giv(?:es|ing)|mak(?:es|ing)|equals?|comes\s+to|adds\s+up\s+to|"
     r"brings?\s+(?:it\s+|the\s+total\s+)?to|for\s+a\s+total\s+of|"
-    r"sums?\s+(?:up\s+)?to|final\s+answer|the\s+answer\s+is|my\s+answer\s+is|answer\s*:|"
+    r"sums?\s+(?:up\s+)?to|come\s+to|would\s+(?:be|cost|come\s+to)|will\s+(?:be|cost)|"
+    r"final\s+answer|the\s+answer\s+is|my\s+answer\s+is|answer\s*:|"
     r"i(?:'d|\s+would)\s+(?:say|pick|choose|go\s+with)|meaning)\b",
     re.I,
 )
@@ -226,8 +238,14 @@ def roles(
                 _BOUND_RE.search(lead) or _BOUND_AFTER_RE.match(tail) or (timeline and _TIME_BOUND_RE.search(lead))
             )
             approx = bool(_APPROX_RE.search(lead) or _APPROX_AFTER_RE.match(tail))
-        context = has_ctx and (bool(_CONTEXT_RE.search(lead)) or (ordered and _in_parens(text, m)))
-        sup = has_sup and bool(_SUPERSEDED_RE.search(text[max(prev_end, _sentence_start(text, m.start)) : m.start]))
+        context = (has_ctx and (bool(_CONTEXT_RE.search(lead)) or (ordered and _in_parens(text, m)))) or bool(
+            ordered and _EACH_AFTER_RE.match(tail)
+        )
+        sup = (
+            (has_sup and bool(_SUPERSEDED_RE.search(text[max(prev_end, _sentence_start(text, m.start)) : m.start])))
+            or bool(_SUPERSEDED_AFTER_RE.match(tail))
+            or bool(_CHANGE_FROM_RE.search(lead) and _TO_AFTER_RE.match(tail))
+        )
         out.append(_Seen(m, negated, bound, approx, context, sup))
         prev_end = m.end
     return out
@@ -257,6 +275,7 @@ def commit(
     timeline: bool = False,
     no_retracts: bool = True,
     negated_at: frozenset[int] = frozenset(),
+    question: str | None = None,
 ) -> Commitment:
     """The commitment of ``text`` given its value ``mentions`` (see the module docstring).
 
@@ -264,6 +283,8 @@ def commit(
     ranges and parenthesised context apply. ``timeline``: dates and times ("after", "before",
     "by" are bounds). ``no_retracts``: a leading "No," retracts (off where "No" is an answer).
     ``negated_at``: starts of mentions ruled out by the caller (a comparative, see ``closed``).
+    ``question``: with several values left and no hedge, the one whose clause names what the
+    question asks about ("the grey car had CJV 44E", "6 nights, for 2 guests") is committed.
     """
     if not mentions:
         return _NONE
@@ -284,7 +305,7 @@ def commit(
     if not affirmed:
         return Commitment(DENIAL, None, tuple(_distinct(seen)))
     if len(_distinct(affirmed)) > 1:
-        affirmed = _concluded(text, affirmed)
+        affirmed = _concluded(text, affirmed, question)
     values = _distinct(affirmed)
     if len(values) > 1:
         if len(values) == 2 and ordered and _is_range(text, affirmed):
@@ -297,22 +318,106 @@ def commit(
     return Commitment(VALUE, values[0], tuple(values))
 
 
-def _concluded(text: str, affirmed: list[_Seen]) -> list[_Seen]:
-    """The mentions a conclusion or an answer head commits to, when several values are left."""
+def _concluded(text: str, affirmed: list[_Seen], question: str | None = None) -> list[_Seen]:
+    """The mentions a conclusion, an answer head or the question's own words commit to, when
+    several values are left (see the module docstring, step 5)."""
     ms = [s.m for s in affirmed]
     cut = None
-    for c in _CONCLUSION_RE.finditer(text, 0, ms[-1].start):
-        if not _inside(c.start(), ms) and any(m.start >= c.end() for m in ms):
-            cut = c.end()
+    for c in _CONCLUSION_RE.finditer(text, 0, ms[-1].end + 24):
+        if _inside(c.start(), ms):
+            continue
+        before = [s for s in affirmed if s.m.end <= c.start() and not text[s.m.end : c.start()].strip()]
+        if before and _POSTFIX_CONCLUSION_RE.match(c.group(0)):  # "$71.06 in total: ..."
+            cut = ("at", before[-1])
+        elif any(m.start >= c.end() for m in ms):
+            cut = ("after", c.end())
     if cut is not None:
-        after = [s for s in affirmed if s.m.start >= cut]
-        if len(_distinct(after)) == 1 or not _HEDGE_RE.search(text, cut):
+        if cut[0] == "at":
+            return [s for s in affirmed if s.m.value == cut[1].m.value]
+        after = [s for s in affirmed if s.m.start >= cut[1]]
+        if len(_distinct(after)) == 1 or not _HEDGE_RE.search(text, cut[1]):
             return after
     head = _HEAD_RE.search(text, ms[0].end)
     if head is not None:
         before = [s for s in affirmed if s.m.end <= head.start()]
         if len(_distinct(before)) == 1 and not _HEDGE_RE.search(text, head.end()):
             return before
+    if _HEDGE_RE.search(text):
+        return affirmed
+    first = _FIRST_SENTENCE_RE.match(text)
+    if first is not None and len(first.group(0).split()) <= 6:
+        lead = [s for s in affirmed if s.m.end <= first.end()]
+        if len(_distinct(lead)) == 1:  # "B. The festival stretch was 58 days, versus 32 for A."
+            return lead
+    if question:
+        return _asked(text, affirmed, question)
+    return affirmed
+
+
+_POSTFIX_CONCLUSION_RE = re.compile(r"(?:in\s+total|altogether|total)$", re.I)
+_FIRST_SENTENCE_RE = re.compile(r"^[^\n]*?[.!?](?=\s|$)")
+_Q_STOP = frozenset(
+    [
+        "the",
+        "a",
+        "an",
+        "of",
+        "in",
+        "on",
+        "at",
+        "to",
+        "for",
+        "from",
+        "with",
+        "and",
+        "or",
+        "my",
+        "i",
+        "you",
+        "your",
+        "me",
+        "what",
+        "which",
+        "how",
+        "many",
+        "much",
+        "was",
+        "were",
+        "is",
+        "did",
+        "do",
+        "does",
+        "that",
+        "this",
+        "it",
+        "its",
+        "as",
+        "by",
+        "about",
+    ]
+)
+
+
+def _asked(text: str, affirmed: list[_Seen], question: str) -> list[_Seen]:
+    """The values whose own clause shares the most words with the question, when one value does."""
+    from memlens.eval.judge.values import text_tokens
+
+    asked = {t.norm for t in text_tokens(question)} - _Q_STOP
+    if not asked:
+        return affirmed
+    ms = [s.m for s in affirmed]
+    breaks = _breaks(text)
+    best: dict = {}
+    for i, s in enumerate(affirmed):
+        lo = _lead_start(breaks, ms[i - 1].end if i else 0, s.m.start)
+        hi = ms[i + 1].start if i + 1 < len(ms) else len(text)
+        nxt = next((b for b, _ in breaks if b >= s.m.end), hi)
+        words = {t.norm for t in text_tokens(text[lo : min(hi, nxt)])}
+        best[s.m.value] = max(best.get(s.m.value, 0), len(words & asked))
+    top = max(best.values())
+    winners = [v for v, n in best.items() if n == top]
+    if top > 0 and len(winners) == 1:
+        return [s for s in affirmed if s.m.value == winners[0]]
     return affirmed
 
 

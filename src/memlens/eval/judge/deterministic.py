@@ -266,8 +266,25 @@ def _match_kind(kind_name: str, ref: str, text: str, ctx: _Ctx) -> _Outcome:
     if want is None:
         return _fallback_text(ref, text, ctx)
     mentions = kind.find(text, want)
-    c = cm.commit(text, mentions, ordered=kind.ordered, timeline=kind.timeline)
+    if not mentions and kind_name == "count" and ctx.question:
+        mentions = _initial_labels(text, ctx.question)
+    c = cm.commit(text, mentions, ordered=kind.ordered, timeline=kind.timeline, question=ctx.question)
     return _verdict(kind, want, c, ctx)
+
+
+_LETTER_NUMBER_RE = re.compile(r"\b([A-Z])(\d{1,4})\b")
+
+
+def _initial_labels(text: str, question: str) -> list[Mention]:
+    """A number written with the initial of what the question numbers ("T1" for "which terminal
+    number", "G12" for "which gate"): the word before "number" or after "which" in the question."""
+    words = re.findall(r"\b(\w+)\s+number\b|\bwhich\s+(\w+)", question, re.I)
+    initials = {(a or b)[0].upper() for a, b in words if (a or b)}
+    return [
+        Mention(float(m.group(2)), m.start(), m.end())
+        for m in _LETTER_NUMBER_RE.finditer(text)
+        if m.group(1) in initials
+    ]
 
 
 def _match_count(ref: str, text: str, ctx: _Ctx) -> _Outcome:
@@ -407,6 +424,9 @@ _KU_TO_RE = re.compile(r"^\W*(?:and\s+)?(?:then\s+)?(?:to|into|for|with)\s*$", r
 def _ku_score(text: str, m: Mention, prev: Mention | None, nxt: Mention | None, prev_from: bool) -> int:
     """How strongly the surroundings of one value call it current (> 0) or past (< 0)."""
     lead = text[prev.end if prev else 0 : m.start]
+    cut = max(lead.rfind("; "), lead.rfind(". "), lead.rfind("! "), lead.rfind("? "), lead.rfind("\n"))
+    if cut >= 0:  # a cue of the previous sentence ("... now; Cobble Scoops was before") is not this value's
+        lead = lead[cut + 1 :]
     tail = text[m.end : nxt.start if nxt else len(text)]
     s = 0
     if prev_from and _KU_TO_RE.match(lead):

@@ -192,8 +192,8 @@ _TENS["fourty"] = 40
 _NUM_WORDS = sorted([*_UNITS, *_TENS, "hundred", "thousand", "dozen"], key=len, reverse=True)
 _W = "(?:" + "|".join(_NUM_WORDS) + ")"
 _LABEL = (
-    r"(?:\b(?:sessions?|images?|photos?|pictures?|pics?|turns?|steps?|messages?|number|no\.?|nr\.?|"
-    r"options?|events?|items?\s+(?=\(?\d+\)))|#)\s*"
+    r"\b(?:sessions?|images?|photos?|pictures?|pics?|turns?|steps?|messages?|"
+    r"options?|events?|items?\s+(?=\(?\d+\)))\s*"
 )
 _COUNT_TOKEN_RE = re.compile(
     r"(?P<label>" + _LABEL + r"\(?(?:\d+|" + _W + r")\b\)?(?:\s*(?:,|and|&|or)\s*(?:and\s+)?\(?\d+\b\)?)*)"
@@ -202,7 +202,9 @@ _COUNT_TOKEN_RE = re.compile(
     + _W
     + r"(?:(?:\s+|\s*-\s*)(?:and\s+)?"
     + _W
-    + r")*(?![\w-]))"
+    + r")*(?!\w)(?!-\s*(?:\d|"
+    + _W
+    + r")))"
     r"|(?P<times>\b(?:twice|thrice|once)\b)"
     r"|(?P<none>\b(?:none|nothing|no\s+(?:one|ones)\b|not\s+(?:a\s+)?(?:single\s+)?one\b))",
     re.I,
@@ -569,7 +571,9 @@ def fmt_quantity(q: tuple) -> str:
 # Codes
 # --------------------------------------------------------------------------------------------
 
-_REF_CODE_RE = re.compile(r"^(?=[A-Za-z0-9 -]*\d)(?=[A-Za-z0-9 -]*[A-Za-z])[A-Za-z0-9]+(?:[ -][A-Za-z0-9]+)*$")
+_REF_CODE_RE = re.compile(
+    r"^(?=[A-Za-z0-9 -]*\d)(?=[A-Za-z0-9 -]*[A-Za-z])[A-Za-z0-9]+(?:[ -][A-Za-z0-9]+)*$|^\d+(?:-\d+)+$"
+)
 _ZERO_LEAD_RE = re.compile(r"^0\d+$")
 
 
