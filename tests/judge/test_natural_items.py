@@ -8,7 +8,10 @@ from collections import Counter
 import pytest
 
 from memlens.eval.judge.deterministic import score
-from tests.judge.natural_items import ANSWERS, ITEMS
+from tests.judge import natural_items, natural_items_heldout
+
+ITEMS = {**natural_items.ITEMS, **natural_items_heldout.ITEMS}
+ANSWERS = natural_items.ANSWERS + natural_items_heldout.ANSWERS
 
 
 def _grade(qid: str, answer: str):
@@ -22,6 +25,10 @@ def test_judge_agrees_with_the_hand_label(qid, answer, label):
     assert v.correct is label, (ITEMS[qid][3], answer, v)
 
 
+def test_the_two_sets_hold_different_items():
+    assert not set(natural_items.ITEMS) & set(natural_items_heldout.ITEMS)
+
+
 def test_the_hand_labelled_set_is_balanced_and_covers_every_task_key():
     from memlens.core.tasks import TASK_KEYS, task_key
 
@@ -29,4 +36,4 @@ def test_the_hand_labelled_set_is_balanced_and_covers_every_task_key():
     assert abs(labels[True] - labels[False]) <= 0.1 * len(ANSWERS), labels
     keys = {task_key(ITEMS[q][0], ITEMS[q][1], ITEMS[q][3]) for q, _, _ in ANSWERS}
     assert keys == set(TASK_KEYS)
-    assert len(ANSWERS) >= 300
+    assert len(ANSWERS) >= 600

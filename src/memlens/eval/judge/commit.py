@@ -72,7 +72,7 @@ _NEG_AFTER_RE = re.compile(
 )
 _BOUND_RE = re.compile(
     r"(?:\b(?:at\s+least|at\s+most|more\s+than|less\s+than|fewer\s+than|greater\s+than|over|under|above|below|"
-    r"up\s+to|no\s+more\s+than|no\s+fewer\s+than|no\s+less\s+than|not\s+more\s+than|not\s+less\s+than|"
+    r"(?<!add\s)(?<!adds\s)(?<!added\s)(?<!sum\s)(?<!sums\s)up\s+to|no\s+more\s+than|no\s+fewer\s+than|no\s+less\s+than|not\s+more\s+than|not\s+less\s+than|"
     r"a\s+minimum\s+of|a\s+maximum\s+of|upwards\s+of|in\s+excess\s+of|beyond|exceeding)|[<>\u2264\u2265]=?)\s*$",
     re.I,
 )
@@ -289,7 +289,7 @@ def commit(
     if not mentions:
         return _NONE
     first = mentions[0].value
-    if all(m.value == first for m in mentions) and not _SINGLE_CUE_RE.search(text):
+    if not negated_at and all(m.value == first for m in mentions) and not _SINGLE_CUE_RE.search(text):
         return Commitment(VALUE, first, (first,))  # one value, nothing that could deny or bound it
     mentions = sorted(mentions, key=lambda m: m.start)
     seen = roles(text, mentions, ordered=ordered, timeline=timeline, negated_at=negated_at)
@@ -399,7 +399,9 @@ _Q_STOP = frozenset(
 
 
 def _asked(text: str, affirmed: list[_Seen], question: str) -> list[_Seen]:
-    """The values whose own clause shares the most words with the question, when one value does."""
+    """The values whose own words share the most with the question, when one value does. A value's
+    own words are those before it in its clause and those after it up to a connective ("the grey car
+    had CJV 44E", "6 nights, for 2 guests", "the card receipt was $51.10 and the cash one $32.40")."""
     from memlens.eval.judge.values import text_tokens
 
     asked = {t.norm for t in text_tokens(question)} - _Q_STOP
@@ -411,14 +413,18 @@ def _asked(text: str, affirmed: list[_Seen], question: str) -> list[_Seen]:
     for i, s in enumerate(affirmed):
         lo = _lead_start(breaks, ms[i - 1].end if i else 0, s.m.start)
         hi = ms[i + 1].start if i + 1 < len(ms) else len(text)
-        nxt = next((b for b, _ in breaks if b >= s.m.end), hi)
-        words = {t.norm for t in text_tokens(text[lo : min(hi, nxt)])}
+        stop = _TAIL_STOP_RE.search(text, s.m.end, hi)
+        own = text[lo : s.m.start] + " " + text[s.m.end : stop.start() if stop else hi]
+        words = {t.norm for t in text_tokens(own)}
         best[s.m.value] = max(best.get(s.m.value, 0), len(words & asked))
     top = max(best.values())
     winners = [v for v, n in best.items() if n == top]
     if top > 0 and len(winners) == 1:
         return [s for s in affirmed if s.m.value == winners[0]]
     return affirmed
+
+
+_TAIL_STOP_RE = re.compile(r"[,;.!?()]|\b(?:and|but|while|whereas|versus|vs|than|or|then)\b", re.I)
 
 
 def _is_range(text: str, affirmed: list[_Seen]) -> bool:

@@ -76,6 +76,7 @@ from memlens.eval.judge.values import (
     currency_ok,
     find_amounts,
     find_codes,
+    find_colours,
     find_counts,
     find_dates,
     find_durations,
@@ -87,6 +88,7 @@ from memlens.eval.judge.values import (
     fmt_quantity,
     normalize_text,
     ref_amount,
+    ref_colour,
     ref_count,
     ref_date,
     ref_duration,
@@ -197,6 +199,7 @@ _KINDS: dict[str, _Kind] = {
     "time": _Kind("time", ref_time, lambda t, w: find_times(t), _eq, str, timeline=True),
     "duration": _Kind("duration", ref_duration, lambda t, w: find_durations(t), _eq, lambda v: f"{fmt_number(v)} min"),
     "quantity": _Kind("quantity", ref_quantity, lambda t, w: find_quantities(t), _eq, fmt_quantity),
+    "colour": _Kind("colour", ref_colour, lambda t, w: find_colours(t), _eq, str, ordered=False),
     "code": _Kind(
         "code",
         lambda r: (r.strip(), code_shape(r)) if code_shape(r) is not None else None,
@@ -211,7 +214,8 @@ _KINDS: dict[str, _Kind] = {
 @lru_cache(maxsize=4096)
 def reference_kind(ref: str) -> str:
     """The type a free-text (IE/KU) reference is compared as: ``date``, ``time``, ``amount``,
-    ``count``, ``duration``, ``quantity``, ``code`` or ``text`` (the first that parses the whole
+    ``count``, ``duration``, ``quantity``, ``code``, ``colour`` (one colour word, compared among the
+    colours the answer names) or ``text`` (the first that parses the whole
     reference; a bare integer is a count unless it has a leading zero, then a code)."""
     r = ref.strip()
     if ref_date(r) is not None and re.fullmatch(r"[\w ,./-]+", r) and len(find_dates(r)) == 1:
@@ -230,8 +234,10 @@ def reference_kind(ref: str) -> str:
         return "duration"
     if ref_quantity(r) is not None:
         return "quantity"
-    if code_shape(r) is not None and len(re.sub(r"[\s-]", "", r)) >= 3:
+    if code_shape(r) is not None and len(re.sub(r"[\s-]", "", r)) >= 2:
         return "code"
+    if ref_colour(r) is not None:
+        return "colour"
     return "text"
 
 
@@ -379,35 +385,32 @@ def _match_yes_no(ref: str, text: str, ctx: _Ctx) -> _Outcome:
 # Knowledge update: the current value, read by direction
 # --------------------------------------------------------------------------------------------
 
-_W3 = r"(?:[\w']+\s+){0,3}"
-_KU_CURRENT_BEFORE = (
+#: cues before a value: the nearest one (at most three words before it) says what the value is
+_KU_CUES = (
     (
         re.compile(
-            r"(?:\b(?:now|currently|these\s+days|nowadays|at\s+the\s+moment|at\s+present|today|lately|"
+            r"\b(?:now|currently|these\s+days|nowadays|at\s+the\s+moment|at\s+present|today|lately|"
             r"from\s+now\s+on|replaced\s+(?:by|with)|switched\s+(?:over\s+)?to|changed\s+(?:it\s+|over\s+)?to|"
             r"moved\s+(?:on\s+|over\s+)?to|upgraded\s+to|went\s+(?:with|for)|settled\s+on|the\s+new|new|"
-            r"current|latest)\b)\W*" + _W3 + r"$",
+            r"current|latest)\b",
             re.I,
         ),
         2,
     ),
-    (re.compile(r"\b(?:it's|it\s+is|is|are|'s)\s*$", re.I), 1),
-)
-_KU_PAST_BEFORE = (
+    (re.compile(r"\b(?:it's|it\s+is|is|are)\b|'s\b", re.I), 1),
     (
         re.compile(
             r"(?:\b(?:from|used\s+to|previously|formerly|originally|initially|at\s+first|no\s+longer|before|"
-            r"before\s+that|earlier|the\s+old|old|prior|instead\s+of|rather\s+than|replaced|replacing|not|never|"
-            r"until\s+recently|had\s+been|back\s+then|in\s+the\s+past|once)\b|n't)\W*" + _W3 + r"$",
+            r"earlier|the\s+old|old|prior|instead\s+of|rather\s+than|replaced|replacing|not|never|until\s+recently|"
+            r"had\s+been|back\s+then|in\s+the\s+past|once|finished|stopped\s+\w+ing|quit|gave\s+up(?:\s+on)?|"
+            r"dropped)\b|n't)",
             re.I,
         ),
         -2,
     ),
-    (re.compile(r"\b(?:was|were)\s*$", re.I), -1),
+    (re.compile(r"\b(?:was|were)\b", re.I), -1),
 )
-_KU_PASSIVE_AFTER = re.compile(
-    r"^\W*(?:was|were|has\s+been|had\s+been|got|is|'s|has|have)\s+(?:been\s+)?replaced\b", re.I
-)
+_KU_PASSIVE_AFTER = re.compile(r"^\W*(?:was|were|has\s+been|had\s+been|got|is|'s|has|have)\s+(?:been\s+)?replaced\b", re.I)
 _KU_ACTIVE_AFTER = re.compile(r"^\W*(?:has\s+|have\s+|now\s+)?replac(?:ed|es)\b", re.I)
 _KU_PAST_AFTER = re.compile(
     r"^\W*(?:(?:was|were|is)\s+)?(?:before|previously|earlier|originally|at\s+first|in\s+the\s+past|back\s+then|"
@@ -422,23 +425,19 @@ _KU_TO_RE = re.compile(r"^\W*(?:and\s+)?(?:then\s+)?(?:to|into|for|with)\s*$", r
 
 
 def _ku_score(text: str, m: Mention, prev: Mention | None, nxt: Mention | None, prev_from: bool) -> int:
-    """How strongly the surroundings of one value call it current (> 0) or past (< 0)."""
+    """How strongly the surroundings of one value call it current (> 0) or past (< 0): the nearest
+    cue before it (within its sentence, at most three words away), and a cue right after it."""
     lead = text[prev.end if prev else 0 : m.start]
     cut = max(lead.rfind("; "), lead.rfind(". "), lead.rfind("! "), lead.rfind("? "), lead.rfind("\n"))
     if cut >= 0:  # a cue of the previous sentence ("... now; Cobble Scoops was before") is not this value's
         lead = lead[cut + 1 :]
     tail = text[m.end : nxt.start if nxt else len(text)]
-    s = 0
-    if prev_from and _KU_TO_RE.match(lead):
-        s += 2
-    for rx, w in _KU_CURRENT_BEFORE:
-        if rx.search(lead):
+    s = 2 if prev_from and _KU_TO_RE.match(lead) else 0
+    cues = [(c.end(), c.start(), w) for rx, w in _KU_CUES for c in rx.finditer(lead)]
+    if cues:
+        end, _, w = max(cues)
+        if len(lead[end:].split()) <= 3:
             s += w
-            break
-    for rx, w in _KU_PAST_BEFORE:
-        if rx.search(lead) and not re.search(r"replaced\s+(?:by|with)\W*" + _W3 + r"$", lead, re.I):
-            s += w
-            break
     if _KU_PASSIVE_AFTER.match(tail) or _postfix(_KU_PAST_AFTER, tail, nxt):
         s -= 2
     elif _KU_ACTIVE_AFTER.match(tail) or _postfix(_KU_CURRENT_AFTER, tail, nxt):

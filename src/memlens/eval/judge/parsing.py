@@ -235,7 +235,10 @@ def prepare_prediction(
 #:    "doesn't appear in the history", "it's unclear from the conversation";
 #: 9. unanswerable: "unanswerable", "not answerable", "there's no way to know".
 _INFO = r"(?:information|info|context|details?|data|evidence|records?|mention|memory)"
-_MEDIA = r"(?:photos?|pictures?|images?|dates?|receipts?|screenshots?|messages?|timestamps?|records?)"
+_MEDIA = (
+    r"(?:photos?|pictures?|images?|dates?|receipts?|screenshots?|messages?|timestamps?|records?|timings?|times|"
+    r"durations?|figures?|numbers?|prices?|amounts?)"
+)
 _VERB = (
     r"(?:determine|answer|provide|find|identify|tell|say|know|confirm|recall|infer|specify|"
     r"locate|compare|count|order|rank|establish|verify|pin\s+(?:it\s+|that\s+)?down|work\s+(?:it\s+|that\s+|this\s+)?out|"

@@ -206,12 +206,15 @@ _COUNT_TOKEN_RE = re.compile(
     + _W
     + r")))"
     r"|(?P<times>\b(?:twice|thrice|once)\b)"
-    r"|(?P<none>\b(?:none|nothing|no\s+(?:one|ones)\b|not\s+(?:a\s+)?(?:single\s+)?one\b))",
+    r"|(?P<none>\b(?:none|nothing|no\s+(?:one|ones)\b|not\s+(?:a\s+)?(?:single\s+)?one\b|"
+    r"no(?=\s+[a-z]+)(?!\s+(?:longer|more|less|idea|way|doubt|matter|problem|information|info|record|records|"
+    r"mention|data|details?|clue|sign|time|need|other|such|further|later|earlier|than)\b)))",
     re.I,
 )
+#: "the red one", "this one", "the only one", "no one": not the number 1 ("only one receipt" is)
 _PRONOUN_ONE_RE = re.compile(
-    r"\b(?:the|this|that|which|each|every|any|no|another|other|some|a|last|first|only|right|wrong|"
-    r"same|new|old|[a-z]+(?:er|est|ed))\s+$",
+    r"\b(?:the|this|that|which|each|every|any|no|another|other|some|a|last|first|right|wrong|"
+    r"same|new|old|[a-z]+(?:er|est|ed))\s+(?:only\s+)?$",
     re.I,
 )
 _YEAR_RE = re.compile(r"^(?:19|20)\d\d$")
@@ -565,6 +568,31 @@ def ref_quantity(ref: str) -> tuple | None:
 
 def fmt_quantity(q: tuple) -> str:
     return f"{fmt_number(q[1])} {q[0]}"
+
+
+# --------------------------------------------------------------------------------------------
+# Colours
+# --------------------------------------------------------------------------------------------
+
+COLOURS = frozenset(
+    ["red", "orange", "yellow", "green", "blue", "purple", "pink", "brown", "black", "white", "grey", "silver", "gold", "beige", "navy", "teal", "turquoise", "cream", "maroon", "violet", "cyan", "magenta", "tan", "olive", "lime", "lilac", "burgundy"]
+)
+_COLOUR_RE = re.compile(
+    r"\b(?:(?:dark|light|pale|bright|deep|navy)[\s-]+)?(?P<c>" + "|".join(sorted(COLOURS | {"gray"})) + r")(?:ish)?\b",
+    re.I,
+)
+
+
+def find_colours(text: str) -> list[Mention]:
+    """Every colour word ("dark grey" is grey, "gray" is grey)."""
+    return [Mention(m.group("c").lower().replace("gray", "grey"), m.start(), m.end()) for m in _COLOUR_RE.finditer(text)]
+
+
+@lru_cache(maxsize=4096)
+def ref_colour(ref: str) -> str | None:
+    """The colour a reference consists of ("grey", "White"), else None."""
+    r = ref.strip().lower().replace("gray", "grey")
+    return r if r in COLOURS else None
 
 
 # --------------------------------------------------------------------------------------------
