@@ -136,8 +136,12 @@ _MORE = frozenset(("longer", "longest", "more", "most", "greater", "bigger", "fu
 
 
 def question_direction(question: str | None) -> str:
-    """ "less" when the question asks which was shorter, else "more"."""
-    if question and re.search(r"\bshort", question, re.I) and not re.search(r"\blong", question, re.I):
+    """ "less" when the question asks which was shorter, else "more" (read before the options, whose
+    own words may say "long" or "short")."""
+    if not question:
+        return "more"
+    stem = question.split("(A)", 1)[0]
+    if re.search(r"\bshort", stem, re.I) and not re.search(r"\blong", stem, re.I):
         return "less"
     return "more"
 

@@ -60,7 +60,7 @@ _NONE = Commitment(NONE)
 # clause breaks: punctuation followed by a space (not inside numbers), dashes, brackets, line ends
 _BREAK_RE = re.compile(r"[;!?\n(]|[.:,](?=\s|$)|\s[-\u2013\u2014]+\s|\u2014|\.\.\.")
 _NEG_RE = re.compile(
-    r"(?:\b(?:not|never|neither|nor|no\s+longer|rather\s+than|instead\s+of|other\s+than|except(?:\s+for)?)|n't)"
+    r"(?:\b(?:not|never|neither|nor|no|no\s+longer|rather\s+than|instead\s+of|other\s+than|except(?:\s+for)?)|n't)"
     r"(?!\s+(?:sure|certain|entirely|completely|totally|quite|100|exactly\s+sure))"
     r"(?:\s+[\w']+){0,3}?\s*[\"'(*_]*$",
     re.I,
@@ -242,7 +242,7 @@ def roles(
             ordered and _EACH_AFTER_RE.match(tail)
         )
         sup = (
-            (has_sup and bool(_SUPERSEDED_RE.search(text[max(prev_end, _sentence_start(text, m.start)) : m.start])))
+            (has_sup and bool(_SUPERSEDED_RE.search(lead)))
             or bool(_SUPERSEDED_AFTER_RE.match(tail))
             or bool(_CHANGE_FROM_RE.search(lead) and _TO_AFTER_RE.match(tail))
         )

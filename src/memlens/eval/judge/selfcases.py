@@ -499,7 +499,7 @@ def _ab_cases(g: _Gen) -> None:
     other = "B" if ref == "A" else "A"
     opts = ab_options(g.q.question)
     r = g.rng("ab")
-    shorter = bool(re.search(r"\bshort", g.q.question, re.I))
+    shorter = bool(re.search(r"\bshort", g.q.question.split("(A)", 1)[0], re.I))
     won, lost = ("was shorter", "longer") if shorter else ("lasted longer", "shorter")
     for text in (ref, f"({ref})", f"Option {ref}", f"{ref}.", f"**{ref}**", f"The answer is {ref}."):
         g.add("right:exact" if text == ref else "right:format", True, text)
