@@ -13,7 +13,7 @@ Q_LONG = (
 Q_SHORT = "Which was shorter: (A) the batch of jam, or (B) the long video call? Answer A or B."
 Q_ORDER = (
     'Put these events in the order they happened: (1) the "Velvet Static" concert; (2) the "Dentist" marked '
-    'on the calendar in my godmother\'s hallway; (3) the "Team offsite" marked on the calendar in my partner\'s '
+    "on the calendar in my godmother's hallway; (3) the \"Team offsite\" marked on the calendar in my partner's "
     "guest room. Answer with the numbers in parentheses, earliest first."
 )
 

@@ -147,7 +147,10 @@ def test_caller_can_rule_out_a_mention():
         ("The green ball. Actually, no - the red cup.", cm.RETRACTED),
         ("The red cup. Actually, no - the green ball.", cm.VALUE),
         ("I first thought it was the green ball, but it was the red cup.", cm.SUPERSEDED),
-        ("One photo shows a green ball. The one you meant shows a red cup. So the answer is the red cup.", cm.CONCLUDED_OTHER),
+        (
+            "One photo shows a green ball. The one you meant shows a red cup. So the answer is the red cup.",
+            cm.CONCLUDED_OTHER,
+        ),
         ("The green ball, and the red cup was on its right.", cm.VALUE),
         ("No green ball anywhere.", cm.DENIAL),
         ("Nothing like that.", cm.NONE),

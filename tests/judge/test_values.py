@@ -113,7 +113,13 @@ def test_amounts(text, amounts):
 
 @pytest.mark.parametrize(
     ("text", "minutes"),
-    [("1 hour 30 minutes", [90.0]), ("90 min", [90.0]), ("1.5 hours", [90.0]), ("2 days", [2880.0]), ("a week", [10080.0])],
+    [
+        ("1 hour 30 minutes", [90.0]),
+        ("90 min", [90.0]),
+        ("1.5 hours", [90.0]),
+        ("2 days", [2880.0]),
+        ("a week", [10080.0]),
+    ],
 )
 def test_durations(text, minutes):
     assert vals(V.find_durations(text)) == minutes
