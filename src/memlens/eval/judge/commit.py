@@ -33,6 +33,7 @@ from __future__ import annotations
 
 import itertools
 import re
+from functools import lru_cache
 from typing import NamedTuple
 
 from memlens.eval.judge.values import Mention
@@ -147,26 +148,94 @@ _RANGE_GAP_RE = re.compile(r"^\s*(?:-|\u2013|\u2014|to|and|through|thru|till|unt
 _RANGE_LEAD_RE = re.compile(r"\b(?:between|from|range|ranging)\b[^.;]*$", re.I)
 
 
-#: words without which one repeated value is simply committed (negation, bound, approximation cues)
-_SINGLE_CUE_RE = re.compile(
-    r"n't|\b(?:not|never|neither|nor|no|rather|instead|other|except|wrong|incorrect|least|most|more|less|"
-    r"fewer|greater|over|under|above|below|up|minimum|maximum|upwards|excess|beyond|exceeding|after|before|"
-    r"since|until|till|by|later|earlier|prior|about|around|roughly|approx|approximately|circa|ca|nearly|"
-    r"almost|close|give|ish|so)\b|[~+<>\u2264\u2265]",
-    re.I,
-)
+_WORD_RE = re.compile(r"[a-z]+")
 
 
-_NEG_WORD_RE = re.compile(r"n't|\b(?:not|never|neither|nor|no|rather|instead|other|except|wrong|incorrect|isn|wasn)\b")
-_BOUND_WORD_RE = re.compile(
-    r"\b(?:least|most|more|less|fewer|greater|over|under|above|below|up|minimum|maximum|upwards|excess|beyond|"
-    r"exceeding|after|before|since|until|till|by|later|earlier|prior|about|around|roughly|approx|approximately|"
-    r"circa|ca|nearly|almost|close|give|ish|so|or)\b|[~+<>\u2264\u2265]"
+@lru_cache(maxsize=16384)
+def _words(text: str) -> frozenset[str]:
+    """The lower-case words of ``text``: a cheap test of which cue families can occur at all."""
+    return frozenset(_WORD_RE.findall(text.lower()))
+
+
+def _has(text: str, words: frozenset[str], symbols: str = "") -> bool:
+    return not words.isdisjoint(_words(text)) or "n't" in text or "n\u2019t" in text or any(c in text for c in symbols)
+
+
+_NEG_WORDS = frozenset(
+    ["not", "never", "neither", "nor", "no", "rather", "instead", "other", "except", "wrong", "incorrect"]
 )
-_CONTEXT_WORD_RE = re.compile(
-    r"\b(?:you|mentioned|shared|sent|posted|told|said|uploaded|taken|snapped|photographed|according|as|dated|in|"
-    r"from|on|the)\b"
+_BOUND_WORDS = frozenset(
+    [
+        "least",
+        "most",
+        "more",
+        "less",
+        "fewer",
+        "greater",
+        "over",
+        "under",
+        "above",
+        "below",
+        "up",
+        "minimum",
+        "maximum",
+        "upwards",
+        "excess",
+        "beyond",
+        "exceeding",
+        "after",
+        "before",
+        "since",
+        "until",
+        "till",
+        "by",
+        "later",
+        "earlier",
+        "prior",
+        "about",
+        "around",
+        "roughly",
+        "approx",
+        "approximately",
+        "circa",
+        "ca",
+        "nearly",
+        "almost",
+        "close",
+        "give",
+        "ish",
+        "so",
+        "or",
+    ]
 )
+_CONTEXT_WORDS = frozenset(
+    [
+        "you",
+        "mentioned",
+        "shared",
+        "sent",
+        "posted",
+        "told",
+        "said",
+        "uploaded",
+        "taken",
+        "snapped",
+        "photographed",
+        "according",
+        "as",
+        "dated",
+        "in",
+        "from",
+        "on",
+        "the",
+        "each",
+        "apiece",
+        "per",
+    ]
+)
+#: words (or symbols) without which one repeated value is simply committed: negation, bound, approximation
+_SINGLE_CUE_WORDS = _NEG_WORDS | _BOUND_WORDS
+_SINGLE_CUE_SYMBOLS = "~+<>\u2264\u2265"
 
 
 class _Seen(NamedTuple):
@@ -219,9 +288,9 @@ def roles(
     breaks = _breaks(text)
     # which families of cues occur at all (one scan each), so that absent ones cost nothing per mention
     low = text.lower()
-    has_neg = bool(_NEG_WORD_RE.search(low))
-    has_bound = ordered and bool(_BOUND_WORD_RE.search(low))
-    has_ctx = bool(_CONTEXT_WORD_RE.search(low)) or (ordered and "(" in text)
+    has_neg = _has(low, _NEG_WORDS) or bool(negated_at)
+    has_bound = ordered and _has(low, _BOUND_WORDS, _SINGLE_CUE_SYMBOLS)
+    has_ctx = _has(low, _CONTEXT_WORDS, "(") if ordered else not _CONTEXT_WORDS.isdisjoint(_words(low))
     has_sup = bool(_SUPERSEDED_RE.search(text))
     out = []
     prev_end = 0
@@ -289,7 +358,11 @@ def commit(
     if not mentions:
         return _NONE
     first = mentions[0].value
-    if not negated_at and all(m.value == first for m in mentions) and not _SINGLE_CUE_RE.search(text):
+    if (
+        not negated_at
+        and all(m.value == first for m in mentions)
+        and not _has(text, _SINGLE_CUE_WORDS, _SINGLE_CUE_SYMBOLS)
+    ):
         return Commitment(VALUE, first, (first,))  # one value, nothing that could deny or bound it
     mentions = sorted(mentions, key=lambda m: m.start)
     seen = roles(text, mentions, ordered=ordered, timeline=timeline, negated_at=negated_at)
@@ -440,15 +513,91 @@ def _is_range(text: str, affirmed: list[_Seen]) -> bool:
 # Free-text references
 # --------------------------------------------------------------------------------------------
 
-_PHRASE_CUE_RE = re.compile(
-    r"n't|[,/=]|->|\u2192|\b(?:not|never|neither|nor|no|rather|instead|other|except|wrong|incorrect|or|and|either|"
-    r"maybe|possibly|perhaps|could|might|may|sure|candidates?|options?|one|actually|wait|hold|correction|scratch|"
-    r"mean|sorry|second|correct|mistake|make|take|strike|misread|misspoke|reflection|first|thought|initially|"
-    r"originally|original|going|planned|said|suggested|agreed|before|so|therefore|thus|hence|consequently|overall|"
-    r"altogether|total|totals|totaling|totalling|summary|conclusion|short|which|that|giving|gives|making|makes|"
-    r"equals?|comes|adds|sums?|brings?|answer|i'?d|would|meaning|unsure|i\.e)\b",
-    re.I,
+#: words (or symbols) without which an occurrence of a free-text reference is simply committed
+_PHRASE_CUE_WORDS = _NEG_WORDS | frozenset(
+    [
+        "or",
+        "and",
+        "either",
+        "maybe",
+        "possibly",
+        "perhaps",
+        "could",
+        "might",
+        "may",
+        "sure",
+        "candidate",
+        "candidates",
+        "option",
+        "options",
+        "one",
+        "actually",
+        "wait",
+        "hold",
+        "correction",
+        "scratch",
+        "mean",
+        "sorry",
+        "second",
+        "correct",
+        "mistake",
+        "make",
+        "take",
+        "strike",
+        "misread",
+        "misspoke",
+        "reflection",
+        "first",
+        "thought",
+        "initially",
+        "originally",
+        "original",
+        "going",
+        "planned",
+        "said",
+        "suggested",
+        "agreed",
+        "before",
+        "so",
+        "therefore",
+        "thus",
+        "hence",
+        "consequently",
+        "overall",
+        "altogether",
+        "total",
+        "totals",
+        "totaling",
+        "totalling",
+        "summary",
+        "conclusion",
+        "short",
+        "which",
+        "that",
+        "giving",
+        "gives",
+        "making",
+        "makes",
+        "equal",
+        "equals",
+        "comes",
+        "adds",
+        "sum",
+        "sums",
+        "bring",
+        "brings",
+        "answer",
+        "d",
+        "id",
+        "would",
+        "meaning",
+        "unsure",
+        "ie",
+        "e",
+        "at",
+    ]
 )
+_PHRASE_CUE_SYMBOLS = ",/=\u2192"
 _LIST_BEFORE_RE = re.compile(
     r"(?:,|\bor|\beither|/|\band|\bmaybe|\bpossibly|\bperhaps)(?:\s+(?:the|a|an))?\s*[\"'*]*$", re.I
 )
@@ -469,7 +618,7 @@ def commit_phrase(text: str, spans: list[tuple[int, int]]) -> str:
     names something else)."""
     if not spans:
         return NONE
-    if not _PHRASE_CUE_RE.search(text):
+    if not _has(text, _PHRASE_CUE_WORDS, _PHRASE_CUE_SYMBOLS) and "->" not in text:
         return VALUE  # nothing that could deny, hedge, retract or supersede it
     ms = [Mention(None, s, e) for s, e in spans]
     seen = roles(text, ms, ordered=False)

@@ -410,7 +410,9 @@ _KU_CUES = (
     ),
     (re.compile(r"\b(?:was|were)\b", re.I), -1),
 )
-_KU_PASSIVE_AFTER = re.compile(r"^\W*(?:was|were|has\s+been|had\s+been|got|is|'s|has|have)\s+(?:been\s+)?replaced\b", re.I)
+_KU_PASSIVE_AFTER = re.compile(
+    r"^\W*(?:was|were|has\s+been|had\s+been|got|is|'s|has|have)\s+(?:been\s+)?replaced\b", re.I
+)
 _KU_ACTIVE_AFTER = re.compile(r"^\W*(?:has\s+|have\s+|now\s+)?replac(?:ed|es)\b", re.I)
 _KU_PAST_AFTER = re.compile(
     r"^\W*(?:(?:was|were|is)\s+)?(?:before|previously|earlier|originally|at\s+first|in\s+the\s+past|back\s+then|"

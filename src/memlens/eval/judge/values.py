@@ -39,6 +39,18 @@ class Mention(NamedTuple):
     end: int
 
 
+def short_cache(fn):
+    """Memoise a finder on short texts (<= 256 characters: final answers), as the judge's text
+    normalisation always was; the result is a tuple, so no caller can change a cached value."""
+    cached = lru_cache(maxsize=16384)(lambda *a, **k: tuple(fn(*a, **k)))
+
+    def finder(text: str, *a, **k):
+        return cached(text, *a, **k) if len(text) <= 256 else tuple(fn(text, *a, **k))
+
+    finder.__doc__, finder.__name__, finder.__wrapped__ = fn.__doc__, fn.__name__, fn
+    return finder
+
+
 def blank(text: str, rx: re.Pattern) -> str:
     """``text`` with every match of ``rx`` replaced by spaces (offsets are kept)."""
     return rx.sub(lambda m: " " * (m.end() - m.start()), text)
@@ -106,6 +118,7 @@ def _date_of(m: re.Match) -> str | None:
     return AMBIGUOUS_DATE
 
 
+@short_cache
 def find_dates(text: str) -> list[Mention]:
     out = []
     for m in _DATE_RE.finditer(text):
@@ -155,6 +168,7 @@ def _time_of(m: re.Match) -> str | None:
     return f"{h:02d}:{mi:02d}"
 
 
+@short_cache
 def find_times(text: str) -> list[Mention]:
     text = blank(text, _DATE_RE)
     out = []
@@ -289,6 +303,7 @@ def _blank_partitives(text: str) -> str:
     return _PARTITIVE_RE.sub(part, text)
 
 
+@short_cache
 def find_counts(text: str) -> list[Mention]:
     """Every count in ``text`` (digits or words) except labels ("session 3", "#2"), the numbers of
     dates and clock times, and the whole of a partitive ("one of the three receipts" holds 1).
@@ -398,6 +413,7 @@ def amount_value(raw: str) -> float:
     return float(s)
 
 
+@short_cache
 def find_amounts(text: str) -> list[Mention]:
     """Every amount, as ``Mention(Amount, start, end)``; the numbers of dates and clock times are not
     amounts, and when any amount names a currency, numbers without one are not amounts either."""
@@ -575,7 +591,35 @@ def fmt_quantity(q: tuple) -> str:
 # --------------------------------------------------------------------------------------------
 
 COLOURS = frozenset(
-    ["red", "orange", "yellow", "green", "blue", "purple", "pink", "brown", "black", "white", "grey", "silver", "gold", "beige", "navy", "teal", "turquoise", "cream", "maroon", "violet", "cyan", "magenta", "tan", "olive", "lime", "lilac", "burgundy"]
+    [
+        "red",
+        "orange",
+        "yellow",
+        "green",
+        "blue",
+        "purple",
+        "pink",
+        "brown",
+        "black",
+        "white",
+        "grey",
+        "silver",
+        "gold",
+        "beige",
+        "navy",
+        "teal",
+        "turquoise",
+        "cream",
+        "maroon",
+        "violet",
+        "cyan",
+        "magenta",
+        "tan",
+        "olive",
+        "lime",
+        "lilac",
+        "burgundy",
+    ]
 )
 _COLOUR_RE = re.compile(
     r"\b(?:(?:dark|light|pale|bright|deep|navy)[\s-]+)?(?P<c>" + "|".join(sorted(COLOURS | {"gray"})) + r")(?:ish)?\b",
@@ -585,7 +629,9 @@ _COLOUR_RE = re.compile(
 
 def find_colours(text: str) -> list[Mention]:
     """Every colour word ("dark grey" is grey, "gray" is grey)."""
-    return [Mention(m.group("c").lower().replace("gray", "grey"), m.start(), m.end()) for m in _COLOUR_RE.finditer(text)]
+    return [
+        Mention(m.group("c").lower().replace("gray", "grey"), m.start(), m.end()) for m in _COLOUR_RE.finditer(text)
+    ]
 
 
 @lru_cache(maxsize=4096)
@@ -691,6 +737,7 @@ def fold(tok: str) -> str:
     return tok
 
 
+@short_cache
 def text_tokens(text: str, *, keep_articles: bool = False) -> list[Token]:
     """The word tokens of ``text`` in normal form (see :func:`fold`), with their spans; "&" is
     "and", punctuation separates tokens (kept inside numbers: "7:45", "2024/05/31", "1,500"),
