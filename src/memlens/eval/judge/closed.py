@@ -22,7 +22,7 @@ import re
 from functools import lru_cache
 
 from memlens.eval.judge.commit import DENIAL, VALUE, Commitment, commit
-from memlens.eval.judge.values import _DATE_RE, Mention, blank, text_tokens
+from memlens.eval.judge.values import DATE_RE, Mention, blank, text_tokens
 
 # --------------------------------------------------------------------------------------------
 # the question's options and events
@@ -146,7 +146,7 @@ def question_direction(question: str | None) -> str:
     return "more"
 
 
-def _letters(text: str, ordinals: bool) -> list[Mention]:
+def letters(text: str, ordinals: bool) -> list[Mention]:
     out = []
     for m in _CHOICE_RE.finditer(text):
         kind = m.lastgroup
@@ -163,7 +163,7 @@ def read_choice(text: str, question: str | None = None) -> Commitment:
     if bare in ("A", "B"):
         return Commitment(VALUE, bare, (bare,))
     ordinals = question is None or bool(_QUESTION_OPTIONS_RE.search(question))
-    mentions = _letters(text, ordinals)
+    mentions = letters(text, ordinals)
     opts = ab_options(question)
     if opts:
         mentions += [n for n in _named(text, opts) if not any(x.start <= n.start < x.end for x in mentions)]
@@ -210,12 +210,16 @@ _POLARITY_RE = re.compile(
 )
 
 
-def read_yes_no(text: str) -> Commitment:
-    mentions = [
+def polarities(text: str) -> list[Mention]:
+    """Every yes/no polarity the text states ("yes", "the same shop", "not the same", "different")."""
+    return [
         Mention("Yes" if m.lastgroup.startswith("yes") else "No", m.start(), m.end())
         for m in _POLARITY_RE.finditer(text)
     ]
-    return commit(text, mentions, ordered=False, no_retracts=False)
+
+
+def read_yes_no(text: str) -> Commitment:
+    return commit(text, polarities(text), ordered=False, no_retracts=False)
 
 
 # --------------------------------------------------------------------------------------------
@@ -243,8 +247,8 @@ def _seq(nums: list[str]) -> str:
     return "".join(f"({int(n)})" for n in nums)
 
 
-def _index_runs(text: str) -> list[Mention]:
-    t = blank(text, _DATE_RE) if any(c.isdigit() for c in text) else text
+def index_runs(text: str) -> list[Mention]:
+    t = blank(text, DATE_RE) if any(c.isdigit() for c in text) else text
     runs = {"paren": [], "plain": []}
     for m in _ORDER_RUN_RE.finditer(t):
         if m.lastgroup == "plain" and _LABEL_RUN_RE.search(t, max(0, m.start() - 12), m.start()):
@@ -288,7 +292,7 @@ def _named_in_order(text: str, events: dict[str, str]) -> list[Mention]:
 
 def read_order(text: str, question: str | None = None) -> Commitment:
     events = order_events(question)
-    mentions = _listed(text, events) or _index_runs(text) or _named_in_order(text, events)
+    mentions = _listed(text, events) or index_runs(text) or _named_in_order(text, events)
     if _REVERSED_RE.search(text):
         mentions = [Mention(_seq(_INT_RE.findall(m.value)[::-1]), m.start, m.end) for m in mentions]
     return commit(text, mentions, ordered=False)

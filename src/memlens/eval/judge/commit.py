@@ -320,6 +320,18 @@ def roles(
     return out
 
 
+def after_retraction(text: str, seen: list[_Seen], *, no_retracts: bool = True) -> list[_Seen]:
+    """The mentions after the last retraction that has a mention on both sides (a leading "No,"
+    retracts unless ``no_retracts`` is False), without first thoughts that a later value replaces."""
+    if len(seen) > 1:
+        seen = _after_retraction(text, seen, _RETRACT_NO_RE if no_retracts else _RETRACT_RE)
+    if len(seen) > 1:
+        later = [i for i, s in enumerate(seen) if not s.superseded]
+        if later:
+            seen = [s for i, s in enumerate(seen) if not s.superseded or i > later[-1]]
+    return seen
+
+
 def _after_retraction(text: str, seen: list[_Seen], rx: re.Pattern) -> list[_Seen]:
     """The mentions after the last retraction that has a mention on both sides."""
     ms = [s.m for s in seen]
@@ -366,12 +378,7 @@ def commit(
         return Commitment(VALUE, first, (first,))  # one value, nothing that could deny or bound it
     mentions = sorted(mentions, key=lambda m: m.start)
     seen = roles(text, mentions, ordered=ordered, timeline=timeline, negated_at=negated_at)
-    if len(seen) > 1:
-        seen = _after_retraction(text, seen, _RETRACT_NO_RE if no_retracts else _RETRACT_RE)
-    if len(seen) > 1:  # a first thought gives way to what follows
-        later = [i for i, s in enumerate(seen) if not s.superseded]
-        if later:
-            seen = [s for i, s in enumerate(seen) if not s.superseded or i > later[-1]]
+    seen = after_retraction(text, seen, no_retracts=no_retracts)
     kept = [s for s in seen if not s.context]
     seen = kept or seen
     affirmed = [s for s in seen if not s.negated]

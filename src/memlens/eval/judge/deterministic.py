@@ -65,7 +65,7 @@ from memlens.core.tasks import (
     task_key,
 )
 from memlens.eval.judge import commit as cm
-from memlens.eval.judge.closed import _POLARITY_RE, _letters, read_choice, read_order, read_yes_no
+from memlens.eval.judge.closed import index_runs, letters, polarities, read_choice, read_order, read_yes_no
 from memlens.eval.judge.parsing import extract_final_answer, last_refusal_span, prepare_prediction
 from memlens.eval.judge.values import (
     AMBIGUOUS_DATE,
@@ -498,12 +498,7 @@ def _match_update(ref: str, text: str, ctx: _Ctx) -> _Outcome:
     if mentions is None or not any(m.value == "old" for m in mentions):
         return base
     mentions.sort(key=lambda m: m.start)
-    seen = cm.roles(text, mentions, ordered=False)
-    if len(seen) > 1:
-        seen = cm._after_retraction(text, seen, cm._RETRACT_NO_RE)
-        later = [i for i, s in enumerate(seen) if not s.superseded]
-        if later:
-            seen = [s for i, s in enumerate(seen) if not s.superseded or i > later[-1]]
+    seen = cm.after_retraction(text, cm.roles(text, mentions, ordered=False))
     ms = [s.m for s in seen]
     labels = {m.value for m in ms}
     if labels == {"old"}:
@@ -542,18 +537,8 @@ class _Task(NamedTuple):
     expects_abstention: bool = False
 
 
-def _polarity(text: str) -> list:
-    return list(_POLARITY_RE.finditer(text))
-
-
 def _choices(text: str) -> list:
-    return _letters(text, True)
-
-
-def _orders(text: str) -> list:
-    from memlens.eval.judge.closed import _index_runs
-
-    return _index_runs(text)
+    return letters(text, True)
 
 
 _TASKS: dict[str, _Task] = {
@@ -561,9 +546,9 @@ _TASKS: dict[str, _Task] = {
     IE_PREVIOUS: _Task(_match_entity, None),
     MSR_ARITHMETIC: _Task(_match_amount, find_amounts),
     MSR_COUNTING: _Task(_match_count, find_counts),
-    MSR_YESNO: _Task(_match_yes_no, _polarity),
+    MSR_YESNO: _Task(_match_yes_no, polarities),
     TR_DURATION: _Task(_match_choice, _choices),
-    TR_ORDER: _Task(_match_order, _orders),
+    TR_ORDER: _Task(_match_order, index_runs),
     TR_DATE: _Task(_match_date, find_dates),
     KU_UPDATE: _Task(_match_update, None),
     AR_REFUSAL: _Task(None, None, expects_abstention=True),

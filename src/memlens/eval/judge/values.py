@@ -79,7 +79,7 @@ _DAY_WORDS.update({f"twenty {w}": 20 + i for i, w in enumerate(_ORD_WORDS[:9], s
 _DAY_WORDS.update({"thirtieth": 30, "thirty-first": 31, "thirty first": 31})
 _DAY_WORD_RE = "(?:" + "|".join(sorted(map(re.escape, _DAY_WORDS), key=len, reverse=True)) + ")"
 _DAY = r"(?:\d{1,2}(?:st|nd|rd|th)?|" + _DAY_WORD_RE + ")"
-_DATE_RE = re.compile(
+DATE_RE = re.compile(
     r"(?<![\d/.\-])(?P<y1>\d{4})[/\-.](?P<m1>\d{1,2})[/\-.](?P<d1>\d{1,2})"
     r"(?:[T ]\d{1,2}:\d{2}(?::\d{2}(?:\.\d+)?)?(?:Z|[+-]\d{2}:?\d{2})?)?(?!\d)"
     r"|\b(?P<m2>" + _MONTH_RE + r")\.?\s+(?:the\s+)?(?P<d2>" + _DAY + r"),?\s+(?P<y2>\d{4})(?!\d)"
@@ -121,7 +121,7 @@ def _date_of(m: re.Match) -> str | None:
 @short_cache
 def find_dates(text: str) -> list[Mention]:
     out = []
-    for m in _DATE_RE.finditer(text):
+    for m in DATE_RE.finditer(text):
         d = _date_of(m)
         if d is not None:
             out.append(Mention(d, m.start(), m.end()))
@@ -170,7 +170,7 @@ def _time_of(m: re.Match) -> str | None:
 
 @short_cache
 def find_times(text: str) -> list[Mention]:
-    text = blank(text, _DATE_RE)
+    text = blank(text, DATE_RE)
     out = []
     for m in _TIME_RE.finditer(text):
         t = _time_of(m)
@@ -309,7 +309,7 @@ def find_counts(text: str) -> list[Mention]:
     dates and clock times, and the whole of a partitive ("one of the three receipts" holds 1).
     Years (19xx/20xx) are dropped when another count is present."""
     if any(c.isdigit() for c in text):
-        text = blank(blank(text, _DATE_RE), _CLOCK_RE)
+        text = blank(blank(text, DATE_RE), _CLOCK_RE)
     if " of " in text.lower():
         text = _blank_partitives(text)
     out: list[Mention] = []
@@ -418,7 +418,7 @@ def find_amounts(text: str) -> list[Mention]:
     """Every amount, as ``Mention(Amount, start, end)``; the numbers of dates and clock times are not
     amounts, and when any amount names a currency, numbers without one are not amounts either."""
     if any(c.isdigit() for c in text):
-        text = blank(blank(text, _DATE_RE), _CLOCK_RE)
+        text = blank(blank(text, DATE_RE), _CLOCK_RE)
     out = []
     for m in _AMOUNT_RE.finditer(text):
         cur = None
