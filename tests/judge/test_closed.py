@@ -46,6 +46,7 @@ def test_options_and_events_of_the_question():
         ("A lasted 32 days and B lasted 58 days, so B.", "B"),
         ("B. The festival stretch was 58 days, versus 32 for A.", "B"),  # a short first sentence answers
         ("A trip to Rome took longer, so B.", "B"),  # "A trip" is an article
+        ("A: 32 days.\nB: 58 days.\n\nB lasted longer.", "B"),  # measurements, then the claim
     ],
 )
 def test_read_choice(text, choice):

@@ -158,3 +158,38 @@ def test_caller_can_rule_out_a_mention():
 )
 def test_commit_phrase(text, status):
     assert cm.commit_phrase(text, find_phrase(text, ref_tokens("green ball"))) == status
+
+
+def test_a_slash_inside_a_value_is_no_hedge():
+    q = "what was the check-out date?"
+    text = "The booking page showed check-in on 2023/05/08 and check-out on 2023/05/11."
+    assert cm.commit(text, find_dates(text), timeline=True, question=q).value == "2023/05/11"
+    assert cm.commit("2023/05/08/2023/05/11", find_dates("2023/05/08/2023/05/11")).status == cm.AMBIGUOUS
+
+
+def test_a_labelled_list_is_not_an_answer_head():
+    from memlens.eval.judge.values import code_shape, find_codes
+
+    text = "- White car: GY63 PCL\n- Grey car: CJV 44E"
+    ms = find_codes(text, code_shape("CJV 44E"))
+    assert cm.commit(text, ms, ordered=False).status == cm.AMBIGUOUS
+    assert cm.commit(text, ms, ordered=False, question="the plate of the grey car?").value == "CJV44E"
+
+
+def test_numbered_list_items_are_positions_not_counts():
+    text = "1. on sale\n2. regular\n3. on sale\n\nThat's 2 labels on sale."
+    assert counted(text).value == 2.0
+    assert counted("4. The first photo had 3 and the second one 1.").value == 4.0  # one line: an answer
+
+
+def test_one_by_one_counts_nothing():
+    assert counted("Going through them one by one: 7 were on sale.").value == 7.0
+
+
+def test_might_have_been_hedges_between_two_values():
+    from memlens.eval.judge.values import find_colours
+
+    text = "I believe the car was white, though it might have been light grey in that light."
+    assert cm.commit(text, find_colours(text), ordered=False, question="What colour was the car?").status == (
+        cm.AMBIGUOUS
+    )

@@ -8,10 +8,10 @@ from collections import Counter
 import pytest
 
 from memlens.eval.judge.deterministic import score
-from tests.judge import natural_items, natural_items_heldout
+from tests.judge import natural_answers_long, natural_items, natural_items_heldout
 
 ITEMS = {**natural_items.ITEMS, **natural_items_heldout.ITEMS}
-ANSWERS = natural_items.ANSWERS + natural_items_heldout.ANSWERS
+ANSWERS = natural_items.ANSWERS + natural_items_heldout.ANSWERS + natural_answers_long.ANSWERS
 
 
 def _grade(qid: str, answer: str):
@@ -36,4 +36,4 @@ def test_the_hand_labelled_set_is_balanced_and_covers_every_task_key():
     assert abs(labels[True] - labels[False]) <= 0.1 * len(ANSWERS), labels
     keys = {task_key(ITEMS[q][0], ITEMS[q][1], ITEMS[q][3]) for q, _, _ in ANSWERS}
     assert keys == set(TASK_KEYS)
-    assert len(ANSWERS) >= 600
+    assert len(ANSWERS) >= 700

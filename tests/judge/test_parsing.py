@@ -386,6 +386,7 @@ def test_last_refusal_span_points_at_last_phrase():
         "Nothing you've shared covers that.",
         "I have dates for one of them, but nothing about the other.",
         "Nothing in our conversations says which one.",
+        "The bookshelf took 50 minutes, but I have nothing on how long the stew took.",
         # 8 not in the record
         "There's no record of that photo.",
         "It isn't in our conversation history.",

@@ -21,7 +21,7 @@ from __future__ import annotations
 import re
 from functools import lru_cache
 
-from memlens.eval.judge.commit import DENIAL, VALUE, Commitment, commit
+from memlens.eval.judge.commit import AMBIGUOUS, DENIAL, VALUE, Commitment, commit
 from memlens.eval.judge.values import DATE_RE, Mention, blank, text_tokens
 
 # --------------------------------------------------------------------------------------------
@@ -168,12 +168,28 @@ def read_choice(text: str, question: str | None = None) -> Commitment:
     if opts:
         mentions += [n for n in _named(text, opts) if not any(x.start <= n.start < x.end for x in mentions)]
     mentions.sort(key=lambda m: m.start)
-    forced = _comparatives(text, mentions, question_direction(question))
+    direction = question_direction(question)
+    forced = _comparatives(text, mentions, direction)
     got = commit(text, mentions, ordered=False, negated_at=forced)
     if got.status == DENIAL and len(got.values) == 1:
         other = "B" if got.values[0] == "A" else "A"
         return Commitment(VALUE, other, (other,))
+    if got.status == AMBIGUOUS:  # measurements of both, then one stated to be longer: that one
+        claimed = _claimed(text, mentions, direction)
+        if len(claimed) == 1:
+            return Commitment(VALUE, claimed[0], tuple(claimed))
     return got
+
+
+def _claimed(text: str, mentions: list[Mention], direction: str) -> list[str]:
+    """The options a comparative agreeing with the question is said of ("B lasted longer")."""
+    out = []
+    for i, m in enumerate(mentions):
+        nxt = mentions[i + 1] if i + 1 < len(mentions) else None
+        cm = _CMP_RE.match(text, m.end, nxt.start if nxt else len(text))
+        if cm is not None and (cm.group("c").lower() in _MORE) == (direction == "more"):
+            out.append(m.value)
+    return list(dict.fromkeys(out))
 
 
 def _comparatives(text: str, mentions: list[Mention], direction: str) -> frozenset[int]:

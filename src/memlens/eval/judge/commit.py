@@ -140,7 +140,7 @@ _CONCLUSION_RE = re.compile(
 )
 _HEAD_RE = re.compile(r":\s|\s[-\u2013\u2014]+\s|,?\s+(?:because|since|given\s+that)\b")
 _HEDGE_RE = re.compile(
-    r"\b(?:or|either|maybe|perhaps|possibly|probably|could\s+be|might\s+be|may\s+be|not\s+sure|unsure|"
+    r"\b(?:or|either|maybe|perhaps|possibly|probably|could|might|may|not\s+sure|unsure|"
     r"candidates?|options?)\b|/",
     re.I,
 )
@@ -406,7 +406,7 @@ def _concluded(text: str, affirmed: list[_Seen], question: str | None = None) ->
     for c in _CONCLUSION_RE.finditer(text, 0, ms[-1].end + 24):
         if _inside(c.start(), ms):
             continue
-        before = [s for s in affirmed if s.m.end <= c.start() and not text[s.m.end : c.start()].strip()]
+        before = [s for s in affirmed if s.m.end <= c.start() and not text[s.m.end : c.start()].strip(" \t")]
         if before and _POSTFIX_CONCLUSION_RE.match(c.group(0)):  # "$71.06 in total: ..."
             cut = ("at", before[-1])
         elif any(m.start >= c.end() for m in ms):
@@ -415,14 +415,14 @@ def _concluded(text: str, affirmed: list[_Seen], question: str | None = None) ->
         if cut[0] == "at":
             return [s for s in affirmed if s.m.value == cut[1].m.value]
         after = [s for s in affirmed if s.m.start >= cut[1]]
-        if len(_distinct(after)) == 1 or not _HEDGE_RE.search(text, cut[1]):
+        if len(_distinct(after)) == 1 or not _hedged(text, ms, cut[1]):
             return after
     head = _HEAD_RE.search(text, ms[0].end)
-    if head is not None:
+    if head is not None and not _labelled_list(text, ms):
         before = [s for s in affirmed if s.m.end <= head.start()]
-        if len(_distinct(before)) == 1 and not _HEDGE_RE.search(text, head.end()):
+        if len(_distinct(before)) == 1 and not _hedged(text, ms, head.end()):
             return before
-    if _HEDGE_RE.search(text):
+    if _hedged(text, ms):
         return affirmed
     first = _FIRST_SENTENCE_RE.match(text)
     if first is not None and len(first.group(0).split()) <= 6:
@@ -478,25 +478,47 @@ _Q_STOP = frozenset(
 )
 
 
+def _hedged(text: str, ms: list[Mention], start: int = 0) -> bool:
+    """A hedge word or "/" from ``start`` on, outside the values themselves ("2023/05/08" is no hedge)."""
+    return any(not _inside(h.start(), ms) for h in _HEDGE_RE.finditer(text, start))
+
+
+def _labelled_list(text: str, ms: list[Mention]) -> bool:
+    """Several values each under its own label ("A: 32 days. B: 58 days.", "- White car: GY63 PCL"):
+    a list, not an answer head followed by its explanation."""
+    labels = sum(
+        1 for m in ms if text[m.end : m.end + 2].startswith(":") or text[max(0, m.start - 2) : m.start].endswith(": ")
+    )
+    return labels >= 2
+
+
 def _asked(text: str, affirmed: list[_Seen], question: str) -> list[_Seen]:
     """The values whose own words share the most with the question, when one value does. A value's
-    own words are those before it in its clause and those after it up to a connective ("the grey car
-    had CJV 44E", "6 nights, for 2 guests", "the card receipt was $51.10 and the cash one $32.40")."""
+    own words are those before it in its clause (the last three of a clause longer than six words) and
+    those after it up to a connective
+    ("the grey car had CJV 44E", "6 nights, for 2 guests", "check-in on 2023/05/08 and check-out on
+    2023/05/11", "the card receipt was $51.10 and the cash one $32.40"); a pair of the question's words
+    in a row ("check-out", "grey car") counts twice more."""
     from memlens.eval.judge.values import text_tokens
 
-    asked = {t.norm for t in text_tokens(question)} - _Q_STOP
+    q_tokens = [t.norm for t in text_tokens(question)]
+    asked = set(q_tokens) - _Q_STOP
+    pairs = {p for p in zip(q_tokens, q_tokens[1:]) if not set(p) & _Q_STOP}  # "check out", "grey car"
     if not asked:
         return affirmed
     ms = [s.m for s in affirmed]
-    breaks = _breaks(text)
+    breaks = [m.span() for m in _ASK_BREAK_RE.finditer(text)]  # a label's colon stays in its value's words
     best: dict = {}
     for i, s in enumerate(affirmed):
         lo = _lead_start(breaks, ms[i - 1].end if i else 0, s.m.start)
         hi = ms[i + 1].start if i + 1 < len(ms) else len(text)
         stop = _TAIL_STOP_RE.search(text, s.m.end, hi)
-        own = text[lo : s.m.start] + " " + text[s.m.end : stop.start() if stop else hi]
-        words = {t.norm for t in text_tokens(own)}
-        best[s.m.value] = max(best.get(s.m.value, 0), len(words & asked))
+        lead = text[lo : s.m.start].split()
+        before = " ".join(lead if len(lead) <= 6 else lead[-3:])  # a short clause, else its last words
+        own = before + " " + text[s.m.end : stop.start() if stop else hi]
+        toks = [t.norm for t in text_tokens(own)]
+        hits = len(set(toks) & asked) + 2 * len(set(zip(toks, toks[1:])) & pairs)
+        best[s.m.value] = max(best.get(s.m.value, 0), hits)
     top = max(best.values())
     winners = [v for v, n in best.items() if n == top]
     if top > 0 and len(winners) == 1:
@@ -504,7 +526,8 @@ def _asked(text: str, affirmed: list[_Seen], question: str) -> list[_Seen]:
     return affirmed
 
 
-_TAIL_STOP_RE = re.compile(r"[,;.!?()]|\b(?:and|but|while|whereas|versus|vs|than|or|then)\b", re.I)
+_TAIL_STOP_RE = re.compile(r"[,;.!?():\n]|\b(?:and|but|while|whereas|versus|vs|than|or|then)\b", re.I)
+_ASK_BREAK_RE = re.compile(r"[;!?\n(]|[.,](?=\s|$)|\s[-\u2013\u2014]+\s")
 
 
 def _is_range(text: str, affirmed: list[_Seen]) -> bool:

@@ -320,7 +320,7 @@ _REFUSAL_FAMILIES: tuple[tuple[tuple[str, ...], tuple[str, ...]], ...] = (
         (
             r"there(?:'s|\s+is|\s+was)\s+nothing\s+(?:in|about|on|regarding|from|that)\b",
             r"nothing\s+(?:that\s+)?you(?:'ve|\s+have)?\s+(?:shared|told|mentioned|said|sent|shown|showed)",
-            r"nothing\s+(?:about|on|regarding)\s+(?:the|that|it|this|those|these|them)\b",
+            r"nothing\s+(?:about|on|regarding)\s+(?:the|that|it|this|those|these|them|how|what|when|where|which|who)\b",
             r"nothing\s+(?:in|from)\s+(?:our|the|your|what|my|any)\b",
         ),
     ),

@@ -232,6 +232,10 @@ _PRONOUN_ONE_RE = re.compile(
     re.I,
 )
 _YEAR_RE = re.compile(r"^(?:19|20)\d\d$")
+#: "one" in idioms that count nothing ("one by one", "one after another", "one at a time")
+_IDIOM_ONE_RE = re.compile(r"\bone\s+(?:by\s+one|after\s+(?:another|the\s+other)|at\s+a\s+time|another)\b", re.I)
+#: the number of a numbered list's item ("1. on sale"), a position, not a count
+_LIST_MARKER_RE = re.compile(r"^[ \t]*\d+[.)](?=[ \t])", re.M)
 _SET_SIZE_RE = re.compile(r"\b(?:all|the|these|those|both|each\s+of\s+the)\s+$", re.I)
 _CLOCK_RE = re.compile(
     r"(?<![\d.])\d{1,2}:\d{2}(?:\s*[ap]\.?\s?m\b\.?)?|(?<![\d.])\d{1,2}\.\d{2}\s*[ap]\.?\s?m\b\.?", re.I
@@ -310,8 +314,12 @@ def find_counts(text: str) -> list[Mention]:
     Years (19xx/20xx) are dropped when another count is present."""
     if any(c.isdigit() for c in text):
         text = blank(blank(text, DATE_RE), _CLOCK_RE)
+        if len(_LIST_MARKER_RE.findall(text)) > 1:  # a numbered list: its item numbers are positions
+            text = blank(text, _LIST_MARKER_RE)
     if " of " in text.lower():
         text = _blank_partitives(text)
+    if "one " in text.lower():
+        text = blank(text, _IDIOM_ONE_RE)
     out: list[Mention] = []
     for m in _COUNT_TOKEN_RE.finditer(text):
         kind = m.lastgroup
