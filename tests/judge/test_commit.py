@@ -164,7 +164,7 @@ def test_a_slash_inside_a_value_is_no_hedge():
     q = "what was the check-out date?"
     text = "The booking page showed check-in on 2023/05/08 and check-out on 2023/05/11."
     assert cm.commit(text, find_dates(text), timeline=True, question=q).value == "2023/05/11"
-    assert cm.commit("2023/05/08/2023/05/11", find_dates("2023/05/08/2023/05/11")).status == cm.AMBIGUOUS
+    assert cm.commit("2023/05/08 / 2023/05/11", find_dates("2023/05/08 / 2023/05/11")).status == cm.AMBIGUOUS
 
 
 def test_a_labelled_list_is_not_an_answer_head():

@@ -425,7 +425,7 @@ def _concluded(text: str, affirmed: list[_Seen], question: str | None = None) ->
     if _hedged(text, ms):
         return affirmed
     first = _FIRST_SENTENCE_RE.match(text)
-    if first is not None and len(first.group(0).split()) <= 6:
+    if first is not None and len(first.group(0).split()) <= 6 and not _labelled_list(text, ms):
         lead = [s for s in affirmed if s.m.end <= first.end()]
         if len(_distinct(lead)) == 1:  # "B. The festival stretch was 58 days, versus 32 for A."
             return lead
