@@ -210,3 +210,32 @@ def test_llm_judge_selftest_through_an_openai_compatible_endpoint(tiny_copy):
         assert len(server.requests) == sent
     md = markdown(report, report)
     assert "`llm`" in md and "FAILED" in md
+
+
+@pytest.mark.parametrize("ref", ["2024/02/30", "24:99", "$", "0", "", "x" * 300, "¥1,280", "3D", "(1)"])
+@pytest.mark.parametrize(
+    ("qtype", "subtype"),
+    [
+        ("information_extraction", "entity"),
+        ("multi_session_reasoning", "arithmetic"),
+        ("temporal_reasoning", "temporal_info_extraction"),
+        ("temporal_reasoning", "order_ranking"),
+        ("knowledge_update", ""),
+    ],
+)
+def test_odd_references_still_give_labelled_cases(ref, qtype, subtype):
+    from memlens.core.schema import Question
+
+    q = Question.unchecked(
+        question_id="q_odd",
+        question_type=qtype,
+        question_subtype=subtype,
+        question="Which? (1) a; (2) b.",
+        answer=ref,
+        question_date="2024/05/31 (Fri) 07:58",
+        old_answer="an older one" if qtype == "knowledge_update" else None,
+        evidence=[],
+        details={},
+    )
+    cases = question_cases(build_facts(q))
+    assert cases and all(c.pattern in PATTERNS for c in cases)

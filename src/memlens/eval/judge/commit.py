@@ -31,6 +31,7 @@ enumerate: it reads the structure around each occurrence of the reference instea
 
 from __future__ import annotations
 
+import bisect
 import itertools
 import re
 from functools import lru_cache
@@ -252,13 +253,12 @@ def _breaks(text: str) -> list[tuple[int, int]]:
 
 
 def _lead_start(breaks: list[tuple[int, int]], lo: int, hi: int) -> int:
-    start = lo
-    for s, e in breaks:
-        if s >= hi:
-            break
-        if e <= hi and e > start:
-            start = e
-    return start
+    """Where the clause of a value starting at ``hi`` begins: after the last break ending by ``hi``
+    (breaks do not overlap, so their ends are sorted), not before ``lo``."""
+    i = bisect.bisect_right(breaks, (hi, hi)) - 1
+    while i >= 0 and breaks[i][1] > hi:
+        i -= 1
+    return max(lo, breaks[i][1]) if i >= 0 else lo
 
 
 def _sentence_start(text: str, hi: int) -> int:

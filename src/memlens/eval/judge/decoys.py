@@ -98,9 +98,10 @@ def value_kind(key: str, ref: str) -> str:
         return "yesno"
     if key == TR_ORDER and _ORDER_RE.match(ref):
         return "order"
-    if _DATE_RE.match(ref):
+    if _DATE_RE.match(ref) and _valid_date(ref):
         return "date"
-    if _TIME_RE.match(ref):
+    t = _TIME_RE.match(ref)
+    if t and int(t.group(1)) < 24 and int(t.group(2)) < 60:
         return "time"
     m = _MONEY_RE.match(ref)
     if m and (m.group("pre") or m.group("post")):
@@ -112,6 +113,14 @@ def value_kind(key: str, ref: str) -> str:
     if _CODE_RE.match(ref):
         return "code"
     return "text"
+
+
+def _valid_date(ref: str) -> bool:
+    try:
+        dt.date(*map(int, _DATE_RE.match(ref).groups()))
+    except ValueError:
+        return False
+    return True
 
 
 def _compact(s: str) -> str:
