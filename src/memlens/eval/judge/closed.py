@@ -22,7 +22,7 @@ import re
 from functools import lru_cache
 
 from memlens.eval.judge.commit import AMBIGUOUS, DENIAL, VALUE, Commitment, commit
-from memlens.eval.judge.values import DATE_RE, Mention, blank, text_tokens
+from memlens.eval.judge.values import Mention, blank_dates, text_tokens
 
 # --------------------------------------------------------------------------------------------
 # the question's options and events
@@ -264,7 +264,7 @@ def _seq(nums: list[str]) -> str:
 
 
 def index_runs(text: str) -> list[Mention]:
-    t = blank(text, DATE_RE) if any(c.isdigit() for c in text) else text
+    t = blank_dates(text)
     runs = {"paren": [], "plain": []}
     for m in _ORDER_RUN_RE.finditer(t):
         if m.lastgroup == "plain" and _LABEL_RUN_RE.search(t, max(0, m.start() - 12), m.start()):
@@ -275,6 +275,8 @@ def index_runs(text: str) -> list[Mention]:
 
 def _listed(text: str, events: dict[str, str]) -> list[Mention]:
     """A numbered or bulleted list, each item an index "(3)" or one of the events."""
+    if "\n" not in text:
+        return []
     items = list(_LIST_ITEM_RE.finditer(text))
     if len(items) < 2:
         return []
@@ -309,6 +311,10 @@ def _named_in_order(text: str, events: dict[str, str]) -> list[Mention]:
 def read_order(text: str, question: str | None = None) -> Commitment:
     events = order_events(question)
     mentions = _listed(text, events) or index_runs(text) or _named_in_order(text, events)
-    if _REVERSED_RE.search(text):
+    if "first" in text.lower() or "reverse" in text.lower() or "from" in text.lower():
+        reverse = bool(_REVERSED_RE.search(text))
+    else:
+        reverse = False
+    if reverse:
         mentions = [Mention(_seq(_INT_RE.findall(m.value)[::-1]), m.start, m.end) for m in mentions]
     return commit(text, mentions, ordered=False)

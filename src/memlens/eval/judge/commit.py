@@ -503,7 +503,7 @@ def _asked(text: str, affirmed: list[_Seen], question: str) -> list[_Seen]:
 
     q_tokens = [t.norm for t in text_tokens(question)]
     asked = set(q_tokens) - _Q_STOP
-    pairs = {p for p in zip(q_tokens, q_tokens[1:]) if not set(p) & _Q_STOP}  # "check out", "grey car"
+    pairs = {p for p in itertools.pairwise(q_tokens) if not set(p) & _Q_STOP}  # "check out", "grey car"
     if not asked:
         return affirmed
     ms = [s.m for s in affirmed]
@@ -517,7 +517,7 @@ def _asked(text: str, affirmed: list[_Seen], question: str) -> list[_Seen]:
         before = " ".join(lead if len(lead) <= 6 else lead[-3:])  # a short clause, else its last words
         own = before + " " + text[s.m.end : stop.start() if stop else hi]
         toks = [t.norm for t in text_tokens(own)]
-        hits = len(set(toks) & asked) + 2 * len(set(zip(toks, toks[1:])) & pairs)
+        hits = len(set(toks) & asked) + 2 * len(set(itertools.pairwise(toks)) & pairs)
         best[s.m.value] = max(best.get(s.m.value, 0), hits)
     top = max(best.values())
     winners = [v for v, n in best.items() if n == top]

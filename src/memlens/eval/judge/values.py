@@ -56,6 +56,23 @@ def blank(text: str, rx: re.Pattern) -> str:
     return rx.sub(lambda m: " " * (m.end() - m.start()), text)
 
 
+_YEAR4_RE = re.compile(r"\d{4}")
+
+
+def blank_dates(text: str) -> str:
+    """``text`` without its dates (scanned only where a four-digit year can make one)."""
+    return blank(text, DATE_RE) if _YEAR4_RE.search(text) else text
+
+
+def blank_dates_and_clocks(text: str) -> str:
+    """``text`` without its dates and clock times (their numbers are neither counts nor amounts);
+    the scans run only where a four-digit year or a ":"/"." can make one."""
+    text = blank_dates(text)
+    if ":" in text or "." in text:
+        text = blank(text, _CLOCK_RE)
+    return text
+
+
 # --------------------------------------------------------------------------------------------
 # Dates
 # --------------------------------------------------------------------------------------------
@@ -170,7 +187,7 @@ def _time_of(m: re.Match) -> str | None:
 
 @short_cache
 def find_times(text: str) -> list[Mention]:
-    text = blank(text, DATE_RE)
+    text = blank_dates(text)
     out = []
     for m in _TIME_RE.finditer(text):
         t = _time_of(m)
@@ -313,8 +330,8 @@ def find_counts(text: str) -> list[Mention]:
     dates and clock times, and the whole of a partitive ("one of the three receipts" holds 1).
     Years (19xx/20xx) are dropped when another count is present."""
     if any(c.isdigit() for c in text):
-        text = blank(blank(text, DATE_RE), _CLOCK_RE)
-        if len(_LIST_MARKER_RE.findall(text)) > 1:  # a numbered list: its item numbers are positions
+        text = blank_dates_and_clocks(text)
+        if "\n" in text and len(_LIST_MARKER_RE.findall(text)) > 1:  # a numbered list: its item numbers are positions
             text = blank(text, _LIST_MARKER_RE)
     if " of " in text.lower():
         text = _blank_partitives(text)
@@ -426,7 +443,7 @@ def find_amounts(text: str) -> list[Mention]:
     """Every amount, as ``Mention(Amount, start, end)``; the numbers of dates and clock times are not
     amounts, and when any amount names a currency, numbers without one are not amounts either."""
     if any(c.isdigit() for c in text):
-        text = blank(blank(text, DATE_RE), _CLOCK_RE)
+        text = blank_dates_and_clocks(text)
     out = []
     for m in _AMOUNT_RE.finditer(text):
         cur = None
