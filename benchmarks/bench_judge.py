@@ -5,7 +5,7 @@ from a seeded RNG - short answers in many surface forms, long chain-of-thought o
 ``[ANSWER]`` tag or a concluding sentence, tail-truncated and auto-zero-length outputs, refusals and
 refusal-plus-guess outputs - then times ``memlens.eval.judge.deterministic.score`` over all of them.
 
-The target (default 5 s for 75,000 items) applies to plain scoring; a second, informational
+The target (default 3.75 s for 75,000 items: 20,000 items/s) applies to plain scoring; a second, informational
 run also computes the degeneracy diagnostic (``diagnostics=True``).
 
 ``--against REV`` also times the judge of another git revision on the same items, interleaved with
@@ -318,7 +318,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--n", type=int, default=75_000, help="number of synthetic items")
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--repeat", type=int, default=3, help="timed runs (best is reported)")
-    ap.add_argument("--target", type=float, default=5.0, help="target seconds for one run")
+    ap.add_argument("--target", type=float, default=3.75, help="target seconds for one run (75,000 items: 20K/s)")
     ap.add_argument("--profile", action="store_true", help="print a cProfile of one run")
     ap.add_argument("--workers", type=int, default=1, help="processes to judge with (fork; the machine has 2 cores)")
     ap.add_argument("--per-key", action="store_true", help="also time each task key separately")
@@ -389,7 +389,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.against:
         compare(items, args.against, args.repeat)
     ok = best < args.target
-    print(f"target < {args.target:.1f} s: {'MET' if ok else 'MISSED'}")
+    print(f"target < {args.target:.2f} s: {'MET' if ok else 'MISSED'}")
     return 0 if ok else 1
 
 
