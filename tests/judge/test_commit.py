@@ -23,6 +23,8 @@ def counted(text: str, question: str | None = None) -> cm.Commitment:
         ("3... wait, it was 4.", cm.VALUE, 4.0),
         ("3, sorry, I mean 4.", cm.VALUE, 4.0),
         ("3. No, 4.", cm.VALUE, 4.0),
+        ("3. Hmm, that can't be right; it's 4.", cm.VALUE, 4.0),
+        ("3 - looking again, 4.", cm.VALUE, 4.0),
         # 2 supersession: a first thought gives way
         ("I first thought it was 3, but it was 4.", cm.VALUE, 4.0),
         ("It was 3 at first, but then 4.", cm.VALUE, 4.0),

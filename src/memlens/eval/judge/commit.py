@@ -122,7 +122,9 @@ _SUPERSEDED_RE = re.compile(
 _RETRACT_WORDS = (
     r"\b(?:actually|wait|hold\s+on|correction|scratch\s+that|i\s+mean|sorry|on\s+second\s+thought|"
     r"let\s+me\s+correct(?:\s+that)?|i\s+was\s+wrong|my\s+mistake|make\s+that|or\s+rather|"
-    r"i\s+take\s+(?:that|it)\s+back|strike\s+that|i\s+misread|i\s+misspoke|on\s+reflection)\b"
+    r"i\s+take\s+(?:that|it)\s+back|strike\s+that|i\s+misread|i\s+misspoke|on\s+reflection|"
+    r"that(?:'s|\s+is|\s+was)\s+(?:wrong|not\s+right|incorrect)|that\s+can't\s+be\s+right|let\s+me\s+recount|"
+    r"(?:on\s+)?(?:a\s+)?closer\s+look|looking\s+again|re-?checking)\b"
 )
 _RETRACT_RE = re.compile(_RETRACT_WORDS, re.I)
 #: a leading "No," also retracts, except where "No" is itself an answer (yes/no)
