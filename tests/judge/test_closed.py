@@ -82,6 +82,9 @@ def test_ordinals_need_named_options():
         ("They weren't the same.", "No"),
         ("Yes. Sorry, I misread: they were different shops.", "No"),
         ("No one could tell, but they were the same shop.", "Yes"),  # "no one" is not a polarity
+        ("I don't think so.", "No"),
+        ("I believe so.", "Yes"),
+        ("Definitely not.", "No"),
     ],
 )
 def test_read_yes_no(text, polarity):

@@ -359,6 +359,7 @@ def test_last_refusal_span_points_at_last_phrase():
     [
         # 1 insufficiency
         "There aren't enough details to say.",
+        "That information isn't available to me.",
         # 2 inability
         "I can't compare them.",
         "I cannot count them from what you shared.",

@@ -219,6 +219,9 @@ _POLARITY_RE = re.compile(
     r"|(?P<yes1>\b(?:not|n't)\s+(?:\w+\s+)?different\b|\bno\s+difference\b|\bone\s+and\s+the\s+same\b)"
     r"|(?P<no2>\b(?:different|distinct|two\s+separate|separate)\b)"
     r"|(?P<yes2>\b(?:the\s+same|same|identical)\b)"
+    r"|(?P<no4>\b(?:(?:i\s+)?(?:don't|do\s+not)\s+think\s+so|i\s+doubt\s+it|(?:of\s+course|certainly|definitely)\s+not|"
+    r"not\s+really)\b)"
+    r"|(?P<yes4>\b(?:i\s+(?:think|believe)\s+so|that's\s+right|of\s+course|definitely|absolutely)\b)"
     r"|(?P<yes3>\b(?:yes|yep|yeah|yup|correct|true|affirmative|indeed)\b)"
     r"|(?P<no3>\b(?:no|nope|false|negative)\b(?!\s+(?:one|longer|idea|information|info|record|records|"
     r"mention|data|details?|way|doubt|matter|clue)\b))",

@@ -259,6 +259,7 @@ _REFUSAL_FAMILIES: tuple[tuple[tuple[str, ...], tuple[str, ...]], ...] = (
         (
             r"insufficient\s+" + _INFO,
             _INFO + r"\s+(?:is|are|was|were)\s+(?:insufficient|not\s+(?:enough|sufficient|available))",
+            _INFO + r"\s+(?:isn't|aren't|wasn't|weren't|is\s+not|are\s+not)\s+(?:available|known|given|there)",
             r"(?:not|no|isn't|aren't|without|lacks?|lacking)\s+(?:enough|sufficient|adequate)\s+" + _INFO,
             r"not\s+enough\s+to\s+(?:determine|answer|tell|know|say|work|compare|count)",
             r"lack(?:s|ing)?\s+(?:of\s+)?" + _INFO,
