@@ -156,6 +156,20 @@ EnvValue = Annotated[
 ]
 
 
+def _safe_name(v: str) -> str:
+    """A name that becomes a folder (``data/predictions/<name>/``): letters, digits, ``.``, ``_``, ``-``."""
+    from memlens.core.store import name_problem
+
+    why = name_problem(v)
+    if why:
+        raise ValueError(f"{v!r} {why}")
+    return v
+
+
+#: a system or judge name (:func:`memlens.core.store.name_problem`)
+SafeName = Annotated[str, Field(min_length=1), AfterValidator(_safe_name)]
+
+
 def _reject_api_key(section: str, data: Any) -> Any:
     """A literal API key is never accepted in the configuration (it would end up in params.yaml)."""
     if isinstance(data, Mapping) and "api_key" in data:
@@ -573,7 +587,7 @@ class _System(Section):
     """Keys of every system: ``name`` names the prediction folder; ``kind`` (lvlm, baseline, agent ...)
     defaults to the class's own."""
 
-    name: Annotated[str, Field(min_length=1)]
+    name: SafeName
     target: str = Field(alias="_target_")
     kind: str | None = None
 
@@ -718,7 +732,7 @@ class TransformersSettings(_Descriptive):
 class DeterministicJudgeSettings(Targeted):
     """``judge`` with ``_target_: memlens.eval.judge.judges.DeterministicJudge``."""
 
-    name: Annotated[str, Field(min_length=1)]
+    name: SafeName
     tolerance: NonNegFloat | None = None  # absolute tolerance of arithmetic answers; null = exact to the cent
 
 
@@ -727,7 +741,7 @@ class LLMJudgeSettings(Targeted):
     ``prompt_version`` must match :data:`memlens.eval.judge.prompts.PROMPT_VERSION` (checked when the
     judge is built)."""
 
-    name: Annotated[str, Field(min_length=1)]
+    name: SafeName
     base_url: str = "http://127.0.0.1:8001/v1"
     model: str = "qwen3-235b-judge"
     model_id: str | None = None  # judge identity in the cache key; default: model
@@ -916,6 +930,7 @@ class Settings(Section):
     export: ExportSettings | None = None
     report: ReportSettings | None = None
     stages: list[str] | None = None
+    secrets_checked: bool | None = None  # conf/config.yaml: the secrets check (memlens.core.secrets)
 
 
 def schema_for(section: str, data: Any) -> type[BaseModel]:

@@ -64,12 +64,18 @@ _SECRET = re.compile(r"key|secret|passw|credential|token(?!s|iz)", re.IGNORECASE
 
 
 def tracking_uri(root: Path, tcfg) -> str:
+    """``tracking.uri``, else ``sqlite:///<main project>/mlflow.db`` (one store for the workspace and
+    every DVC experiment executor: :func:`memlens.core.config.shared_root`)."""
+    from memlens.core.config import shared_root
+
     uri = tcfg.get("uri") if tcfg is not None else None
-    return str(uri) if uri else f"sqlite:///{(root / 'mlflow.db').resolve()}"
+    return str(uri) if uri else f"sqlite:///{(shared_root(Path(root)) / 'mlflow.db').resolve()}"
 
 
 def artifact_root(root: Path) -> str:
-    return (root / "mlartifacts").resolve().as_uri()
+    from memlens.core.config import shared_root
+
+    return (shared_root(Path(root)) / "mlartifacts").resolve().as_uri()
 
 
 def git_commit(root: Path) -> str:

@@ -32,6 +32,9 @@ def log_filter_run(tcfg, root: Path, settings: dict, counts: dict, summary: dict
     from mlflow.entities import Metric, Param
     from mlflow.tracking import MlflowClient
 
+    from memlens.core.config import shared_root
+
+    root = shared_root(Path(root))  # a DVC experiment executor logs to the main project's store
     uri = str(tcfg.get("uri") or f"sqlite:///{(root / 'mlflow.db').resolve()}")
     client = MlflowClient(tracking_uri=uri)
     exp = client.get_experiment_by_name(EXPERIMENT)
