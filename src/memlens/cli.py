@@ -265,7 +265,6 @@ def compose(args) -> int:
 
     root = Path(args.root) if args.root else project_root()
     cfg = load_config(args.overrides, root=root)
-    OmegaConf.resolve(cfg)  # what DVC writes (dvc.utils.hydra.compose_and_dump resolves too)
     text = OmegaConf.to_yaml(cfg)
     (root / "params.yaml").write_text(text)
     print(f"wrote {root / 'params.yaml'}")

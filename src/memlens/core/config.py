@@ -260,6 +260,8 @@ def load_config(
             raise ConfigError(f"{conf_dir}/config.yaml not found: run memlens from the project folder")
         cfg = _compose(conf_dir, "config", overrides, "config")
     validate_config(cfg)
+    if "secrets_checked" in cfg:  # the check ran (validate_config resolved it): its value, as DVC writes it
+        cfg.secrets_checked = True
     return cfg
 
 

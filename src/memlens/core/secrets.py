@@ -83,7 +83,7 @@ def _string_problem(key: str, value: str, env_values: list[str]) -> str | None:
         if why:
             return why
     if SECRET_KEY.search(key) and value.strip() and not key.endswith("_env"):
-        return "a secret is never accepted in the configuration"
+        return "is not accepted: a secret"
     if looks_like_key(value):
         return "looks like an API key"
     if "://" in value:
@@ -117,15 +117,15 @@ def find_secrets(data: Any, prefix: str = "") -> list[str]:
             for i, v in enumerate(obj):
                 prev = obj[i - 1] if i else None
                 if _secret_option(prev) and isinstance(v, str) and v and not v.startswith("$"):
-                    out.append(f"{path}[{i}] (the value of {prev}: a secret is never accepted in the configuration)")
+                    out.append(f"{path}[{i}] is not accepted: the value of {prev}, a secret")
                     continue
                 walk(v, f"{path}[{i}]", key)
         elif isinstance(obj, str):
             why = _string_problem(key, obj, env_values)
             if why:
-                out.append(f"{path} ({why})")
+                out.append(f"{path} {why}" if why.startswith("is ") else f"{path} ({why})")
         elif obj is not None and SECRET_KEY.search(key) and not key.endswith("_env") and not isinstance(obj, bool):
-            out.append(f"{path} (a secret is never accepted in the configuration)")
+            out.append(f"{path} is not accepted: a secret")
 
     walk(data, prefix, prefix.rsplit(".", 1)[-1])
     return out
@@ -135,11 +135,13 @@ def check_no_secrets(data: Any, where: str = "the configuration") -> None:
     """Raise :class:`ConfigError` naming every key of ``data`` that holds something like a secret."""
     found = find_secrets(data)
     if found:
+        section = found[0].split(".", 1)[0].split("[", 1)[0] if "." in found[0] else ""
+        env_key = f"{section}.api_key_env" if section else "api_key_env"
         raise ConfigError(
-            f"{where}: refused, it would write a secret to params.yaml, dvc.lock, the experiment refs or MLflow: "
-            + "; ".join(found[:8])
+            "; ".join(found[:8])
             + (f"; ... and {len(found) - 8} more" if len(found) > 8 else "")
-            + ". Put the key in an environment variable and name the variable in api_key_env"
+            + f": {where} refuses it (it would be written to params.yaml, dvc.lock, the experiment refs and "
+            f"MLflow); put the key in an environment variable and name the variable in {env_key}"
         )
 
 
