@@ -620,7 +620,9 @@ class _Client(_Descriptive):
     concurrency: PositiveInt = 8
     max_new_tokens: PositiveInt = 2048
     temperature: NonNegFloat | None = 0.0  # null: no temperature is sent (reasoning APIs)
-    timeout_s: PositiveFloat = 600
+    timeout_s: PositiveFloat = 600  # per network operation (connect, each read)
+    deadline_s: PositiveFloat | None = 1800  # total per attempt (null: none); a failure names it
+    max_response_mb: PositiveFloat | None = 8  # largest answer read (null: no cap); not retried
     max_retries: NonNegInt = 5
     image_transport: Literal["base64", "url"] = "base64"
     max_image_side: PositiveInt | None = 800
@@ -779,6 +781,8 @@ class _AgentBase(_Descriptive):
     max_new_tokens: PositiveInt = 2048
     temperature: NonNegFloat | None = 0.0
     timeout_s: PositiveFloat = 600
+    deadline_s: PositiveFloat | None = 1800  # total per attempt (null: none)
+    max_response_mb: PositiveFloat | None = 8  # largest answer read (null: no cap)
     max_retries: NonNegInt = 5
     backoff_base_s: NonNegFloat = 1.0
     backoff_max_s: NonNegFloat = 30.0

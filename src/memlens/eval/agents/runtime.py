@@ -179,6 +179,8 @@ class MemoryAgent(Model):
         extra_body: dict | None = None,
         top_p: float | None = None,
         seed: int | None = None,
+        deadline_s: float | None = 1800,
+        max_response_mb: float | None = 8,
         token_param: str = "max_tokens",
         adapter: str = "markers",
         adapter_options: dict | None = None,
