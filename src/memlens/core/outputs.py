@@ -2,7 +2,8 @@
 
 :func:`guard_outputs` wraps one stage run (``memlens <stage>``). Before the stage starts, each of its
 outputs (the ``outs``/``metrics``/``plots`` of the stage in ``dvc.yaml``, or :data:`STAGE_OUTPUTS`
-for a project folder without one) is set aside beside itself as ``.<name>.memlens-prev``: moved
+for a project folder without one) is set aside in ``<project>/.memlens-prev/<its path>`` (git-ignored,
+outside every folder a stage reads): moved
 (one rename) when DVC would delete it before the run anyway, copied when DVC keeps it
 (``persist: true``: evaluate's view, the verdicts, the official judge files). The stage then runs as
 under DVC. When it succeeds, the set-aside copies are deleted; when it fails, whatever the cause (bad
@@ -11,8 +12,8 @@ back byte-identical. A stage killed outright (``kill -9``) leaves the set-aside 
 run of the stage puts it back first. An error whose class sets ``keeps_outputs = True`` (a failed
 validity gate: its report is the stage's result) keeps the new outputs.
 
-One lock per output (``data/.memlens-locks/<output>.lock``, git-ignored with ``data/``, held for the
-whole stage) makes a second run of the same stage on the same outputs wait for the first.
+One lock per output (``.memlens-prev/locks/<output>.lock``, held for the whole stage) makes a second
+run of the same stage on the same outputs wait for the first.
 """
 
 from __future__ import annotations
@@ -56,8 +57,8 @@ STAGE_OUTPUTS: dict[str, tuple[tuple[str, bool], ...]] = {
         ("reports/metrics.json", False),
     ),
 }
+#: where outputs are set aside while their stage runs (relative to the project root)
 PREV = ".memlens-prev"
-LOCKS = "data/.memlens-locks"
 _VAR = re.compile(r"\$\{([^}]+)\}")
 
 
@@ -65,11 +66,8 @@ _VAR = re.compile(r"\$\{([^}]+)\}")
 class Output:
     path: Path
     persist: bool
+    prev: Path
     lock: Path
-
-    @property
-    def prev(self) -> Path:
-        return self.path.with_name(f".{self.path.name}{PREV}")
 
 
 def _entries(stage_def: dict) -> list[tuple[str, bool]]:
@@ -121,8 +119,11 @@ def stage_outputs(stage: str, root: Path, cfg=None) -> list[Output]:
         if missing:
             continue
         path = inside(root, *Path(text).parts, what=f"{stage} output")
-        lock = Path(root).resolve() / LOCKS / (text.replace("/", "__") + ".lock")
-        out.append(Output(path, persist, lock))
+        aside = Path(root).resolve() / PREV
+        rel = path.relative_to(Path(root).resolve())
+        out.append(
+            Output(path, persist, aside / "outputs" / rel, aside / "locks" / (str(rel).replace("/", "__") + ".lock"))
+        )
     return out
 
 
@@ -152,6 +153,7 @@ def _set_aside(o: Output) -> None:
         restore(o)
     if not (o.path.exists() or o.path.is_symlink()):
         return
+    o.prev.parent.mkdir(parents=True, exist_ok=True)
     if o.persist:
         tmp = o.prev.with_name(o.prev.name + ".tmp")
         _remove(tmp)

@@ -41,7 +41,11 @@ def log_filter_run(tcfg, root: Path, settings: dict, counts: dict, summary: dict
     exp_id = (
         exp.experiment_id
         if exp is not None
-        else client.create_experiment(EXPERIMENT, artifact_location=(root / "mlartifacts").resolve().as_uri())
+        else client.create_experiment(
+            EXPERIMENT,
+            artifact_location=(root / "mlartifacts").resolve().as_uri(),
+            tags={"mlflow.experimentKind": "custom_model_development"},  # the UI's "Model training" type
+        )
     )
     run = client.create_run(exp_id, run_name="filter", tags={"memlens.stage": "filter"})
     now = int(time.time() * 1000)

@@ -236,6 +236,13 @@ class MemoryAgent(Model):
         self.encoder_lock = threading.Lock()
 
     # ------------------------------------------------------------------ set-up
+    def check(self) -> None:
+        """The same endpoint preflight as a model's (:func:`memlens.core.http.check_endpoint`): a backbone
+        server that is down or rejects the key ends the run before any question, with exit status 2."""
+        from memlens.core.http import OpenAICompatibleConfig, check_endpoint
+
+        check_endpoint(OpenAICompatibleConfig(**self.client_settings))
+
     def attach(self, paths: Any, benchmark: Any) -> None:
         self.project_cache = Path(paths.cache)
         self.cache_dir = self.project_cache / "agents"
