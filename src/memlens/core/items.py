@@ -132,6 +132,7 @@ class BuiltBenchmark:
         self._sessions: dict[str, Session] | None = None
         self._images: dict[str, ImageRecord] | None = None
         self._digests: dict[str, str] = {}
+        self._verified: dict[Path, tuple[int, int]] = {}
 
     def session_digest(self, session_id: str) -> str:
         """Content digest of a session (images are named by the SHA-256 of their bytes already)."""
@@ -167,7 +168,25 @@ class BuiltBenchmark:
         path = self.paths.images / "objects" / rec.filename
         if not path.is_file():
             raise ImageError(path, "missing file")
+        self._verify(path, image_id)
         return path
+
+    def _verify(self, path: Path, sha: str) -> None:
+        """The file's bytes hash to its image id (once per process and file version): a corrupt or
+        truncated image is an error for its item, never sent under the key of the intact one."""
+        from memlens.core.io import sha256_file
+
+        st = path.stat()
+        stamp = (st.st_size, st.st_mtime_ns)
+        if self._verified.get(path) == stamp:
+            return
+        actual = sha256_file(path)
+        if actual != sha:
+            raise ImageError(
+                path,
+                f"content hash {actual[:12]} does not match its id {sha[:12]} (corrupt file; `dvc checkout` restores it)",
+            )
+        self._verified[path] = stamp
 
     def instances(self, length: str) -> list[Instance]:
         path = self.paths.instances / f"{length}.jsonl"

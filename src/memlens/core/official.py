@@ -33,6 +33,7 @@ import os
 import re
 import shutil
 import tempfile
+import threading
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -246,6 +247,7 @@ class OfficialRelease:
         )
         self._questions: dict[str, Question] | None = None
         self._image_digests: dict[str, str] = {}
+        self._linked: set[Path] = set()
         self._file_of: dict[str, str] = {}  # image id (content digest) -> release path
         self._answer_key: dict[str, dict] | None = None
 
@@ -351,16 +353,28 @@ class OfficialRelease:
         if rel is None:
             return self.release_path(image_id)
         src = self.release_path(rel)  # a missing or unsafe file fails here, naming the release path
-        dest = self.neutral_dir / f"{image_id}{src.suffix.lower()}"
-        if not (dest.is_file() and dest.stat().st_size == src.stat().st_size):
+        suffix = src.suffix.lower() if re.fullmatch(r"\.[a-z0-9]{1,8}", src.suffix.lower()) else ".img"
+        dest = self.neutral_dir / f"{image_id}{suffix}"
+        if dest in self._linked:
+            return dest
+        from memlens.core.io import sha256_file
+
+        if not (dest.is_file() and sha256_file(dest) == image_id):  # missing, or corrupt: made anew, verified
+            if sha256_file(src) != image_id:
+                raise ImageError(src, f"changed while being read (its content no longer hashes to {image_id[:12]})")
+            if dest.exists():
+                import logging
+
+                logging.getLogger(__name__).warning("release image cache: %s was corrupt: made anew", dest)
             self.neutral_dir.mkdir(parents=True, exist_ok=True)
-            tmp = dest.with_name(f".{dest.name}.{os.getpid()}.tmp")
+            tmp = dest.with_name(f".{dest.name}.{os.getpid()}.{threading.get_ident()}.tmp")
             tmp.unlink(missing_ok=True)
             try:
                 os.link(src, tmp)
             except OSError:  # another file system, or links not allowed: a copy
                 shutil.copyfile(src, tmp)
             tmp.replace(dest)
+        self._linked.add(dest)
         return dest
 
     def iter_parsed(self, length: str):
