@@ -31,6 +31,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+import yaml
 from omegaconf import DictConfig, OmegaConf
 
 from memlens.core.constants import LENGTH_TOKENS
@@ -171,6 +172,11 @@ def _compose(conf_dir: Path, config_name: str, overrides: list[str], origin: str
         raise ConfigError(msg or _hydra_message(exc, origin)) from None
     except (HydraException, OmegaConfBaseException) as exc:
         raise ConfigError(_hydra_message(exc, origin)) from None
+    except yaml.YAMLError as exc:  # a config file that is not YAML: its file, line and column
+        mark = getattr(exc, "problem_mark", None)
+        where = f"{mark.name}:{mark.line + 1}:{mark.column + 1}" if mark is not None else "a file under conf/"
+        what = getattr(exc, "problem", None) or str(exc).splitlines()[0]
+        raise ConfigError(f"{where}: not valid YAML ({what}); fix the file") from None
 
 
 def _not_in_config(exc: Exception, conf_dir: Path, config_name: str, overrides: list[str]) -> str | None:

@@ -128,7 +128,7 @@ class BuiltBenchmark:
     def __init__(self, paths: Paths):
         self.paths = paths
         gen = paths.generated
-        self.questions = {q.question_id: q for q in read_records(gen / "questions.jsonl", Question)}
+        self.questions = {q.question_id: q for q in read_records(gen / "questions.jsonl", Question, nonempty=True)}
         self._sessions: dict[str, Session] | None = None
         self._images: dict[str, ImageRecord] | None = None
         self._digests: dict[str, str] = {}
@@ -144,7 +144,9 @@ class BuiltBenchmark:
     @property
     def sessions(self) -> dict[str, Session]:
         if self._sessions is None:
-            self._sessions = {s.session_id: s for s in read_records(self.paths.generated / "sessions.jsonl", Session)}
+            self._sessions = {
+                s.session_id: s for s in read_records(self.paths.generated / "sessions.jsonl", Session, nonempty=True)
+            }
         return self._sessions
 
     @property
