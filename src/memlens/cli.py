@@ -229,7 +229,10 @@ def main(argv: list[str] | None = None) -> int:
         if args.dry_run and args.command not in DRY_RUN:
             print(f"memlens {args.command}: error: --dry-run is only for: {', '.join(DRY_RUN)}", file=sys.stderr)
             return EXIT_BAD_INPUT
-        status = run_command(args)
+        from memlens.core.progress import plain_progress
+
+        with plain_progress():  # outside a terminal: progress as occasional plain lines, no \r frames
+            status = run_command(args)
         if args.command in EXTRA or args.dry_run:
             return status
     except MemLensError as exc:
