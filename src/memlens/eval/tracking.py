@@ -40,6 +40,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from memlens.core.secrets import find_secrets
+
 log = logging.getLogger(__name__)
 
 os.environ.setdefault("MLFLOW_DISABLE_TELEMETRY", "true")
@@ -118,6 +120,8 @@ def _flatten(prefix: str, obj: Any, out: dict[str, str]) -> None:
         isinstance(x, str) and x.startswith("-") and is_secret_key(x) for x in obj
     ):
         return  # a command line with a secret option (``--api-key X``): the value may follow it
+    elif find_secrets({prefix.rsplit(".", 1)[-1]: obj}):
+        return  # a value that looks like a key (refused by the config check; never logged either way)
     else:
         out[prefix] = str(obj)[:500]  # MLflow's param value limit
 
