@@ -129,6 +129,9 @@ class BuiltBenchmark:
         self.paths = paths
         gen = paths.generated
         self.questions = {q.question_id: q for q in read_records(gen / "questions.jsonl", Question, nonempty=True)}
+        empty = next((q for q in self.questions.values() if not q.answer.strip()), None)
+        if empty is not None:
+            raise DataError(f"{gen / 'questions.jsonl'}: question {empty.question_id}: field 'answer' is empty")
         self._sessions: dict[str, Session] | None = None
         self._images: dict[str, ImageRecord] | None = None
         self._digests: dict[str, str] = {}

@@ -309,7 +309,7 @@ class Question(Record):
     def __post_init__(self) -> None:
         for f in ("question_id", "question", "answer", "question_date", "question_subtype"):
             _check_type(self, f, str)
-        for f in ("question_id", "question", "answer"):
+        for f in ("question_id", "question"):  # the answer is empty in what a system sees (for_system)
             _check(bool(getattr(self, f).strip()), f"field {f!r} is empty")
         _check(
             self.question_type in QUESTION_TYPES,
