@@ -67,7 +67,7 @@ def test_system_names_that_are_not_one_safe_folder_are_refused(bad):
     assert name_problem(bad)
     with pytest.raises(DataError, match="system"):
         safe_name(bad, "system")
-    with pytest.raises(ConfigError, match="model.name"):
+    with pytest.raises(ConfigError, match=r"model\.name"):
         load_config([f"model.name={bad!r}" if bad else "model.name=''"], root=REPO)
 
 
@@ -76,7 +76,7 @@ def test_good_names_and_paths_inside_their_folder(tmp_path):
         assert name_problem(good) is None
     assert inside(tmp_path, "a", "b.json") == (tmp_path / "a" / "b.json").resolve()
     for bad in (("..", "x"), ("/etc/passwd",), ("a/../../x",)):
-        with pytest.raises(DataError, match="escapes|not a relative path"):
+        with pytest.raises(DataError, match=r"escapes|not a relative path"):
             inside(tmp_path, *bad)
     (tmp_path / "link").symlink_to("/")
     with pytest.raises(DataError, match="escapes"):
