@@ -304,7 +304,9 @@ def test_queued_experiments_run_two_systems_at_once_into_the_shared_store_and_te
     answers: dict[str, list[dict]] = {}
     for f in (root / ".memlens_cache" / "results").glob("*/answers.jsonl"):
         ident = json.loads((f.parent / "system.json").read_text())["identity"]
-        answers[ident.get("model", ident["_target_"].rsplit(".", 1)[-1])] = [json.loads(x) for x in f.read_text().splitlines()]
+        answers[ident.get("model", ident["_target_"].rsplit(".", 1)[-1])] = [
+            json.loads(x) for x in f.read_text().splitlines()
+        ]
     for system in ("sys-a", "sys-b"):
         recs = answers[system]
         assert len({r["key"] for r in recs if r["ok"]}) == 50, system
