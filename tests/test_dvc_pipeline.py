@@ -46,7 +46,8 @@ def sh(cmd, cwd, check=True, **env_extra):
     env.pop("DVC_ROOT", None)
     for k in ("MAKEFLAGS", "MFLAGS", "MAKELEVEL"):  # not a sub-make of `make test`: no "Entering directory"
         env.pop(k, None)
-    r = subprocess.run(cmd, cwd=cwd, shell=True, capture_output=True, text=True, env=env, timeout=900)
+    timeout = float(os.environ.get("MEMLENS_TEST_SH_TIMEOUT", "900"))  # a loaded machine: more
+    r = subprocess.run(cmd, cwd=cwd, shell=True, capture_output=True, text=True, env=env, timeout=timeout)
     if check and r.returncode != 0:
         raise AssertionError(f"{cmd} failed ({r.returncode}):\n{r.stdout[-3000:]}\n{r.stderr[-3000:]}")
     return r
