@@ -111,3 +111,30 @@ def test_a_killed_run_gets_its_previous_outputs_back_and_success_replaces_them(t
 def test_the_fallback_table_is_dvc_yamls_outputs():
     for stage in STAGES:
         assert sorted(declared_outputs(stage, REPO)) == sorted(STAGE_OUTPUTS[stage]), stage
+
+
+@pytest.mark.parametrize("stage", ["evaluate", "judge", "report"])
+def test_a_failed_sweep_job_leaves_its_previous_outputs_byte_identical(stage, tiny_copy, tmp_path, monkeypatch):
+    """`python -m memlens.sweep` runs its stages through the same guard as `memlens <stage>`."""
+    from memlens import sweep
+
+    root = tiny_copy
+    overrides = [*TINY, "model=chance"]
+    outs = stage_outputs(stage, root, load_config(overrides, root=root))
+    previous_outputs(outs)
+    before = snapshot([o.path for o in outs])
+
+    def failing_run(cfg, paths):
+        scribble(outs)
+        raise DataError("bad input")
+
+    monkeypatch.setattr(importlib.import_module(STAGES[stage].split(":")[0]), "run", failing_run)
+    for var in ("DVC_ROOT", "DVC_STAGE"):
+        monkeypatch.delenv(var, raising=False)
+    monkeypatch.setenv("MEMLENS_ROOT", str(root))
+    monkeypatch.chdir(root)
+    job = [*overrides, f"+stages=[{stage}]", f"hydra.run.dir={tmp_path / 'job'}"]
+    with pytest.raises((SystemExit, DataError)):  # Hydra reports a failed job and exits 1
+        sweep.main([*job, "hydra/job_logging=disabled", "hydra/hydra_logging=disabled"])
+    assert snapshot([o.path for o in outs]) == before
+    assert not any((root / ".memlens-prev" / "outputs").rglob("*.*")), "nothing is left aside"

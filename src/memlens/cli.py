@@ -208,7 +208,6 @@ def storage_message(exc: OSError) -> str:
 def run_command(args) -> int:
     """Run the parsed command (a stage runs inside :func:`memlens.core.outputs.guard_outputs`)."""
     from memlens.core.config import Paths, load_config
-    from memlens.core.outputs import guard_outputs
 
     if args.command in EXTRA:
         return int(resolve_target(EXTRA[args.command])(args) or 0)
@@ -218,9 +217,17 @@ def run_command(args) -> int:
         return int(resolve_target(DRY_RUN[args.command])(cfg, paths, chars=args.chars) or 0)
     if args.selftest:
         return int(resolve_target(SELFTEST[args.command])(cfg, paths) or 0)
-    with guard_outputs(args.command, paths.root, cfg):
-        resolve_target(STAGES[args.command])(cfg, paths)
+    run_stage(args.command, cfg, paths)
     return EXIT_OK
+
+
+def run_stage(stage: str, cfg, paths) -> None:
+    """Run one stage inside :func:`memlens.core.outputs.guard_outputs` (a stage that fails leaves its
+    previous outputs byte-identical): ``memlens <stage>`` and every job of ``memlens.sweep``."""
+    from memlens.core.outputs import guard_outputs
+
+    with guard_outputs(stage, paths.root, cfg):
+        resolve_target(STAGES[stage])(cfg, paths)
 
 
 def main(argv: list[str] | None = None) -> int:

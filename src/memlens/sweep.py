@@ -102,7 +102,7 @@ def _task(cfg) -> None:
     """One Hydra job: run the configured stages on the project."""
     import logging
 
-    from memlens.cli import STAGES, resolve_target
+    from memlens.cli import STAGES, run_stage
     from memlens.core.config import Paths, project_root, validate_config
 
     validate_config(cfg)
@@ -116,7 +116,7 @@ def _task(cfg) -> None:
         log.info(
             "%s: model=%s mode=%s lengths=%s", stage, cfg.model.name, cfg.eval.mode, list(cfg.eval.get("lengths") or [])
         )
-        resolve_target(STAGES[stage])(cfg, paths)
+        run_stage(stage, cfg, paths)  # inside the output guard, as `memlens <stage>`
 
 
 def main(argv: list[str] | None = None) -> None:
