@@ -141,31 +141,36 @@ remote: install
 # and storage fidelity) needs the agents extra (bm25s, faiss, rapidocr) and the ML one (MiniLM).
 repro: install install-ml install-agents remote
 	@git rev-parse --git-dir >/dev/null 2>&1 || { echo "make repro needs a git checkout (DVC experiments)"; exit 2; }
-	dvc repro
-	@$(run_experiments)
+	@$(run_repro)
 	memlens leaderboard
 	@echo "Leaderboard: reports/leaderboard.md   (MLflow UI: make ui; experiments: make exps)"
 
-# The default system's experiment comes first: right after `dvc repro` it runs no stage, it only records
-# the workspace. Then each baseline's experiment unless it exists, then `dvc exp apply` of the default
-# puts the workspace back on the default system (no stage runs). The files the pipeline writes
-# (dvc.lock, params.yaml, reports/) are not inputs of the names.
-define run_experiments
+# Whatever experiments ran in the workspace before (another system, a smoke run with eval.max_items,
+# one killed half-way), the workspace first goes back on the default system: `dvc exp apply` of the
+# default system's experiment when it exists for this commit (no stage runs), else params.yaml
+# composed afresh from conf/ (`memlens compose`). Then `dvc repro`, the default system's experiment
+# (right after `dvc repro` it runs no stage, it only records the workspace), each baseline's experiment
+# unless it exists, and `dvc exp apply` of the default when a baseline ran, so git stays clean. The
+# files the pipeline writes (dvc.lock, params.yaml, reports/) are not inputs of the names.
+define run_repro
 set -e; \
 changes=$$(git diff HEAD --binary -- . ':(exclude)dvc.lock' ':(exclude)params.yaml' ':(exclude)reports'); \
 suffix=; [ -z "$$changes" ] || suffix=-$$(printf '%s' "$$changes" | sha1sum | cut -c1-8); \
 have=$$(dvc exp list --name-only); \
 exists() { printf '%s\n' "$$have" | grep -qxF -- "$$1"; }; \
 d=$(DEFAULT_SYSTEM)$$suffix; \
+if exists "$$d"; then echo "== dvc exp apply $$d (the workspace on the default system's experiment)"; \
+  dvc exp apply "$$d" || { echo "== memlens compose (could not apply $$d: params.yaml from conf/)"; memlens compose >/dev/null; }; \
+else echo "== memlens compose (params.yaml from conf/)"; memlens compose >/dev/null; fi; \
+echo "dvc repro"; dvc repro; \
 if exists "$$d"; then echo "== experiment $$d exists for this commit: skipped"; \
 else echo "== dvc exp run -n $$d"; dvc exp run -n "$$d"; fi; \
+ran=; \
 for m in $(filter-out $(DEFAULT_SYSTEM),$(BASELINES)); do \
   if exists "$$m$$suffix"; then echo "== experiment $$m$$suffix exists for this commit: skipped"; continue; fi; \
-  echo "== dvc exp run -S model=$$m -n $$m$$suffix"; dvc exp run -S model=$$m -n "$$m$$suffix"; \
+  echo "== dvc exp run -S model=$$m -n $$m$$suffix"; dvc exp run -S model=$$m -n "$$m$$suffix"; ran=1; \
 done; \
-current=$$(awk '/^model:/ {m = 1; next} m && /^  name:/ {print $$2; exit}' params.yaml); \
-if [ "$$current" != "$(DEFAULT_SYSTEM)" ]; then \
-  echo "== dvc exp apply $$d (the workspace back on the default system)"; dvc exp apply "$$d"; fi
+if [ -n "$$ran" ]; then echo "== dvc exp apply $$d (the workspace back on the default system)"; dvc exp apply "$$d"; fi
 endef
 
 # The experiments of the current commit: system, then overall and per-type accuracy per length.
