@@ -335,3 +335,21 @@ def test_a_refused_key_leaves_params_yaml_and_every_ref_without_it(built):
         assert (root / "params.yaml").read_bytes() == before
     assert key not in sh("git log --all -p --no-color", root).stdout
     assert key not in sh("git stash list -p", root, check=False).stdout
+
+
+def test_make_repro_after_other_experiments_leaves_git_clean(built, home):
+    """Whatever ran in this copy before (the tests above: other systems in the workspace, a killed
+    experiment, queued and temp ones) and then a smoke run of the default system in the workspace
+    (the same model name, other parameters): `make repro` leaves git clean, on the full default run."""
+    root, _ = built
+    sh("dvc exp run -S eval.max_items=2", root)
+    assert "max_items: 2" in (root / "params.yaml").read_text()
+    assert sh("git status --porcelain", root).stdout != ""  # the smoke run's params.yaml, dvc.lock, reports/
+    r = sh(f"{MAKE} repro", root, HOME=str(home))
+    assert sh("git status --porcelain", root).stdout == "", r.stdout[-3000:]
+    assert "dvc exp run" not in r.stdout, r.stdout  # every experiment of this commit exists: none runs again
+    for st in CONSTRUCTION:
+        assert f"Running stage '{st}'" not in r.stdout, st
+    metrics = json.loads((root / "reports" / "metrics.json").read_text())
+    assert metrics["system"] == "refuse"
+    assert all(metrics[n]["complete"] and metrics[n]["n"] == 25 for n in ("32k", "64k")), metrics  # tiny: 25 each

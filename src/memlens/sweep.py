@@ -13,8 +13,9 @@ application over the same ``conf/`` folder, so Hydra's sweeper and launchers app
 
 Each job runs the evaluate stage (``+stages=[evaluate,judge,report]`` runs more) on the project
 found from the current directory (or ``$MEMLENS_ROOT``), writing to the same resumable prediction
-store as ``memlens evaluate`` (Hydra's job folders go to ``data/sweeps/`` unless
-``hydra.sweep.dir`` is given): a job that is killed or times out is resumed by re-submitting the
+store as ``memlens evaluate``, each stage inside the same output guard (a job that fails leaves the
+previous outputs byte-identical). Hydra's job folders go to ``data/sweeps/`` unless
+``hydra.sweep.dir`` is given. A job that is killed or times out is resumed by re-submitting the
 same command. A SLURM array has one resource shape, so models are grouped by GPU count;
 ``--plan`` prints the commands, one per group::
 
