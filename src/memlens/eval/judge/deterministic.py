@@ -118,7 +118,12 @@ __all__ = [
 #: reference kind in IE and KU (dates, times, durations, quantities, codes, counts, amounts),
 #: word-bounded text, A/B by the option's text and comparatives, orders in any notation, yes/no by
 #: committed polarity, KU direction, refusals by meaning.
-RULES_VERSION = "3"
+#: 4: the red-team rules (tests/judge/natural_items_redteam.py): more refusal phrasings, coordinated
+#: and appositive values, "changed to" supersession, times in words, inverted and joined names, paired
+#: units, a final standalone value, KU swap / "left" / "from <source>", quicker/faster, trimmed order
+#: runs, digit-string orders, bare event lists, compact and two-digit-year dates, amounts in words,
+#: dotted yen thousands.
+RULES_VERSION = "4"
 
 #: What an abstention is compared against officially (the AR reference is ignored).
 ABSTENTION_ANSWER = REFUSAL_REFERENCE
