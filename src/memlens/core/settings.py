@@ -157,6 +157,20 @@ EnvValue = Annotated[
 ]
 
 
+def _safe_name(v: str) -> str:
+    """A name that becomes a folder (``data/predictions/<name>/``): letters, digits, ``.``, ``_``, ``-``."""
+    from memlens.core.store import name_problem
+
+    why = name_problem(v)
+    if why:
+        raise ValueError(f"{v!r} {why}")
+    return v
+
+
+#: a system or judge name (:func:`memlens.core.store.name_problem`)
+SafeName = Annotated[str, Field(min_length=1), AfterValidator(_safe_name)]
+
+
 def _reject_api_key(section: str, data: Any) -> Any:
     """A literal API key is never accepted in the configuration (it would end up in params.yaml)."""
     if isinstance(data, Mapping) and "api_key" in data:
@@ -582,7 +596,7 @@ class _System(Section):
     """Keys of every system: ``name`` names the prediction folder; ``kind`` (lvlm, baseline, agent ...)
     defaults to the class's own."""
 
-    name: Annotated[str, Field(min_length=1)]
+    name: SafeName
     target: str = Field(alias="_target_")
     kind: str | None = None
 
@@ -615,7 +629,9 @@ class _Client(_Descriptive):
     concurrency: PositiveInt = 8
     max_new_tokens: PositiveInt = 2048
     temperature: NonNegFloat | None = 0.0  # null: no temperature is sent (reasoning APIs)
-    timeout_s: PositiveFloat = 600
+    timeout_s: PositiveFloat = 600  # per network operation (connect, each read)
+    deadline_s: PositiveFloat | None = 1800  # total per attempt (null: none); a failure names it
+    max_response_mb: PositiveFloat | None = 8  # largest answer read (null: no cap); not retried
     max_retries: NonNegInt = 5
     image_transport: Literal["base64", "url"] = "base64"
     max_image_side: PositiveInt | None = 800
@@ -727,7 +743,7 @@ class TransformersSettings(_Descriptive):
 class DeterministicJudgeSettings(Targeted):
     """``judge`` with ``_target_: memlens.eval.judge.judges.DeterministicJudge``."""
 
-    name: Annotated[str, Field(min_length=1)]
+    name: SafeName
     tolerance: NonNegFloat | None = None  # absolute tolerance of arithmetic answers; null = exact to the cent
 
 
@@ -736,7 +752,7 @@ class LLMJudgeSettings(Targeted):
     ``prompt_version`` must match :data:`memlens.eval.judge.prompts.PROMPT_VERSION` (checked when the
     judge is built)."""
 
-    name: Annotated[str, Field(min_length=1)]
+    name: SafeName
     base_url: str = "http://127.0.0.1:8001/v1"
     model: str = "qwen3-235b-judge"
     model_id: str | None = None  # judge identity in the cache key; default: model
@@ -774,6 +790,8 @@ class _AgentBase(_Descriptive):
     max_new_tokens: PositiveInt = 2048
     temperature: NonNegFloat | None = 0.0
     timeout_s: PositiveFloat = 600
+    deadline_s: PositiveFloat | None = 1800  # total per attempt (null: none)
+    max_response_mb: PositiveFloat | None = 8  # largest answer read (null: no cap)
     max_retries: NonNegInt = 5
     backoff_base_s: NonNegFloat = 1.0
     backoff_max_s: NonNegFloat = 30.0
@@ -926,6 +944,7 @@ class Settings(Section):
     report: ReportSettings | None = None
     selftest: SelfTestSettings | None = None
     stages: list[str] | None = None
+    secrets_checked: bool | None = None  # conf/config.yaml: the secrets check (memlens.core.secrets)
 
 
 def schema_for(section: str, data: Any) -> type[BaseModel]:
