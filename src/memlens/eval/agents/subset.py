@@ -15,7 +15,7 @@ def question_subset(cfg, source, model) -> set[str] | None:
     of a built benchmark is the export's (:func:`memlens.construction.export.stage.agent_subset`, the same
     stratified seeded draw as ``agent_subset_195.json``); an official release's is read from its
     ``agent_subset_195.json``."""
-    name = str(cfg.eval.get("subset", "auto") or "auto")
+    name = str(cfg.eval.subset)
     if name == "auto":
         name = model.default_subset or "all"
     if name == "all":

@@ -9,10 +9,13 @@ failure, never counted as a wrong answer.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Protocol
+from typing import Annotated, Protocol
 
+from pydantic import Field
+
+from memlens.core.registry import component
 from memlens.core.schema import Prediction, Question, Verdict
-from memlens.core.settings import DeterministicJudgeSettings
+from memlens.core.settings import NonNegFloat, Targeted, configured
 
 
 class Judge(Protocol):
@@ -41,12 +44,21 @@ def failed_verdict(judge: str, q: Question, p: Prediction, reason: str) -> Verdi
     return verdict_for(judge, q, p, correct=None, reason=reason)
 
 
+class DeterministicJudgeSettings(Targeted):
+    """``judge`` with ``_target_: memlens.eval.judge.judges.DeterministicJudge``."""
+
+    name: Annotated[str, Field(min_length=1)]
+    tolerance: NonNegFloat | None = None  # absolute tolerance of arithmetic answers; null = exact to the cent
+
+
+@configured
+@component("judge", "deterministic")
 class DeterministicJudge:
     """The typed rules of :mod:`memlens.eval.judge.deterministic` (``conf/judge/deterministic.yaml``)."""
 
     Config = DeterministicJudgeSettings
 
-    def __init__(self, name: str = "deterministic", tolerance: float | None = None):
+    def __init__(self, name: str = "deterministic", *, tolerance: float | None):
         self.name = name
         self.tolerance = tolerance
 
