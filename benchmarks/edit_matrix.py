@@ -33,11 +33,24 @@ from collections import defaultdict
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
-COPY = ("src", "conf", "docs", "dvc.yaml", "README.md", "pyproject.toml", "benchmarks")
+COPY = (
+    "src",
+    "conf",
+    "docs",
+    "dvc.yaml",
+    "README.md",
+    "pyproject.toml",
+    "benchmarks",
+    "tests/support",
+    "tests/conftest.py",
+)
 #: groups of files (the matrix's rows are summarised per group; the full table follows)
 LAYERS = (
     ("entry points (cli, help, sweep)", ("src/memlens/cli.py", "src/memlens/clihelp.py", "src/memlens/sweep.py")),
-    ("config composition and validation", ("src/memlens/config/",)),
+    (
+        "config composition, validation, dependency tool",
+        ("src/memlens/core/compose.py", "src/memlens/core/schemas.py", "src/memlens/core/codegraph.py"),
+    ),
     ("core", ("src/memlens/core/",)),
     ("construction", ("src/memlens/construction/",)),
     ("evaluation", ("src/memlens/eval/",)),
@@ -53,6 +66,7 @@ def copy_tree(src: Path, dst: Path) -> None:
         if p.is_dir():
             shutil.copytree(p, dst / name, ignore=shutil.ignore_patterns("__pycache__", "*.pyc"))
         elif p.is_file():
+            (dst / name).parent.mkdir(parents=True, exist_ok=True)
             shutil.copy2(p, dst / name)
 
 
@@ -151,41 +165,22 @@ def edit_rows(root: Path) -> dict[str, list[str]]:
 
 
 # ------------------------------------------------------------------------------------ additions
-def additions(root: Path) -> dict[str, dict[str, str]]:
-    """kind -> {relative path: content} of one throwaway component, as the tree documents it.
+def _scaffold(root: Path):
+    """The tree's scaffold of throwaway components (tests/support/scaffold.py), or None."""
+    import importlib.util
 
-    A tree with ``memlens.registry`` (the component registry) says where each kind lives; an older
-    tree gets the additions its docs/architecture.md described."""
-    code = "import sys\nfrom memlens.registry import scaffold\nprint(__import__('json').dumps(scaffold(sys.argv[1])))\n"
-    env = env_for(root)
-    probe = subprocess.run([sys.executable, "-c", "import memlens.registry"], cwd=root, env=env, capture_output=True)
-    if probe.returncode == 0:
-        kinds = json.loads(
-            subprocess.run(
-                [
-                    sys.executable,
-                    "-c",
-                    "import json; from memlens.registry import KINDS; print(json.dumps(list(KINDS)))",
-                ],
-                cwd=root,
-                env=env,
-                capture_output=True,
-                text=True,
-                check=True,
-            ).stdout
-        )
-        out = {}
-        for kind in kinds:
-            res = subprocess.run(
-                [sys.executable, "-c", code, kind], cwd=root, env=env, capture_output=True, text=True, check=True
-            )
-            out[kind] = json.loads(res.stdout)
-        return out
-    return legacy_additions()
+    path = root / "tests" / "support" / "scaffold.py"
+    if not path.is_file():
+        return None
+    spec = importlib.util.spec_from_file_location("edit_matrix_scaffold", path)
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
 
 
 def legacy_additions() -> dict[str, dict[str, str]]:
-    """The routes the old docs/architecture.md gave (the old tree has no scaffold)."""
+    """The routes the old docs/architecture.md gave (a tree without tests/support/scaffold.py):
+    kind -> {relative path: text appended (or the new file)}."""
     return {
         "model": {"conf/model/zz-new.yaml": "_target_: memlens.eval.systems.openai_model.OpenAICompatibleModel\n"},
         "agent": {
@@ -210,31 +205,45 @@ def legacy_additions() -> dict[str, dict[str, str]]:
     }
 
 
+def _legacy_add(root: Path, files: dict[str, str]) -> list[str]:
+    for rel, text in files.items():
+        p = root / rel
+        p.parent.mkdir(parents=True, exist_ok=True)
+        p.write_bytes((p.read_bytes() if p.exists() else b"") + text.encode())
+    return list(files)
+
+
 def add_rows(root: Path) -> dict[str, list[str]]:
-    """kind -> the stages adding one component of that kind invalidates."""
+    """kind -> the stages adding one component of that kind invalidates (code identity: the src/
+    deps; a conf/ option changes params.yaml only once it is selected)."""
     deps = stage_deps(root)
     base = identities(root, deps)
+    scaffold = _scaffold(root)
+    kinds = list(scaffold.FILES) if scaffold else list(legacy_additions())
     rows = {}
-    for kind, files in additions(root).items():
-        saved: dict[Path, bytes | None] = {}
+    for kind in kinds:
+        if scaffold:
+            targets = [
+                p.replace("<name>", scaffold.name_of(kind)).replace("<option>", scaffold.option_of(kind))
+                for p in scaffold.FILES[kind]
+            ]
+        else:
+            targets = list(legacy_additions()[kind])
+        saved = {rel: (root / rel).read_bytes() if (root / rel).exists() else None for rel in targets}
         try:
-            for rel, text in files.items():
-                p = root / rel
-                saved[p] = p.read_bytes() if p.exists() else None
-                p.parent.mkdir(parents=True, exist_ok=True)
-                if saved[p] is None:
-                    p.write_text(text)
-                else:
-                    p.write_bytes(saved[p] + text.encode())
+            if scaffold:
+                scaffold.add(root, kind)
+            else:
+                _legacy_add(root, legacy_additions()[kind])
             now_deps = stage_deps(root)
             now = identities(root, now_deps)
             rows[kind] = [s for s in now_deps if now_deps[s] != deps.get(s) or now[s] != base.get(s)]
         finally:
-            for p, content in saved.items():
+            for rel, content in saved.items():
                 if content is None:
-                    p.unlink()
+                    (root / rel).unlink(missing_ok=True)
                 else:
-                    p.write_bytes(content)
+                    (root / rel).write_bytes(content)
     return rows
 
 
@@ -266,14 +275,29 @@ def summary(rows: dict[str, list[str]], stages: list[str]) -> list[str]:
     return lines
 
 
-def markdown(edits: dict[str, list[str]], adds: dict[str, list[str]], stages: list[str]) -> str:
+def before_section(before: dict, label: str) -> list[str]:
+    """The summary of another tree's matrix (``--json`` of that tree), for comparison."""
+    return [
+        f"## Before: {label}",
+        "",
+        *summary(before["edits"], before["stages"]),
+        "",
+        "| kind added | stages invalidated |",
+        "|---|---|",
+        *(f"| {k} | {', '.join(v) or 'none'} |" for k, v in before["adds"].items()),
+        "",
+    ]
+
+
+def markdown(edits: dict[str, list[str]], adds: dict[str, list[str]], stages: list[str], before: list[str] = ()) -> str:
     lines = [
         "# Which stages an edit invalidates",
         "",
         "Generated by `benchmarks/edit_matrix.py --write` (do not edit by hand): in a temporary copy of the",
         "project, a comment is appended to each file in turn and the stages whose code identity (the files",
         "`memlens deps` lists for them, hashed as DVC does) changed are recorded; then one throwaway",
-        "component of each kind is added with the files `docs/architecture.md` names for it.",
+        "component of each kind is added with the files `docs/architecture.md` names for it (a kind's row",
+        "counts code identity; a `conf/` option changes `params.yaml` only once it is selected).",
         "`tests/test_edit_matrix.py` checks the goals below on the current tree.",
         "",
         "Goals: an edit under the evaluation layer invalidates no construction stage; adding a component",
@@ -290,6 +314,7 @@ def markdown(edits: dict[str, list[str]], adds: dict[str, list[str]], stages: li
         "|---|---|",
         *(f"| {k} | {', '.join(v) or 'none'} |" for k, v in adds.items()),
         "",
+        *before,
         "## Every file",
         "",
         "| file | stages invalidated |",
@@ -305,6 +330,8 @@ def main() -> int:
     ap.add_argument("--root", default=str(REPO), help="the project to measure (default: this checkout)")
     ap.add_argument("--write", action="store_true", help="write docs/edit-matrix.md of --root")
     ap.add_argument("--json", default=None, help="also write the raw rows as JSON to this file")
+    ap.add_argument("--before", default=None, help="the --json of another tree: its summary is added")
+    ap.add_argument("--before-label", default="an earlier tree", help="how the doc names that tree")
     args = ap.parse_args()
     src = Path(args.root).resolve()
     with tempfile.TemporaryDirectory(prefix="memlens-edit-matrix-") as tmp:
@@ -313,7 +340,8 @@ def main() -> int:
         stages = list(stage_deps(root))
         edits = edit_rows(root)
         adds = add_rows(root)
-    text = markdown(edits, adds, stages)
+    before = before_section(json.loads(Path(args.before).read_text()), args.before_label) if args.before else []
+    text = markdown(edits, adds, stages, before)
     if args.json:
         Path(args.json).write_text(json.dumps({"edits": edits, "adds": adds, "stages": stages}, indent=1))
     if args.write:

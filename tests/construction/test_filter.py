@@ -8,13 +8,13 @@ import shutil
 from pathlib import Path
 
 import pytest
-from omegaconf import OmegaConf
 from PIL import Image
 
 from memlens.construction.filter import stage as F
 from memlens.core.config import Paths
 from memlens.core.errors import ImageError
 from memlens.core.io import iter_jsonl, read_json, sha256_bytes, write_jsonl
+from tests.support.settings import settings
 
 LIMITS = {
     "max_side": 4096,
@@ -84,7 +84,7 @@ class Project:
 
     def run(self, **limits) -> dict[str, dict]:
         write_jsonl(self.root / "data" / "images" / "index.jsonl", self.rows)
-        cfg = OmegaConf.create({"filter": {**LIMITS, **limits}})
+        cfg = settings(filter={**LIMITS, **limits})
         F.run(cfg, Paths(self.root))
         out = list(iter_jsonl(self.root / "data" / "filtered" / "index.jsonl"))
         # never a silent drop: one row per index row, in index order
@@ -232,7 +232,7 @@ def test_same_input_gives_identical_bytes_in_another_folder(proj, tmp_path):
     other = tmp_path / "elsewhere" / "proj"
     other.parent.mkdir()
     shutil.copytree(proj.root / "data" / "images", other / "data" / "images")
-    F.run(OmegaConf.create({"filter": LIMITS}), Paths(other))
+    F.run(settings(filter=LIMITS), Paths(other))
     for name in ("index.jsonl", "manifest.json"):
         assert (other / "data" / "filtered" / name).read_bytes() == (
             proj.root / "data" / "filtered" / name

@@ -41,16 +41,21 @@ def answerable() -> list[type[Ability]]:
     return [find_component("question_type", t) for t in question_types() if t != AR]
 
 
-@lru_cache(maxsize=1)
-def _registry() -> tuple[tuple[str, Ability], ...]:
-    found = [cls() for cls in answerable()]
-    for a in found:
-        extra = sorted(set(a.variants) - set(SUBTYPES[a.question_type]))
+def check_subtypes(abilities: list[Ability]) -> None:
+    """Every subtype an ability makes is an official one (:data:`memlens.core.constants.SUBTYPES`)."""
+    for a in abilities:
+        extra = sorted(set(a.variants) - set(SUBTYPES.get(a.question_type, ())))
         if extra:
             raise ConfigError(
                 f"{a.question_type} subtype {extra[0]!r} is not in the official vocabulary "
                 "(memlens.core.constants.SUBTYPES; its judge routing: memlens.core.tasks.ROUTES)"
             )
+
+
+@lru_cache(maxsize=1)
+def _registry() -> tuple[tuple[str, Ability], ...]:
+    found = [cls() for cls in answerable()]
+    check_subtypes(found)
     sources = [(a, sub, v) for a in found for sub, vs in a.variants.items() for v in vs if a.ar_source(sub, v)]
     ar = find_component("question_type", AR)(sources)
     return (*((a.question_type, a) for a in found), (ar.question_type, ar))
@@ -88,6 +93,7 @@ __all__ = [
     "ability_for",
     "chance_answer",
     "answerable",
+    "check_subtypes",
     "question_types",
     "OPEN_FORM_GUESSES",
 ]

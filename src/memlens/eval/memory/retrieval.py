@@ -53,6 +53,7 @@ __all__ = [
     "ImageEncoder",
     "ImageRetriever",
     "RetrievalContext",
+    "RetrieverBase",
     "Retriever",
     "TextEncoder",
     "build_retriever",
@@ -163,7 +164,7 @@ def session_ranking(hits: Sequence[Hit]) -> list[str]:
 
 @dataclass
 class RetrievalContext:
-    """What ``memlens diagnose`` gives the retrievers it builds by name (:meth:`_Base.for_diagnostics`):
+    """What ``memlens diagnose`` gives the retrievers it builds by name (:meth:`RetrieverBase.for_diagnostics`):
     one dense text encoder, shared and made on first use (embeddings cached under ``cache_dir``),
     and the image retrieval options of the ``memory`` section."""
 
@@ -187,7 +188,10 @@ class RetrievalContext:
         return {"checkpoint": self.image_checkpoint, "model_name": self.image_model, "image_path": self.image_path}
 
 
-class _Base:
+class RetrieverBase:
+    """What a retriever component builds on: its documents (``_set_docs``), the temporal filter and
+    the ranking (``_top``); a subclass implements ``index`` and ``search``."""
+
     id = "retriever"
 
     @classmethod
@@ -239,7 +243,7 @@ def _bm25s_quiet() -> None:
 
 
 @component("retriever", "bm25")
-class BM25Retriever(_Base):
+class BM25Retriever(RetrieverBase):
     def __init__(self, *, k1: float = 1.5, b: float = 0.75, stopwords: str | None = "en"):
         super().__init__()
         self.k1, self.b, self.stopwords = float(k1), float(b), stopwords
@@ -426,7 +430,7 @@ def _faiss_scores(index, q: np.ndarray, n: int) -> np.ndarray:
 
 
 @component("retriever", "dense")
-class DenseRetriever(_Base):
+class DenseRetriever(RetrieverBase):
     def __init__(self, *, encoder: TextEncoder | None = None, model_path: str | Path | None = None):
         super().__init__()
         self.encoder = encoder or TextEncoder(model_path)
@@ -524,7 +528,7 @@ class ImageEncoder:
 
 
 @component("retriever", "image")
-class ImageRetriever(_Base):
+class ImageRetriever(RetrieverBase):
     def __init__(
         self,
         *,
@@ -573,7 +577,7 @@ class ImageRetriever(_Base):
 
 # ---------------------------------------------------------------------------------------- fusion
 @component("retriever", "fusion")
-class FusionRetriever(_Base):
+class FusionRetriever(RetrieverBase):
     """Reciprocal-rank fusion of sub-retrievers' rankings (Cormack et al. 2009)."""
 
     @classmethod
