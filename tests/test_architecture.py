@@ -244,6 +244,27 @@ def test_schemas_live_beside_their_components():
     assert "class DataSettings" not in src and "MODEL_SCHEMAS" not in src
 
 
+def config_gets(path: Path) -> list[str]:
+    """``.get(...)`` on the configuration a stage receives (``cfg``, ``cfg.<section>``, or a name
+    ending in ``cfg`` bound to a section): settings are typed, every key is an attribute."""
+    bad = []
+    for node in ast.walk(ast.parse(path.read_text())):
+        if not (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "get"):
+            continue
+        root = node.func.value
+        while isinstance(root, ast.Attribute):
+            root = root.value
+        if isinstance(root, ast.Name) and (root.id == "cfg" or root.id.endswith("cfg")) and root.id != "model_cfg":
+            bad.append(f"{path.name}:{node.lineno}: {ast.unparse(node.func)}(...)")
+    return bad
+
+
+def test_stage_code_reads_settings_as_attributes():
+    pkg = REPO / "src" / "memlens"
+    bad = [b for layer in ("construction", "eval") for p in sorted((pkg / layer).rglob("*.py")) for b in config_gets(p)]
+    assert bad == []
+
+
 def doc_modules() -> set[str]:
     """The module paths docs/architecture.md lists in its Modules section."""
     import re
@@ -373,3 +394,15 @@ def test_doc_check_catches_a_missing_module(tmp_path, monkeypatch):
     monkeypatch.setattr(sys.modules[__name__], "REPO", tmp_path)
     assert tree_modules() - doc_modules() == {"core/new.py"}
     assert doc_modules() - tree_modules() == {"core/old.py"}
+
+
+def test_config_get_check_catches_defaults_read_by_key(tmp_path):
+    pkg = _package(
+        tmp_path,
+        {
+            "construction/x/stage.py": "def run(cfg, paths):\n    n = cfg.data.get('spare_fraction', 0.1)\n"
+            "    fcfg = cfg.filter\n    rule = fcfg.get('rule', 'all')\n    ok = cfg.data.seed\n    row = {}.get('a', 1)\n"
+        },
+    )
+    bad = config_gets(pkg / "construction" / "x" / "stage.py")
+    assert [b.split(": ", 1)[1] for b in bad] == ["cfg.data.get(...)", "fcfg.get(...)"]

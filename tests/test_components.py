@@ -101,13 +101,22 @@ def memlens(root: Path, *args: str, cwd: Path | None = None) -> subprocess.Compl
 
 @pytest.mark.parametrize("kind", sorted(SELECT))
 def test_memlens_list_shows_it(project, kind):
+    """`memlens list <what>` shows the new option (conf/ groups), type or component; `memlens list
+    kinds` every new component under its kind."""
     what, _ = SELECT[kind]
     out = memlens(project, "list", what, "--root", str(project))
     assert out.returncode == 0, out.stderr
-    shown = scaffold.QTYPE if kind == "question_type" else scaffold.name_of(kind)
-    if kind in ("system", "model", "agent", "judge", "image_source"):
-        shown = scaffold.option_of(kind) if kind == "system" else shown
+    if kind == "question_type":
+        shown = scaffold.QTYPE
+    elif kind in ("system", "model", "agent", "judge", "image_source"):
+        shown = scaffold.option_of(kind)
+    else:
+        shown = scaffold.name_of(kind)
     assert shown in out.stdout, out.stdout
+    if kind != "system":
+        kinds = memlens(project, "list", "kinds", "--root", str(project)).stdout
+        row = next(line for line in kinds.splitlines() if line.startswith(kind + " "))
+        assert scaffold.name_of(kind) in row, row
 
 
 @pytest.mark.parametrize("kind", sorted(SELECT))

@@ -228,8 +228,8 @@ def test_validation_runs_before_any_work(tmp_path):
 # ------------------------------------------------------------------------------ option files
 #: groups whose schema is one plain section (the others name their class with a ``_target_``)
 PLAIN = {"data", "filter", "generator", "eval", "validate", "tracking", "memory"}
-#: option files that are templates to copy: they list every key of their schema but the retry
-#: backoff (:class:`memlens.core.http.BackoffSettings`, whose one home is its schema default)
+#: option files that are templates to copy: they list every key of their schema (so that
+#: ``key=value`` overrides every one of them, in memlens and in ``dvc exp run -S``)
 COMPLETE = {
     "model": {"openai_compatible", "vllm_server", "transformers", "refuse", "chance"},
     "judge": set(JUDGES),
@@ -245,17 +245,13 @@ def _option_files():
 
 @pytest.mark.parametrize("group,path", list(_option_files()), ids=lambda x: getattr(x, "stem", x))
 def test_option_files_are_complete_or_rely_on_documented_defaults(group, path):
-    from memlens.core.http import BackoffSettings
-
     raw = yaml.safe_load(path.read_text())
     assert "defaults" not in raw
     schema = S.section_schema(group) if group in PLAIN else S.schema_for(group, raw)
     keys = set(S.known_keys(schema))
     assert set(raw) <= keys, set(raw) - keys
-    if group in PLAIN:
+    if group in PLAIN or path.stem in COMPLETE.get(group, ()):
         assert set(raw) == keys, f"{path.name} lacks {sorted(keys - set(raw))}"
-    elif path.stem in COMPLETE.get(group, ()):
-        assert set(raw) == keys - set(BackoffSettings.model_fields), f"{path.name} lacks {sorted(keys - set(raw))}"
     # keys left out take the schema default (the constructor takes it from there)
     for k in keys - set(raw):
         field = next(f for n, f in schema.model_fields.items() if (f.alias or n) == k)
@@ -353,14 +349,13 @@ def test_image_source_takes_its_defaults_from_its_schema(name):
 
 
 def test_defaults_have_one_home():
-    """The retry backoff is declared once in src/ (core/http.py) and nowhere in conf/."""
+    """The retry backoff is declared once in src/ (core/http.py); a template shows that value."""
     import re
 
     src = REPO / "src" / "memlens"
     decl = re.compile(r"^\s*backoff_base_s\b[^#\n]*=\s*[\d.]+|^BACKOFF_BASE_S\s*=", re.M | re.I)
     homes = [p.relative_to(src) for p in src.rglob("*.py") if decl.search(p.read_text())]
     assert [str(p) for p in homes] == ["core/http.py"], homes
-    assert not [p for p in CONF.rglob("*.yaml") if "backoff_base_s" in p.read_text()]
     from memlens.eval.judge.llm import LLMJudgeSettings
     from memlens.eval.systems.openai_model import OpenAICompatibleSettings
 
@@ -437,3 +432,21 @@ def test_params_file_without_conf_dir(tmp_path):
     shutil.rmtree(root / "conf")
     cfg = load(["data.seed=9"], params=PARAMS, root=root)
     assert cfg.data.seed == 9 and cfg.model.name == "refuse"
+
+
+def test_a_composed_config_given_to_a_stage_is_validated_into_settings(tmp_path):
+    """Callers outside the CLI may give a stage the composition itself (``load_config``): it is
+    validated into the same typed settings; a partial one is a clear error, never read by key."""
+    from memlens.construction.ontology import stage as O
+    from memlens.core.compose import load_settings
+    from memlens.core.config import Paths
+    from memlens.core.settings import Settings, as_settings
+
+    cfg = load_config(["data.seed=5"])
+    st = as_settings(cfg)
+    assert isinstance(st, Settings) and st.composed() == load_settings(["data.seed=5"]).composed()
+    assert as_settings(st) is st
+    O.run(cfg, Paths(tmp_path))
+    assert (tmp_path / "data" / "ontology" / "topics.jsonl").is_file()
+    with pytest.raises(ConfigError, match="missing config key images"):
+        O.run(OmegaConf.create({"data": plain(cfg)["data"]}), Paths(tmp_path))

@@ -635,11 +635,13 @@ def kinds_text() -> list[str]:
 
     names = {v: k for k, v in LIST_KINDS.items() if v}
     rows = [
-        (f"memlens list {names[k.name]}", k.name, str(len(discover(k.name))), ", ".join(k.packages), k.selected_by)
+        (k.name, f"memlens list {names[k.name]}", ", ".join(k.packages), ", ".join(discover(k.name)))
         for k in KINDS.values()
     ]
-    lines = [f"{len(rows)} kinds of component (one mechanism: @component(kind, name) beside a Config schema):"]
-    return lines + _table(rows, ("list", "kind", "n", "package", "chosen by"))
+    lines = [f"{len(rows)} kinds of component (each a class marked @component(kind, name), its schema beside it):"]
+    lines += _table(rows, ("kind", "list", "package", "components"))
+    lines += ["", "chosen by:"] + [f"  {k.name:<15} {k.selected_by}" for k in KINDS.values()]
+    return lines
 
 
 def list_text(what: str, root: Path) -> str:
@@ -653,7 +655,6 @@ def list_text(what: str, root: Path) -> str:
         rows = _systems(conf)
         lines = [f"{len(rows)} systems in conf/model (evaluate one with model=<name>):"]
         lines += _table(rows, ("name", "kind", "backend", "description"))
-        lines += ["", *components_text("model")]
     elif what == "agents":
         rows = [r for r in _systems(conf) if r[1] == "agent"]
         if rows:
@@ -661,12 +662,11 @@ def list_text(what: str, root: Path) -> str:
             lines += _table(rows, ("name", "kind", "backend", "description"))
         else:
             lines = [
-                "agents: none in conf/model yet (no file has kind: agent).",
+                "agents: none yet (no file in conf/model has kind: agent).",
                 "A memory agent is a MemoryAgent subclass in src/memlens/eval/agents/ marked",
                 '@component("agent", name), plus one YAML file in conf/model/ with kind: agent',
                 "(see docs/architecture.md, 'Where to add things').",
             ]
-        lines += ["", *components_text("agent")]
     elif what in ("judges", "images"):
         group = "judge" if what == "judges" else "images"
         rows = [
@@ -674,10 +674,8 @@ def list_text(what: str, root: Path) -> str:
         ]
         lines = [f"{len(rows)} options in conf/{group} (choose with {group}=<name>):"]
         lines += _table(rows, ("name", "class", "description"))
-        lines += ["", *components_text(LIST_KINDS[what])]
     elif what == "types":
         lines = _types_text()
-        lines += ["", *components_text("question_type")]
     else:
         lines = components_text(LIST_KINDS[what])
     return "\n".join(lines) + "\n"
@@ -706,10 +704,9 @@ def _types_text() -> list[str]:
 def run_list(args) -> int:
     """What there is to choose from:
 
-    kinds       every kind of component: where it lives, which config key chooses one
-    models      the systems of conf/model (name, kind, backend class, description): model=<name>;
-                and the backend classes
-    agents      the systems whose kind is agent (memory-augmented agents), and the agent classes
+    kinds       every kind of component: its components, where they live, which config key chooses one
+    models      the systems of conf/model (name, kind, backend class, description): model=<name>
+    agents      the systems whose kind is agent (memory-augmented agents)
     judges      the judges of conf/judge: judge=<name>
     images      the image sources of conf/images: images=<name>
     types       the question types and subtypes with their judge task keys

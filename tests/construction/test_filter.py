@@ -12,7 +12,7 @@ from PIL import Image
 
 from memlens.construction.filter import stage as F
 from memlens.core.config import Paths
-from memlens.core.errors import ImageError
+from memlens.core.errors import ConfigError, ImageError
 from memlens.core.io import iter_jsonl, read_json, sha256_bytes, write_jsonl
 from tests.support.settings import settings
 
@@ -200,8 +200,11 @@ def test_near_duplicate_names_the_image_kept_first(proj):
     rows = proj.run()
     assert rows[first]["accepted"]
     assert rows[dup]["reason"].startswith(f"near-duplicate of {first[:12]}")
-    # with a zero distance threshold, only identical pictures would be duplicates
-    assert proj.run(phash_max_distance=-1)[dup]["accepted"]
+    # a zero distance threshold still catches the same picture (pHash distance 0); a negative one,
+    # which once switched the check off unvalidated, is a config error naming the key
+    assert not proj.run(phash_max_distance=0)[dup]["accepted"]
+    with pytest.raises(ConfigError, match=r"filter\.phash_max_distance"):
+        proj.run(phash_max_distance=-1)
 
 
 def test_rejected_images_do_not_shadow_later_duplicates(proj):

@@ -20,8 +20,9 @@ from tests.conftest import REPO
 
 
 def merged(base: Any, over: Any) -> Any:
-    """``over`` deep-merged into ``base`` (mappings merge; anything else replaces)."""
-    if isinstance(base, Mapping) and isinstance(over, Mapping):
+    """``over`` deep-merged into ``base`` (non-empty mappings merge; anything else, an empty mapping
+    included, replaces)."""
+    if isinstance(base, Mapping) and isinstance(over, Mapping) and over:
         return {**base, **{k: merged(base.get(k), v) for k, v in over.items()}}
     return over
 

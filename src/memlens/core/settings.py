@@ -42,6 +42,7 @@ __all__ = [
     "Section",
     "Settings",
     "Targeted",
+    "as_settings",
     "configured",
     "operational",
     "operational_keys",
@@ -234,3 +235,22 @@ class Settings:
         the composition leaves out is absent."""
         names = keys or tuple(self._composed)
         return {k: copy.deepcopy(self._composed[k]) for k in names if k in self._composed}
+
+
+def as_settings(cfg: Any) -> Settings:
+    """``cfg`` as :class:`Settings`: settings as they are; a composed configuration (a ``DictConfig``
+    such as :func:`memlens.core.compose.load_config` gives, or plain containers) validated first. For
+    callers outside the CLI (tests, notebooks); the validator is looked up by name, since validating
+    is no part of a stage's code."""
+    if isinstance(cfg, Settings):
+        return cfg
+    import importlib
+
+    try:
+        from omegaconf import DictConfig, OmegaConf
+
+        if isinstance(cfg, DictConfig):
+            cfg = OmegaConf.to_container(cfg, resolve=True)
+    except ImportError:  # pragma: no cover - omegaconf is a dependency
+        pass
+    return importlib.import_module("memlens.core.schemas").validate(cfg)

@@ -38,7 +38,7 @@ from memlens.core.constants import HISTORY_SPAN_DAYS, INSTRUCTIONS, QUESTION_TEM
 from memlens.core.errors import MemLensError
 from memlens.core.io import iter_jsonl, read_records, write_jsonl
 from memlens.core.schema import ImageRecord, Instance, Question, Session, format_date, parse_date
-from memlens.core.settings import Settings
+from memlens.core.settings import Settings, as_settings
 from memlens.core.store import derive_rng, hash_tree, write_manifest
 
 log = logging.getLogger(__name__)
@@ -468,6 +468,7 @@ def recurrence(insts: list[Instance], evidence: set[str]) -> dict:
 
 
 def run(cfg: Settings, paths: Paths) -> None:
+    cfg = as_settings(cfg)
     seed = int(cfg.data.seed)
     counter = TokenCounter(cfg.data.tokens)
     tol = float(cfg.data.length_tolerance)

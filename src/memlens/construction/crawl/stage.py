@@ -32,7 +32,7 @@ from memlens.core.errors import ConfigError
 from memlens.core.io import write_jsonl
 from memlens.core.registry import build_target
 from memlens.core.schema import ImageRecord, Topic
-from memlens.core.settings import Settings
+from memlens.core.settings import Settings, as_settings
 from memlens.core.store import ObjectStore, derive_rng, hash_tree, short_id, write_manifest
 
 log = logging.getLogger(__name__)
@@ -181,6 +181,7 @@ def _results(cfg, source, jobs, meta, plans, topics, paths):
 
 
 def run(cfg: Settings, paths: Paths) -> None:
+    cfg = as_settings(cfg)
     topics = load_topics(paths)
     source = image_source(section(cfg, "images")["images"])
     families = source.families()

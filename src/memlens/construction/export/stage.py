@@ -28,7 +28,7 @@ from memlens.core.io import write_json, write_jsonl
 from memlens.core.items import BuiltBenchmark
 from memlens.core.official import ANSWER_KEY, iter_json_array
 from memlens.core.schema import AR, IE, KU, MSR, TR
-from memlens.core.settings import Settings
+from memlens.core.settings import Settings, as_settings
 from memlens.core.store import hash_tree, write_manifest
 
 log = logging.getLogger(__name__)
@@ -89,6 +89,7 @@ def agent_subset(questions: list, seed: int = 42) -> dict:
 
 
 def run(cfg: Settings, paths: Paths) -> None:
+    cfg = as_settings(cfg)
     export: ExportSettings = cfg.export
     hf = export.huggingface
     bench = BuiltBenchmark(paths)

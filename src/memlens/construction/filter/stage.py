@@ -28,7 +28,7 @@ from memlens.core.config import Paths, section
 from memlens.core.errors import ImageError
 from memlens.core.io import iter_jsonl, sha256_file, write_jsonl
 from memlens.core.schema import ImageRecord
-from memlens.core.settings import Settings
+from memlens.core.settings import Settings, as_settings
 from memlens.core.store import hash_tree, write_manifest
 
 log = logging.getLogger(__name__)
@@ -119,6 +119,7 @@ def rank_score(channels, scores: dict[str, float]) -> float:
 
 
 def run(cfg: Settings, paths: Paths) -> None:
+    cfg = as_settings(cfg)
     fcfg: FilterSettings = cfg.filter
     channels = build_channels(list(fcfg.channels))
     rule = fcfg.rule

@@ -28,7 +28,7 @@ from memlens.core.constants import HISTORY_SPAN_DAYS
 from memlens.core.errors import DataError, MemLensError
 from memlens.core.io import enumerate_jsonl, iter_jsonl, write_jsonl
 from memlens.core.schema import AR, Evidence, ImageRecord, Question, Session, format_date, parse_date
-from memlens.core.settings import Settings
+from memlens.core.settings import Settings, as_settings
 from memlens.core.store import derive_rng, hash_tree, short_id, write_manifest
 
 log = logging.getLogger(__name__)
@@ -169,6 +169,7 @@ def question_date_for(rng) -> datetime:
 
 
 def run(cfg: Settings, paths: Paths) -> None:
+    cfg = as_settings(cfg)
     seed = int(cfg.data.seed)
     topics = {t.topic_id: t for t in load_topics(paths)}
     plans = [Plan.from_dict(d) for d in iter_jsonl(paths.images / "plans.jsonl")]

@@ -18,7 +18,7 @@ from memlens.core.constants import QUESTION_TYPES
 from memlens.core.errors import DataError
 from memlens.core.io import read_json, write_jsonl
 from memlens.core.schema import AR, TRACKS, Topic
-from memlens.core.settings import Settings
+from memlens.core.settings import Settings, as_settings
 from memlens.core.store import derive_rng, hash_tree, short_id, write_manifest
 
 log = logging.getLogger(__name__)
@@ -101,6 +101,7 @@ def build_topics(data: dict, seed: int) -> list[Topic]:
 
 
 def run(cfg: Settings, paths: Paths) -> None:
+    cfg = as_settings(cfg)
     ocfg: OntologySettings = cfg.ontology
     version = ocfg.version
     data = load_ontology_file(version)

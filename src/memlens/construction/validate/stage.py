@@ -43,7 +43,7 @@ from memlens.core.config import Paths, length_tokens
 from memlens.core.errors import GateError
 from memlens.core.io import iter_jsonl, read_records, write_json
 from memlens.core.schema import AR, IMAGE_PLACEHOLDER, ImageRecord, Instance, Question, Session
-from memlens.core.settings import Settings
+from memlens.core.settings import Settings, as_settings
 
 log = logging.getLogger(__name__)
 
@@ -263,6 +263,7 @@ def render_md(report: dict) -> str:
 
 
 def run(cfg: Settings, paths: Paths) -> None:
+    cfg = as_settings(cfg)
     settings: ValidateSettings = cfg.validate
     v = settings.model_dump()
     questions = {q.question_id: q for q in read_records(paths.generated / "questions.jsonl", Question)}

@@ -29,7 +29,7 @@ from memlens.core.config import Paths, resolved_lengths, section
 from memlens.core.errors import ConfigError, DataError
 from memlens.core.io import sha256_file
 from memlens.core.registry import class_for_target
-from memlens.core.settings import Settings
+from memlens.core.settings import Settings, as_settings
 from memlens.core.tasks import task_key
 from memlens.eval.agents.subset import question_subset
 from memlens.eval.benchmark import open_benchmark
@@ -95,6 +95,7 @@ def _value(v) -> str:
 
 def run(cfg: Settings, paths: Paths, *, chars: int = 240, out: TextIO | None = None) -> int:
     """Print the prompt and request key of the first item the evaluate stage would ask."""
+    cfg = as_settings(cfg)
     out = out or sys.stdout
     mode = str(cfg.eval.mode)
     if mode not in MODES:

@@ -20,7 +20,7 @@ from memlens.core.errors import ConfigError, DataError, MemLensError
 from memlens.core.items import EvalItem
 from memlens.core.registry import class_for_target
 from memlens.core.schema import Prediction
-from memlens.core.settings import Settings, operational_keys
+from memlens.core.settings import Settings, as_settings, operational_keys
 from memlens.core.store import hash_tree, write_manifest
 from memlens.eval.agents.subset import question_subset
 from memlens.eval.benchmark import open_benchmark, requested_lengths
@@ -52,6 +52,7 @@ def postprocess(raw: str | None, mode: str) -> str | None:
 def build_model(cfg: Settings) -> Model:
     """The system ``model`` names: its ``_target_`` class (a component of kind ``model`` or
     ``agent``, or a class of your own with a ``Config``) built from the section as composed."""
+    cfg = as_settings(cfg)
     options = section(cfg, "model")["model"]
     cls = class_for_target(("model", "agent"), str(options.get("_target_")), section="model")
     try:
@@ -216,6 +217,7 @@ def evaluate_length(
 
 
 def run(cfg: Settings, paths: Paths) -> None:
+    cfg = as_settings(cfg)
     mode = str(cfg.eval.mode)
     if mode not in MODES:
         raise ConfigError(f"unknown eval.mode {mode!r} (known: {', '.join(MODES)})")

@@ -21,7 +21,7 @@ from memlens.core.config import Paths, section
 from memlens.core.errors import DataError
 from memlens.core.io import read_json, write_jsonl
 from memlens.core.registry import build_target
-from memlens.core.settings import Settings, operational_keys
+from memlens.core.settings import Settings, as_settings, operational_keys
 from memlens.core.store import hash_tree, write_manifest
 from memlens.eval.results import PredictionStore, verdict_archive
 
@@ -50,10 +50,11 @@ def attach_diagnostics(verdicts: list, pairs: list) -> None:
 def build_judge(cfg: Settings):
     """The judge ``judge`` names: its ``_target_`` class (a component of kind ``judge``), built from
     the section as composed."""
-    return build_target("judge", section(cfg, "judge")["judge"], section="judge")
+    return build_target("judge", section(as_settings(cfg), "judge")["judge"], section="judge")
 
 
 def run(cfg: Settings, paths: Paths) -> None:
+    cfg = as_settings(cfg)
     from memlens.eval.benchmark import open_benchmark, requested_lengths
 
     judge = build_judge(cfg)
@@ -178,6 +179,7 @@ def judge_key(cfg: Settings) -> str:
     from memlens.core.io import canonical_bytes, sha256_bytes
     from memlens.eval.judge.deterministic import RULES_VERSION
 
+    cfg = as_settings(cfg)
     j = section(cfg, "judge")["judge"]
     ops = operational_keys(type(cfg.judge))
     ident = {k: v for k, v in sorted(j.items()) if k not in ops}

@@ -488,8 +488,8 @@ class ImageEncoder:
 
             name = self.model_name
             if self.model_config is not None:
-                cfg = json.loads(self.model_config.read_text())
-                name = cfg.get("name", self.model_config.stem)
+                arch = json.loads(self.model_config.read_text())  # an open_clip model config file
+                name = arch.get("name", self.model_config.stem)
                 open_clip.add_model_config(self.model_config)
             model, _, preprocess = open_clip.create_model_and_transforms(
                 name, pretrained=str(self.checkpoint), device=self.device

@@ -34,7 +34,7 @@ from memlens.core.constants import QUESTION_TYPES, TYPE_ABBREV
 from memlens.core.errors import ConfigError, DataError
 from memlens.core.io import canonical_json, sha256_file, write_json
 from memlens.core.registry import find_component
-from memlens.core.settings import Settings
+from memlens.core.settings import Settings, as_settings
 from memlens.eval.benchmark import open_benchmark
 from memlens.eval.memory.adapters import ImageInput, open_adapter, truth_lookup
 from memlens.eval.memory.diagnostics import KS, answer_critical_facts, fidelity, mean_rows, retrieval_metrics
@@ -99,6 +99,7 @@ def _adapter_options(name: str, mcfg: MemorySettings) -> dict[str, Any]:
 
 
 def run(cfg: Settings, paths: Paths) -> None:
+    cfg = as_settings(cfg)
     mcfg: MemorySettings = cfg.memory
     bench = open_benchmark(cfg, paths)
     ds_hash = bench.dataset_hash()

@@ -44,7 +44,7 @@ from memlens.core.constants import TYPE_ORDER
 from memlens.core.errors import DataError
 from memlens.core.io import read_json, read_records, write_json
 from memlens.core.schema import TYPE_ABBREV, Verdict
-from memlens.core.settings import Settings
+from memlens.core.settings import Settings, as_settings
 from memlens.eval.benchmark import Benchmark, open_benchmark
 from memlens.eval.prompt import PROMPT_PROTOCOL
 from memlens.eval.report.buildcost import build_accounting
@@ -387,6 +387,7 @@ def results_table(
 
 # ----------------------------------------------------------------------------------- the stage
 def run(cfg: Settings, paths: Paths) -> None:
+    cfg = as_settings(cfg)
     options: ReportSettings = cfg.report
     system, mode, judge = str(cfg.model.name), str(cfg.eval.mode), str(cfg.judge.name)
     source = open_benchmark(cfg, paths)
