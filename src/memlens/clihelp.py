@@ -335,7 +335,7 @@ def optional_sections(stage_module: str) -> list[str]:
     ``cfg.<section>`` of the settings it receives."""
     import importlib.util
 
-    from memlens.core.schemas import OPTIONAL, ORDER
+    from memlens.core.schemas import OPTIONAL, ORDER, VALUES
 
     spec = importlib.util.find_spec(stage_module)
     if spec is None or not spec.origin:
@@ -346,7 +346,7 @@ def optional_sections(stage_module: str) -> list[str]:
         for n in ast.walk(tree)
         if isinstance(n, ast.Attribute) and isinstance(n.value, ast.Name) and n.value.id == "cfg"
     }
-    return [k for k in ORDER if k in OPTIONAL and k != "stages" and k in read]
+    return [k for k in ORDER if k in OPTIONAL and k not in VALUES and k in read]
 
 
 def _selected_options(root: Path, overrides: list[str], params: str | None, data: Mapping) -> dict[str, str]:

@@ -33,11 +33,14 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+import yaml
 from omegaconf import DictConfig, OmegaConf
 
 from memlens.core.config import project_root
 from memlens.core.errors import ConfigError
 from memlens.core.schemas import validate
+from memlens.core.secrets import check_no_secrets
+from memlens.core.secrets import register as _register_secrets_check
 from memlens.core.settings import Settings
 
 __all__ = ["PARAMS_CONFIG", "config_groups", "load_config", "load_settings", "validate_config"]
@@ -46,6 +49,8 @@ __all__ = ["PARAMS_CONFIG", "config_groups", "load_config", "load_settings", "va
 PARAMS_CONFIG = "_memlens_params_"
 #: folders of conf/ that are not config groups of the configuration itself
 NOT_GROUPS = frozenset({"hydra"})
+
+_register_secrets_check()  # the resolver of conf/config.yaml's `secrets_checked`
 
 
 def config_groups(conf_dir: Path) -> list[str]:
@@ -69,7 +74,22 @@ def _parse_overrides(overrides: list[str]) -> list:
         raise ConfigError(f"bad override: {exc}".split("\nSee https://hydra.cc")[0]) from None
 
 
+def _config_error_in(exc: BaseException) -> ConfigError | None:
+    """A :class:`ConfigError` raised inside a resolver (the secrets check), if ``exc`` wraps one."""
+    seen: set[int] = set()
+    e: BaseException | None = exc
+    while e is not None and id(e) not in seen:
+        if isinstance(e, ConfigError):
+            return e
+        seen.add(id(e))
+        e = e.__cause__ or e.__context__
+    return None
+
+
 def _hydra_message(exc: Exception, origin: str) -> str:
+    inner = _config_error_in(exc)
+    if inner is not None:
+        return str(inner)
     text = str(exc).strip()
     text = text.split("\nConfig search path:")[0].rstrip()
     text = text.replace(f"In '{PARAMS_CONFIG}'", f"In {origin!r}").replace(f"'{PARAMS_CONFIG}'", repr(origin))
@@ -99,6 +119,11 @@ def _compose(conf_dir: Path, config_name: str, overrides: list[str], origin: str
         raise ConfigError(msg or _hydra_message(exc, origin)) from None
     except (HydraException, OmegaConfBaseException) as exc:
         raise ConfigError(_hydra_message(exc, origin)) from None
+    except yaml.YAMLError as exc:  # a config file that is not YAML: its file, line and column
+        mark = getattr(exc, "problem_mark", None)
+        where = f"{mark.name}:{mark.line + 1}:{mark.column + 1}" if mark is not None else "a file under conf/"
+        what = getattr(exc, "problem", None) or str(exc).splitlines()[0]
+        raise ConfigError(f"{where}: not valid YAML ({what}); fix the file") from None
 
 
 def _not_in_config(exc: Exception, conf_dir: Path, config_name: str, overrides: list[str]) -> str | None:
@@ -170,6 +195,8 @@ def load_config(
     ``memlens compose`` writes); :func:`load_settings` gives the typed settings of the same."""
     cfg = _composed(overrides, params=params, root=root)
     validate_config(cfg)
+    if "secrets_checked" in cfg:  # the check ran (validate_config resolved it): its value, as DVC writes it
+        cfg.secrets_checked = True
     return cfg
 
 
@@ -209,9 +236,11 @@ def validate_config(cfg: DictConfig | dict) -> Settings:
         try:
             data = OmegaConf.to_container(cfg, resolve=True)
         except OmegaConfBaseException as exc:
-            raise ConfigError(f"config error: {exc}".strip()) from None
+            inner = _config_error_in(exc)
+            raise ConfigError(str(inner) if inner else f"config error: {exc}".strip()) from None
     else:
         data = cfg
+    check_no_secrets(data)
     return validate(data)
 
 

@@ -38,16 +38,51 @@ def length_tokens(name: str) -> int:
     raise ConfigError(f"unknown length {name!r}: use names such as 32k, 64k, 128k, 256k")
 
 
-def project_root() -> Path:
-    """``$DVC_ROOT`` when run by DVC, else the nearest folder above the cwd holding ``conf/``."""
-    env = os.environ.get("MEMLENS_ROOT") or os.environ.get("DVC_ROOT")
-    if env:
-        return Path(env).resolve()
-    here = Path.cwd().resolve()
-    for p in (here, *here.parents):
+def _nearest_project(start: Path) -> Path | None:
+    for p in (start, *start.parents):
         if (p / "conf" / "config.yaml").is_file():
             return p
-    return here
+    return None
+
+
+def _under_dvc() -> bool:
+    """True inside a command that DVC runs (``dvc repro``/``dvc exp run`` set ``DVC_ROOT`` and ``DVC_STAGE``)."""
+    return bool(os.environ.get("DVC_STAGE") or os.environ.get("DVC_ROOT"))
+
+
+def project_root() -> Path:
+    """The project folder: the nearest folder above the working directory holding ``conf/config.yaml``.
+
+    DVC runs each stage in the folder of its experiment (the workspace, a ``--temp`` executor, a queued
+    executor under ``.dvc/tmp/exps/``), while ``$DVC_ROOT`` always names the main repository, so the
+    working directory wins over ``$DVC_ROOT``: every experiment reads its own ``params.yaml`` and writes
+    only its own outputs. ``$MEMLENS_ROOT`` (set by ``memlens.sweep`` for its jobs) names the project
+    outside DVC; ``$DVC_ROOT`` is the last resort when no folder above the working directory is a project.
+    """
+    here = Path.cwd().resolve()
+    env = os.environ.get("MEMLENS_ROOT")
+    if env and not _under_dvc():
+        return Path(env).resolve()
+    found = _nearest_project(here)
+    if found is not None:
+        return found
+    dvc = os.environ.get("DVC_ROOT")
+    return Path(dvc).resolve() if dvc else here
+
+
+def shared_root(root: Path) -> Path:
+    """Where what outlives an experiment lives (the results store, MLflow, local model files): the main
+    repository ``$DVC_ROOT`` when ``root`` is one of its DVC experiment executors (a folder under
+    ``$DVC_ROOT/.dvc/tmp/``), else ``root`` itself."""
+    dvc = os.environ.get("DVC_ROOT")
+    if not dvc:
+        return root
+    main = Path(dvc).resolve()
+    try:
+        Path(root).resolve().relative_to(main / ".dvc" / "tmp")
+    except ValueError:
+        return root
+    return main
 
 
 def resolved_lengths(cfg: Any) -> list[str]:
@@ -122,15 +157,22 @@ class Paths:
         return self.root / "reports"
 
     @property
+    def home(self) -> Path:
+        """The main project folder (:func:`shared_root`): ``root`` itself, or the main repository when
+        ``root`` is a DVC experiment executor. MLflow, local model files and the cache live there."""
+        return shared_root(self.root)
+
+    @property
     def models(self) -> Path:
-        return self.root / "models"
+        return self.home / "models"
 
     @property
     def cache(self) -> Path:
         """What must outlive DVC checkouts (model answers, verdict archive, judge cache):
-        ``$MEMLENS_CACHE`` or ``<project>/.memlens_cache``."""
+        ``$MEMLENS_CACHE`` or ``<main project>/.memlens_cache`` (:attr:`home`: shared by every DVC
+        experiment, temporary and queued ones included)."""
         env = os.environ.get("MEMLENS_CACHE")
-        return Path(env) if env else self.root / ".memlens_cache"
+        return Path(env) if env else self.home / ".memlens_cache"
 
     @classmethod
     def from_cfg(cls, cfg: Any = None, root: str | Path | None = None) -> Paths:

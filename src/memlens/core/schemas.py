@@ -63,11 +63,15 @@ SECTIONS: dict[str, str] = {
     "ontology": "memlens.construction.ontology.settings:OntologySettings",
     "export": "memlens.construction.export.settings:ExportSettings",
     "report": "memlens.eval.report.settings:ReportSettings",
+    "selftest": "memlens.eval.judge.selftest:SelfTestSettings",
 }
 #: section with a ``_target_`` -> the component kinds its class may be
 TARGETED: dict[str, tuple[str, ...]] = {"images": ("image_source",), "model": ("model", "agent"), "judge": ("judge",)}
 #: sections a configuration may leave out (their schema's defaults apply); ``stages`` is the sweep's
-OPTIONAL = frozenset({"ontology", "export", "report", "stages"})
+OPTIONAL = frozenset({"ontology", "export", "report", "selftest", "stages", "secrets_checked"})
+#: top-level keys that are plain values, not sections: ``stages`` (the sweep's) and ``secrets_checked``
+#: (``conf/config.yaml``: the secrets check of :mod:`memlens.core.secrets`, true once it passed)
+VALUES = frozenset({"stages", "secrets_checked"})
 #: every top-level key, in the order messages and help list them
 ORDER = (
     "data",
@@ -83,7 +87,9 @@ ORDER = (
     "ontology",
     "export",
     "report",
+    "selftest",
     "stages",
+    "secrets_checked",
 )
 #: the most problems one message lists
 MAX_MESSAGES = 12
@@ -120,6 +126,8 @@ def section_schema(section: str, data: Mapping[str, Any] | None = None) -> Any:
         return schema_for(section, (data or {}).get(section))
     if section == "stages":
         return list[str] | None
+    if section == "secrets_checked":
+        return bool | None
     raise KeyError(section)
 
 
@@ -244,6 +252,11 @@ def _section(name: str, data: Mapping[str, Any], problems: list[str]) -> Any:
             return value
         problems.append(f"config key stages: expected a list of stage names (got {value!r})")
         return None
+    if name == "secrets_checked":
+        if value is None or isinstance(value, bool):
+            return value
+        problems.append(f"config key secrets_checked: expected true, false or null (got {value!r})")
+        return None
     try:
         schema = section_schema(name, data)
     except ConfigError as exc:
@@ -308,7 +321,7 @@ def validate(data: Mapping[str, Any]) -> Settings:
         if name in data:
             sections[name] = _section(name, data, problems)
         elif name in OPTIONAL:
-            sections[name] = None if name == "stages" else section_schema(name)()
+            sections[name] = None if name in VALUES else section_schema(name)()
     if problems:
         more = f"; ... and {len(problems) - MAX_MESSAGES} more" if len(problems) > MAX_MESSAGES else ""
         raise ConfigError("; ".join(problems[:MAX_MESSAGES]) + more)

@@ -39,6 +39,7 @@ __all__ = [
     "NonNegInt",
     "PositiveFloat",
     "PositiveInt",
+    "SafeName",
     "Section",
     "Settings",
     "Targeted",
@@ -105,6 +106,20 @@ DeviceMap = Annotated[Any, _one_of(lambda v: v is None or isinstance(v, (str, di
 EnvValue = Annotated[
     Any, _one_of(lambda v: isinstance(v, (str, int, float)) and not isinstance(v, bool), "a string or a number")
 ]
+
+
+def _safe_name(v: str) -> str:
+    """A name that becomes a folder (``data/predictions/<name>/``): letters, digits, ``.``, ``_``, ``-``."""
+    from memlens.core.store import name_problem
+
+    why = name_problem(v)
+    if why:
+        raise ValueError(f"{v!r} {why}")
+    return v
+
+
+#: a system or judge name (:func:`memlens.core.store.name_problem`)
+SafeName = Annotated[str, Field(min_length=1), AfterValidator(_safe_name)]
 
 
 def reject_api_key(section: str, data: Any) -> Any:

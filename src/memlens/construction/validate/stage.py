@@ -266,8 +266,8 @@ def run(cfg: Settings, paths: Paths) -> None:
     cfg = as_settings(cfg)
     settings: ValidateSettings = cfg.validate
     v = settings.model_dump()
-    questions = {q.question_id: q for q in read_records(paths.generated / "questions.jsonl", Question)}
-    sessions = {s.session_id: s for s in read_records(paths.generated / "sessions.jsonl", Session)}
+    questions = {q.question_id: q for q in read_records(paths.generated / "questions.jsonl", Question, nonempty=True)}
+    sessions = {s.session_id: s for s in read_records(paths.generated / "sessions.jsonl", Session, nonempty=True)}
     images, sizes = {}, {}
     for row in iter_jsonl(paths.images / "index.jsonl"):
         rec = ImageRecord.from_dict(row["image"])

@@ -9,13 +9,11 @@ failure, never counted as a wrong answer.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Annotated, Protocol
-
-from pydantic import Field
+from typing import Protocol
 
 from memlens.core.registry import component
 from memlens.core.schema import Prediction, Question, Verdict
-from memlens.core.settings import NonNegFloat, Targeted, configured
+from memlens.core.settings import NonNegFloat, SafeName, Targeted, configured
 
 
 class Judge(Protocol):
@@ -47,7 +45,7 @@ def failed_verdict(judge: str, q: Question, p: Prediction, reason: str) -> Verdi
 class DeterministicJudgeSettings(Targeted):
     """``judge`` with ``_target_: memlens.eval.judge.judges.DeterministicJudge``."""
 
-    name: Annotated[str, Field(min_length=1)]
+    name: SafeName
     tolerance: NonNegFloat | None = None  # absolute tolerance of arithmetic answers; null = exact to the cent
 
 

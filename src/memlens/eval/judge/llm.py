@@ -37,9 +37,9 @@ import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Annotated, Any, Literal
+from typing import Any, Literal
 
-from pydantic import Field, model_validator
+from pydantic import model_validator
 
 from memlens.core.errors import ConfigError
 from memlens.core.http import BackoffSettings
@@ -51,6 +51,7 @@ from memlens.core.settings import (
     NonNegInt,
     PositiveFloat,
     PositiveInt,
+    SafeName,
     Targeted,
     configured,
     operational,
@@ -205,7 +206,7 @@ class LLMJudgeSettings(Targeted, BackoffSettings):
     ``prompt_version`` must match :data:`memlens.eval.judge.prompts.PROMPT_VERSION` (checked when the
     judge is built)."""
 
-    name: Annotated[str, Field(min_length=1)]
+    name: SafeName
     base_url: str = operational("http://127.0.0.1:8001/v1")
     model: str = "qwen3-235b-judge"
     model_id: str | None = None  # judge identity in the cache key; default: model

@@ -16,12 +16,12 @@ import time
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
-from typing import Annotated, Any, ClassVar
+from typing import Any, ClassVar
 
 from pydantic import Field
 
 from memlens.core.items import EvalItem
-from memlens.core.settings import PositiveFloat, PositiveInt, Section, operational
+from memlens.core.settings import PositiveFloat, PositiveInt, SafeName, Section, operational
 
 #: the evaluation modes (``eval.mode``; :mod:`memlens.eval.prompt` renders each)
 MODES = ("standard", "cot", "reasoning", "text_only", "no_context", "label_images", "oracle_evidence", "caption")
@@ -42,7 +42,7 @@ class SystemSettings(Section):
     """Keys of every system: ``name`` names the prediction folder; ``kind`` (lvlm, baseline, agent ...)
     defaults to the class's own."""
 
-    name: Annotated[str, Field(min_length=1)] = operational()
+    name: SafeName = operational()
     target: str = Field(alias="_target_")
     kind: str | None = operational(None)
 

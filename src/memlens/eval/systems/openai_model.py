@@ -81,6 +81,8 @@ class ClientSettings(DescriptiveSettings, BackoffSettings):
     max_new_tokens: PositiveInt = 2048
     temperature: NonNegFloat | None = 0.0  # null: no temperature is sent (reasoning APIs)
     timeout_s: PositiveFloat = operational(600)
+    deadline_s: PositiveFloat | None = operational(1800)  # total per attempt (null: none)
+    max_response_mb: PositiveFloat | None = operational(8)  # largest answer read (null: no cap); not retried
     max_retries: NonNegInt = operational(5)
     image_transport: Literal["base64", "url"] = "base64"
     max_image_side: PositiveInt | None = 800
@@ -193,6 +195,8 @@ class OpenAICompatibleModel(Model):
         extra_body: dict | None,
         top_p: float | None,
         seed: int | None,
+        deadline_s: float | None,
+        max_response_mb: float | None,
         backoff_base_s: float,
         backoff_max_s: float,
         token_param: str,
