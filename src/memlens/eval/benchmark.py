@@ -103,8 +103,10 @@ def requested_lengths(cfg, bench: Benchmark) -> list[str]:
 
 
 def open_benchmark(cfg, paths: Paths) -> Benchmark:
-    """The benchmark the config names (``data.items``)."""
-    return Benchmark.from_config(cfg, paths)
+    """The benchmark the config names (``data.items``); ``cfg``: settings or a composed config."""
+    from memlens.core.settings import as_settings
+
+    return Benchmark.from_config(as_settings(cfg), paths)
 
 
 def dataset_hash(cfg, paths: Paths) -> str:
