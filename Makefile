@@ -147,7 +147,8 @@ repro: install install-ml install-agents remote
 
 # Whatever experiments ran in the workspace before (another system, a smoke run with eval.max_items,
 # one killed half-way), the workspace first goes back on the default system: `dvc exp apply` of the
-# default system's experiment when it exists for this commit (no stage runs), else params.yaml
+# default system's experiment when it exists for this commit and its params.yaml or dvc.lock differ
+# from the workspace's (no stage runs), else params.yaml
 # composed afresh from conf/ (`memlens compose`). Then `dvc repro`, the default system's experiment
 # (right after `dvc repro` it runs no stage, it only records the workspace), each baseline's experiment
 # unless it exists, and `dvc exp apply` of the default when a baseline ran, so git stays clean. The
@@ -159,7 +160,9 @@ suffix=; [ -z "$$changes" ] || suffix=-$$(printf '%s' "$$changes" | sha1sum | cu
 have=$$(dvc exp list --name-only); \
 exists() { printf '%s\n' "$$have" | grep -qxF -- "$$1"; }; \
 d=$(DEFAULT_SYSTEM)$$suffix; \
-if exists "$$d"; then echo "== dvc exp apply $$d (the workspace on the default system's experiment)"; \
+head=$$(git rev-parse HEAD); ref=refs/exps/$$(printf '%s' "$$head" | cut -c1-2)/$$(printf '%s' "$$head" | cut -c3-)/$$d; \
+if exists "$$d" && git rev-parse -q --verify "$$ref" >/dev/null && git diff --quiet "$$ref" -- params.yaml dvc.lock; then :; \
+elif exists "$$d"; then echo "== dvc exp apply $$d (the workspace on the default system's experiment)"; \
   dvc exp apply "$$d" || { echo "== memlens compose (could not apply $$d: params.yaml from conf/)"; memlens compose >/dev/null; }; \
 else echo "== memlens compose (params.yaml from conf/)"; memlens compose >/dev/null; fi; \
 echo "dvc repro"; dvc repro; \
