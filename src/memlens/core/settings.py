@@ -621,6 +621,7 @@ class _Client(_Descriptive):
     system_prefix: str | None = None
     reorder_window: PositiveInt = 16
     image_cache_mb: NonNegInt = 384
+    image_disk_cache_mb: NonNegInt = 4096  # persistent encoded-image cache (<cache>/encoded_images); 0: none
     progress: bool = False
 
     @model_validator(mode="before")

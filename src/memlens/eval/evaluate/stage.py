@@ -74,6 +74,7 @@ OPERATIONAL_KEYS = frozenset(
         "backoff_max_s",
         "reorder_window",
         "image_cache_mb",
+        "image_disk_cache_mb",
         "host",
         "port",
         "bind_host",

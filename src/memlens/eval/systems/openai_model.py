@@ -6,7 +6,7 @@ memlens.eval.systems.openai_model.OpenAICompatibleModel``); the keys are those o
 ``model``, ``api_key_env``, ``concurrency``, ``max_new_tokens``, ``temperature``, ``timeout_s``,
 ``max_retries``, ``image_transport``, ``max_image_side``, ``extra_body``, ``top_p``, ``seed``,
 ``backoff_base_s``, ``backoff_max_s``) plus the prompt options (``layout``, ``label_images``,
-``system_prefix``), ``token_param`` and ``image_cache_mb``. Descriptive keys (``hf_id``,
+``system_prefix``), ``token_param``, ``image_cache_mb`` and ``image_disk_cache_mb``. Descriptive keys (``hf_id``,
 ``context_window``, ``thinking``, ``resources``, ``notes``) are kept for the logs only. The schema is
 :class:`memlens.core.settings.OpenAICompatibleSettings` (``OpenAICompatibleModel.Config``); any other
 key is an error.
@@ -22,7 +22,10 @@ How :meth:`OpenAICompatibleModel.run` drives the client:
   order of results does not matter: the prediction store is keyed by question id.
 * **Images encoded once.** One :class:`~memlens.core.images.ImageEncoder` (LRU cache of
   ``image_cache_mb``) lives as long as the model, so a history reused by many questions, or by
-  the next length, is not re-encoded.
+  the next length, is not re-encoded; below it the project's persistent, content-addressed
+  :class:`~memlens.core.images.EncodedImageCache` (``<Paths.cache>/encoded_images``, at most
+  ``image_disk_cache_mb``; 0 turns it off) keeps every encoding across processes, so the next
+  system, mode or run that sends the same image at the same size reads it instead of encoding it.
 * **Failures are records.** An item whose prompt cannot be built (a missing image) or whose
   request fails after the client's retries is reported with ``ok=False`` and the error; usage
   (prompt/completion tokens), latency and attempts are reported for every item.
@@ -50,6 +53,8 @@ log = logging.getLogger(__name__)
 __all__ = ["OpenAICompatibleModel", "completion_to_output", "prefix_ordered", "run_items"]
 
 TOKEN_PARAMS = ("max_tokens", "max_completion_tokens")
+#: the persistent encoded-image cache's folder under ``Paths.cache``
+ENCODED_IMAGES_DIR = "encoded_images"
 
 
 def prefix_ordered(items: Iterable[EvalItem], mode: str, window: int) -> Iterator[EvalItem]:
@@ -109,7 +114,9 @@ class OpenAICompatibleModel(Model):
             gateways) or ``max_completion_tokens`` (OpenAI reasoning models).
         layout, label_images, system_prefix: prompt options (:func:`build_messages`).
         reorder_window: items sorted together for prefix sharing (1 keeps the source order).
-        image_cache_mb: size cap of the encoded-image cache.
+        image_cache_mb: size cap of the in-memory encoded-image cache.
+        image_disk_cache_mb: size cap of the persistent encoded-image cache (0: none); it lives in
+            the project cache given by :meth:`attach` (a model never attached has none).
         progress: show the client's own progress bar (the evaluate stage already shows one).
         kind: overrides the class's ``kind`` (``lvlm``).
         hf_id, context_window, thinking, resources, notes: descriptive keys (logs, sweep planner).
@@ -143,6 +150,7 @@ class OpenAICompatibleModel(Model):
         system_prefix: str | None = None,
         reorder_window: int = 16,
         image_cache_mb: int = 384,
+        image_disk_cache_mb: int = 4096,
         progress: bool = False,
         kind: str | None = None,
         hf_id: str | None = None,
@@ -166,6 +174,7 @@ class OpenAICompatibleModel(Model):
                 system_prefix=system_prefix,
                 reorder_window=reorder_window,
                 image_cache_mb=image_cache_mb,
+                image_disk_cache_mb=image_disk_cache_mb,
                 **info,
             ),
         )
@@ -181,6 +190,8 @@ class OpenAICompatibleModel(Model):
         self.system_prefix = system_prefix
         self.reorder_window = int(reorder_window)
         self.image_cache_mb = int(image_cache_mb)
+        self.image_disk_cache_mb = int(image_disk_cache_mb)
+        self._disk_cache_dir = None
         self.progress = bool(progress)
         self.info = info
         self._client = None
@@ -192,16 +203,28 @@ class OpenAICompatibleModel(Model):
         """The :class:`OpenAICompatibleClient` (built on first use; it makes no request until run)."""
         if self._client is None:
             from memlens.core.http import OpenAICompatibleClient
-            from memlens.core.images import ImageEncoder
+            from memlens.core.images import EncodedImageCache, ImageEncoder
 
             if self._encoder is None:
+                disk = None
+                if self._disk_cache_dir is not None and self.image_disk_cache_mb > 0:
+                    disk = EncodedImageCache(self._disk_cache_dir, max_bytes=self.image_disk_cache_mb << 20)
                 self._encoder = ImageEncoder(
                     max_side=self.config.max_image_side,
                     transport="url" if self.config.image_transport == "url" else "base64",
                     cache_max_bytes=self.image_cache_mb << 20,
+                    disk_cache=disk,
                 )
             self._client = OpenAICompatibleClient(self.config, image_encoder=self._encoder)
         return self._client
+
+    def attach(self, paths: Any, benchmark: Any) -> None:
+        """The persistent encoded-image cache goes into the project cache (``<Paths.cache>/encoded_images``)."""
+        cache = getattr(paths, "cache", None)
+        if cache is not None:
+            from pathlib import Path
+
+            self._disk_cache_dir = Path(cache) / ENCODED_IMAGES_DIR
 
     def check(self) -> None:
         """One tiny request to the endpoint (server up, key accepted) before any item is sent."""
@@ -258,7 +281,10 @@ class OpenAICompatibleModel(Model):
             summary.elapsed_s,
             client.stats.build_s,
             client.stats.http_s,
-            f"; image cache {cache.hits} hits / {cache.misses} misses, {cache.size_bytes >> 20} MB" if cache else "",
+            f"; image cache {cache.hits} hits / {cache.misses} misses ({cache.disk_hits} from disk, "
+            f"{cache.encoded} encoded), {cache.size_bytes >> 20} MB"
+            if cache
+            else "",
         )
 
     def close(self) -> None:
