@@ -516,7 +516,12 @@ class MemorySettings(Section):
     granularity: Literal["session", "turn"] = "session"  # one document per session or per turn
     temporal_filter: bool = True  # only sessions at or before the question date
     subset: Literal["agent", "all"] = "agent"  # the 195-question agent subset (scaled) or every question
-    sample: NonNegInt = 0  # 0: the whole set; N: a seeded draw of N of its questions, types in turn
+    # auto: stratified by type, sized for a ±margin interval on each type's recall@10; all or 0: the
+    # whole set; N: a seeded draw of N of its questions, types in turn
+    sample: Literal["auto", "all"] | NonNegInt = "auto"
+    margin: Fraction = 0.05  # auto: target half-width of a type's recall@10 interval
+    confidence: Fraction = 0.95  # confidence level of the intervals
+    planning_sd: NonNegFloat = 0.2  # auto: per-question SD of recall@10 the sample is sized for
     lengths: list[str] = []  # empty: every built length
     ks: list[PositiveInt] = [1, 3, 5, 10]  # recall@k cut-offs
     depth: PositiveInt = 50  # sessions retrieved per question (MRR looks this deep)
