@@ -26,6 +26,7 @@ content-addressed store against the official JSON layout of the same data.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import filecmp
 import json
 import os
@@ -69,10 +70,8 @@ class TreePeak:
             total = 0
             try:
                 for p in [root, *root.children(recursive=True)]:
-                    try:
+                    with contextlib.suppress(psutil.Error):
                         total += p.memory_info().rss
-                    except psutil.Error:
-                        pass
             except psutil.Error:
                 return
             self.peak = max(self.peak, total)
@@ -111,6 +110,7 @@ def run_stage(src: Path, root: Path, stage: str, scale: str, overrides: list[str
 
 def compare(a: Path, b: Path) -> list[str]:
     """Files under ``data/`` (manifests left out) that differ between two builds or exist in one."""
+
     def files(root: Path) -> set[str]:
         d = root / "data"
         return {str(p.relative_to(d)) for p in d.rglob("*") if p.is_file() and p.name != "manifest.json"}

@@ -94,7 +94,7 @@ def test_the_default_sample_is_sized_per_type_and_the_whole_set_is_one_override_
     for whole in ("all", 0):
         every, info = choose_questions(bench, ids, OmegaConf.create({"sample": whole}), seed=42)
         assert every == ids and info["sample"] == info["population"]
-    with pytest.raises(Exception, match="memory.margin"):
+    with pytest.raises(Exception, match=r"memory\.margin"):
         choose_questions(bench, ids, OmegaConf.create({"sample": "auto", "margin": 0.0}), seed=42)
 
 

@@ -36,6 +36,7 @@ are not decodable images (or are truncated/corrupt), and images above ``max_pixe
 from __future__ import annotations
 
 import base64
+import contextlib
 import hashlib
 import io
 import os
@@ -147,15 +148,11 @@ class EncodedImageCache:
         if payload is None:
             with self._lock:
                 self.misses += 1
-            try:
+            with contextlib.suppress(OSError):
                 p.unlink()
-            except OSError:
-                pass
             return None
-        try:
+        with contextlib.suppress(OSError):
             os.utime(p)  # recently used: evicted last
-        except OSError:
-            pass
         with self._lock:
             self.hits += 1
         return payload
@@ -185,10 +182,8 @@ class EncodedImageCache:
                 fh.write(payload)
             os.replace(tmp, p)
         except OSError:
-            try:
+            with contextlib.suppress(OSError):
                 tmp.unlink()
-            except OSError:
-                pass
             return
         with self._lock:
             if self._bytes is None:
