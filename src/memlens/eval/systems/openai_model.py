@@ -39,6 +39,7 @@ it is the bare reasoning, as officially.
 from __future__ import annotations
 
 import logging
+import time
 from collections.abc import Iterable, Iterator
 from typing import Any
 
@@ -270,15 +271,18 @@ class OpenAICompatibleModel(Model):
             on_result(in_flight.pop(key), completion_to_output(result))
 
         client = self.client
+        cpu0 = time.process_time()
         summary = client.run_many(requests(), done, progress=self.progress, desc=self.name, **self.request_overrides())
+        cpu = time.process_time() - cpu0
         cache = self._encoder.cache_info() if self._encoder is not None else None
         log.info(
-            "%s: %d requests (%d failed, %d attempts) in %.1f s; build %.2f s, http %.1f s%s",
+            "%s: %d requests (%d failed, %d attempts) in %.2f s, %.3f CPU-s; build %.2f s, http %.1f s%s",
             self.name,
             summary.total,
             summary.failed,
             summary.attempts,
             summary.elapsed_s,
+            cpu,
             client.stats.build_s,
             client.stats.http_s,
             f"; image cache {cache.hits} hits / {cache.misses} misses ({cache.disk_hits} from disk, "
