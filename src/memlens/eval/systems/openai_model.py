@@ -253,26 +253,42 @@ class OpenAICompatibleModel(Model):
         return out[0]
 
     def run(self, items: Iterable[EvalItem], mode: str, on_result: ResultCallback) -> None:
+        """Every item through the client; ``on_result`` runs in one writer thread, in completion order,
+        one call at a time (a results store fsyncs each answer: off the event loop, the other
+        requests keep flowing meanwhile), and an exception from it stops the run."""
+        import asyncio
+        from concurrent.futures import ThreadPoolExecutor
+
         in_flight: dict[int, EvalItem] = {}
+        writer = ThreadPoolExecutor(1, thread_name_prefix="results-writer")
+        unawaited = []
 
         def requests() -> Iterator[tuple[int, list[dict]]]:
             for key, item in enumerate(prefix_ordered(items, mode, self.reorder_window)):
                 try:
                     msgs = self.messages(item, mode)
                 except (MemLensError, OSError, ValueError) as exc:
-                    on_result(
-                        item, ModelOutput(text=None, ok=False, attempts=0, error=f"prompt: {type(exc).__name__}: {exc}")
+                    error = f"prompt: {type(exc).__name__}: {exc}"
+                    unawaited.append(
+                        writer.submit(on_result, item, ModelOutput(text=None, ok=False, attempts=0, error=error))
                     )
                     continue
                 in_flight[key] = item
                 yield key, msgs
 
-        def done(key: int, result) -> None:
-            on_result(in_flight.pop(key), completion_to_output(result))
+        async def done(key: int, result) -> None:
+            await asyncio.wrap_future(writer.submit(on_result, in_flight.pop(key), completion_to_output(result)))
 
         client = self.client
         cpu0 = time.process_time()
-        summary = client.run_many(requests(), done, progress=self.progress, desc=self.name, **self.request_overrides())
+        try:
+            summary = client.run_many(
+                requests(), done, progress=self.progress, desc=self.name, **self.request_overrides()
+            )
+        finally:
+            writer.shutdown(wait=True)
+        for f in unawaited:
+            f.result()  # an exception recording a prompt failure is raised here
         cpu = time.process_time() - cpu0
         cache = self._encoder.cache_info() if self._encoder is not None else None
         log.info(
