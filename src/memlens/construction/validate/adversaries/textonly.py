@@ -341,13 +341,16 @@ class HistoryIndex:
         self.cache: dict[str, Parsed] = {}
         self.vocab: dict[str, int] = {}
 
-    def _id(self, word: str) -> int:
-        i = self.vocab.get(word)
-        if i is None:
-            i = self.vocab[word] = len(self.vocab)
-            if i >= 1 << _BITS:  # pragma: no cover - millions of distinct words
-                raise ValueError(f"more than {1 << _BITS} distinct history words")
-        return i
+    def _ids(self, words) -> list[int]:
+        vocab, out = self.vocab, []
+        for w in words:
+            i = vocab.get(w)
+            if i is None:
+                i = vocab[w] = len(vocab)
+            out.append(i)
+        if len(vocab) > 1 << _BITS:  # pragma: no cover - millions of distinct words
+            raise ValueError(f"more than {1 << _BITS} distinct history words")
+        return out
 
     def word_ids(self, words) -> np.ndarray:
         """Numbers of the ``words`` some parsed text holds (the others match no parsed text)."""
@@ -372,10 +375,10 @@ class HistoryIndex:
                     continue
                 i = len(sents)
                 sents.append((IMAGE_PLACEHOLDER in s, sentence_anchor(s)))
-                for w in set(tokens(s)):
-                    occ_w.append(self._id(w))
-                    occ_s.append(i)
-            words = [self._id(w) for w in tokens(text.replace(IMAGE_PLACEHOLDER, " "))]
+                ws = self._ids(set(tokens(s)))
+                occ_w += ws
+                occ_s += [i] * len(ws)
+            words = self._ids(tokens(text.replace(IMAGE_PLACEHOLDER, " ")))
             order = np.lexsort((np.asarray(occ_s, dtype=np.int32), np.asarray(occ_w, dtype=np.int32)))
             ids = np.asarray(words, dtype=np.int64)
             tri = (ids[:-2] << 2 * _BITS) | (ids[1:-1] << _BITS) | ids[2:] if len(ids) >= 3 else ids[:0]
