@@ -18,7 +18,19 @@ and after every stage. Per stage:
   50 ms (``psutil``), and ``maxrss``, the largest single process (``wait4``; exact).
 
 ``--compare`` checks that every file under ``data/`` except the manifests is byte-identical between
-the trees' builds (the benchmark must not change with a speed-up). ``--json FILE`` writes the table.
+the trees' builds (the benchmark must not change with a speed-up); with ``--from`` it also compares
+each tree's outputs with the finished build's (``reports/validity.json`` included). ``--json FILE``
+writes the table.
+
+``--from BUILD`` starts every tree from a finished build's ``data/`` (its ``release/`` left out), so
+that one expensive stage can be timed at paper scale without rebuilding what comes before it::
+
+    python benchmarks/bench_build.py --scale paper --from /work/paper --stages validate \
+        --src /work/wt/old-main/src --src src --compare
+
+The build is copied, not changed: image objects (written once, content-addressed) are hard links,
+every other file a copy, since a stage may rewrite its outputs in place; the folders the timed
+stages write are removed first, so they are written again, not found.
 The last tree's build also prints the length/session/image table, the gates and the storage of the
 content-addressed store against the official JSON layout of the same data.
 """
@@ -42,6 +54,8 @@ import psutil
 
 REPO = Path(__file__).resolve().parents[1]
 STAGES = ["ontology", "crawl", "filter", "generate", "assemble", "validate", "export"]
+#: the data/ folder a stage writes (where it is not the stage's name)
+DATA_OF = {"crawl": "images", "filter": "filtered", "assemble": "instances"}
 
 
 def du(path: Path) -> int:
@@ -108,6 +122,38 @@ def run_stage(src: Path, root: Path, stage: str, scale: str, overrides: list[str
     }
 
 
+def seed_from(build: Path, root: Path) -> None:
+    """``root/data`` from a finished build's ``data/`` (``release/`` left out); image objects are
+    hard links (never rewritten), everything else a copy. Falls back to copies across devices."""
+
+    def link_or_copy(src: str, dst: str) -> None:
+        if f"{os.sep}objects{os.sep}" in src:
+            with contextlib.suppress(OSError):
+                os.link(src, dst)
+                return
+        shutil.copy2(src, dst)
+
+    shutil.copytree(build / "data", root / "data", ignore=shutil.ignore_patterns("release"), copy_function=link_or_copy)
+
+
+def compare_outputs(build: Path, root: Path, stages: list[str]) -> list[str]:
+    """Files a stage of ``stages`` wrote under ``root`` that differ from the finished ``build``'s."""
+    outs = {"validate": ["reports/validity.json"], "export": ["data/release"]}
+    diff = []
+    for st in stages:
+        for rel in outs.get(st, [f"data/{DATA_OF.get(st, st)}"]):
+            a, b = build / rel, root / rel
+            if a.is_file() or b.is_file():
+                if not (a.is_file() and b.is_file() and filecmp.cmp(a, b, shallow=False)):
+                    diff.append(rel)
+                continue
+            fa = {str(p.relative_to(a)) for p in a.rglob("*") if p.is_file() and p.name != "manifest.json"}
+            fb = {str(p.relative_to(b)) for p in b.rglob("*") if p.is_file() and p.name != "manifest.json"}
+            diff += [f"{rel}/{x}" for x in sorted(fa ^ fb)]
+            diff += [f"{rel}/{x}" for x in sorted(fa & fb) if not filecmp.cmp(a / x, b / x, shallow=False)]
+    return diff
+
+
 def compare(a: Path, b: Path) -> list[str]:
     """Files under ``data/`` (manifests left out) that differ between two builds or exist in one."""
 
@@ -158,6 +204,7 @@ def main() -> int:
     ap.add_argument("--compare", action="store_true", help="check the trees' data/ byte-identical (manifests aside)")
     ap.add_argument("--json", type=Path, default=None, help="write the per-stage table here")
     ap.add_argument("--stages", default=",".join(STAGES), help="comma-separated stages (default: ontology..export)")
+    ap.add_argument("--from", dest="build", type=Path, default=None, help="start from this finished build's data/")
     ap.add_argument("overrides", nargs="*")
     args = ap.parse_args()
     srcs = [s.resolve() for s in (args.src or [REPO / "src"])]
@@ -166,6 +213,10 @@ def main() -> int:
     for src, root in zip(srcs, roots):
         root.mkdir(parents=True, exist_ok=True)
         shutil.copytree(src.parent / "conf", root / "conf", dirs_exist_ok=True)
+        if args.build:
+            seed_from(args.build.resolve(), root)
+            for st in args.stages.split(","):  # what the stages write is theirs to write: none of it is kept
+                shutil.rmtree(root / "data" / DATA_OF.get(st, st), ignore_errors=True)
     print(f"scale {args.scale}, {os.cpu_count()} cores, load {load()} (1/5/15 min); trees: {[str(s) for s in srcs]}")
     table: dict[str, list[dict]] = {str(s): [] for s in srcs}
     for st in args.stages.split(","):
@@ -198,6 +249,13 @@ def main() -> int:
         for root in roots[1:]:
             diff = compare(roots[0], root)
             print(f"\ndata/ of {root.name} vs {roots[0].name}: {'byte-identical' if not diff else 'DIFFERENT'}")
+            for rel in diff[:30]:
+                print("  differs:", rel)
+            status = status or int(bool(diff))
+    if args.compare and args.build:
+        for root in roots:
+            diff = compare_outputs(args.build.resolve(), root, args.stages.split(","))
+            print(f"\noutputs of {root.name} vs {args.build}: {'byte-identical' if not diff else 'DIFFERENT'}")
             for rel in diff[:30]:
                 print("  differs:", rel)
             status = status or int(bool(diff))
