@@ -55,7 +55,13 @@ import psutil
 REPO = Path(__file__).resolve().parents[1]
 STAGES = ["ontology", "crawl", "filter", "generate", "assemble", "validate", "export"]
 #: the data/ folder a stage writes (where it is not the stage's name)
-DATA_OF = {"crawl": "images", "filter": "filtered", "assemble": "instances"}
+DATA_OF = {
+    "crawl": "images",
+    "filter": "filtered",
+    "generate": "generated",
+    "assemble": "instances",
+    "export": "release",
+}
 
 
 def du(path: Path) -> int:
@@ -138,11 +144,14 @@ def seed_from(build: Path, root: Path) -> None:
 
 def compare_outputs(build: Path, root: Path, stages: list[str]) -> list[str]:
     """Files a stage of ``stages`` wrote under ``root`` that differ from the finished ``build``'s."""
-    outs = {"validate": ["reports/validity.json"], "export": ["data/release"]}
+    outs = {"validate": ["reports/validity.json"]}
     diff = []
     for st in stages:
         for rel in outs.get(st, [f"data/{DATA_OF.get(st, st)}"]):
             a, b = build / rel, root / rel
+            if not a.exists() or not b.exists():
+                diff.append(f"{rel} (missing in {'both' if a.exists() == b.exists() else 'one'})")
+                continue
             if a.is_file() or b.is_file():
                 if not (a.is_file() and b.is_file() and filecmp.cmp(a, b, shallow=False)):
                     diff.append(rel)
