@@ -67,6 +67,9 @@ def load() -> str:
 
 def evaluate(src: Path, root: Path, cache: Path, base_url: str, args, phase: str) -> dict:
     """One ``memlens evaluate`` process: its log's request phases and its CPU (``wait4``)."""
+    if (src.parent / "conf").is_dir():  # each tree runs with its own config (its keys may differ)
+        shutil.rmtree(root / "conf", ignore_errors=True)
+        shutil.copytree(src.parent / "conf", root / "conf")
     for d in (root / "data" / "predictions", root / "data" / "calls", cache / "results"):
         if phase != "noop":
             shutil.rmtree(d, ignore_errors=True)
