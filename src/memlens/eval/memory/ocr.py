@@ -23,6 +23,7 @@ from functools import lru_cache
 from pathlib import Path
 
 from memlens.core.errors import ImageError
+from memlens.core.registry import component
 from memlens.eval.memory.cache import CachedAdapter, ImageInput
 
 log = logging.getLogger(__name__)
@@ -114,6 +115,7 @@ def default_workers() -> int:
     return max(1, min(8, n))
 
 
+@component("adapter", "ocr")
 class OCRAdapter(CachedAdapter):
     """rapidocr over each image (cached by image hash and adapter id); ``images_per_s`` after a run.
 
@@ -122,6 +124,10 @@ class OCRAdapter(CachedAdapter):
 
     #: images per stored chunk: a few per worker, so a crash loses little and the workers stay busy
     chunk_size = 32
+
+    @classmethod
+    def create(cls, *, cache_dir: Path | None = None, fallback_dirs: Sequence[Path] = (), **options):
+        return cls(cache_dir, fallback_dirs=fallback_dirs, **options)
 
     def __init__(
         self,
