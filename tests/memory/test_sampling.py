@@ -77,13 +77,16 @@ def _bench():
 
 
 def test_the_default_sample_is_sized_per_type_and_the_whole_set_is_one_override_away():
-    from omegaconf import OmegaConf
+    from types import SimpleNamespace
 
     from memlens.eval.memory.stage import choose_questions
 
+    def keys(**over):  # the memory section's sampling keys (MemorySettings), as conf/memory/default.yaml sets them
+        return SimpleNamespace(**{"sample": "auto", "margin": 0.05, "confidence": 0.95, "planning_sd": 0.2, **over})
+
     bench = _bench()
     ids = sorted(bench.questions)
-    auto = OmegaConf.create({"sample": "auto", "margin": 0.05, "confidence": 0.95, "planning_sd": 0.2})
+    auto = keys()
     chosen, info = choose_questions(bench, ids, auto, seed=42)
     assert info["population"] == {"IE": 60, "TR": 30} and info["sample"] == plan_sizes(
         {"IE": 60, "TR": 30}, margin=0.05, confidence=0.95, planning_sd=0.2
@@ -92,10 +95,10 @@ def test_the_default_sample_is_sized_per_type_and_the_whole_set_is_one_override_
     assert all(bench.questions[q].question_type != "answer_refusal" for q in chosen)  # no recall to measure
     assert choose_questions(bench, ids, auto, seed=42)[0] == chosen  # seeded
     for whole in ("all", 0):
-        every, info = choose_questions(bench, ids, OmegaConf.create({"sample": whole}), seed=42)
+        every, info = choose_questions(bench, ids, keys(sample=whole), seed=42)
         assert every == ids and info["sample"] == info["population"]
     with pytest.raises(Exception, match=r"memory\.margin"):
-        choose_questions(bench, ids, OmegaConf.create({"sample": "auto", "margin": 0.0}), seed=42)
+        choose_questions(bench, ids, keys(margin=0.0), seed=42)
 
 
 def test_aggregates_report_the_interval_and_a_stratified_overall_figure():
