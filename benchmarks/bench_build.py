@@ -1,68 +1,184 @@
-"""Build the benchmark from scratch in a temporary project and report time, memory and storage.
+"""Build the benchmark from scratch and report, per stage, wall time, CPU time and peak memory.
 
-    .venv/bin/python benchmarks/bench_build.py --scale paper        # 789 questions x 4 lengths
-    .venv/bin/python benchmarks/bench_build.py --scale small --keep /tmp/b
+    python benchmarks/bench_build.py --scale paper                       # 789 questions x 4 lengths
+    python benchmarks/bench_build.py --scale small --keep /tmp/b
+    python benchmarks/bench_build.py --scale paper --src /work/wt/old-main/src --src src --compare
 
-Prints per-stage wall time and peak RSS (each stage runs as its own `memlens` process, as DVC runs
-them), the length/session/image table, and the storage of the content-addressed store against the
-official JSON layout of the same data (which repeats every session per question and length).
+Each stage runs as its own ``python -m memlens.cli <stage>`` process, as DVC runs them, in a fresh
+project folder per source tree (``--src``, default this checkout's ``src/``; the tree's ``conf/``
+beside it is used). With several trees the stages alternate between them (ontology of the first,
+ontology of the second, crawl of the first ...), so that a change of the machine's load hits both
+alike and the ratios stay meaningful on a shared machine; the load average is printed at the start
+and after every stage. Per stage:
+
+- ``wall``: seconds from start to exit;
+- ``cpu``: user + system seconds of the stage process and every process it waited for (its
+  rendering pool), from ``wait4``;
+- ``peak``: the largest sum of the resident memory of the stage's process tree, sampled every
+  50 ms (``psutil``), and ``maxrss``, the largest single process (``wait4``; exact).
+
+``--compare`` checks that every file under ``data/`` except the manifests is byte-identical between
+the trees' builds (the benchmark must not change with a speed-up); with ``--from`` it also compares
+each tree's outputs with the finished build's (``reports/validity.json`` included). ``--json FILE``
+writes the table.
+
+``--from BUILD`` starts every tree from a finished build's ``data/`` (its ``release/`` left out), so
+that one expensive stage can be timed at paper scale without rebuilding what comes before it::
+
+    python benchmarks/bench_build.py --scale paper --from /work/paper --stages validate \
+        --src /work/wt/old-main/src --src src --compare
+
+The build is copied, not changed: image objects (written once, content-addressed) are hard links,
+every other file a copy, since a stage may rewrite its outputs in place; the folders the timed
+stages write are removed first, so they are written again, not found.
+The last tree's build also prints the length/session/image table, the gates and the storage of the
+content-addressed store against the official JSON layout of the same data.
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
+import filecmp
 import json
 import os
-import resource
 import shutil
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from pathlib import Path
 
+import psutil
+
 REPO = Path(__file__).resolve().parents[1]
 STAGES = ["ontology", "crawl", "filter", "generate", "assemble", "validate", "export"]
+#: the data/ folder a stage writes (where it is not the stage's name)
+DATA_OF = {
+    "crawl": "images",
+    "filter": "filtered",
+    "generate": "generated",
+    "assemble": "instances",
+    "export": "release",
+}
 
 
 def du(path: Path) -> int:
     return sum(p.stat().st_size for p in path.rglob("*") if p.is_file()) if path.exists() else 0
 
 
-def main() -> int:
-    ap = argparse.ArgumentParser()
-    ap.add_argument("--scale", default="small")
-    ap.add_argument("--keep", default=None, help="build in this folder and keep it")
-    ap.add_argument("overrides", nargs="*")
-    args = ap.parse_args()
-    root = Path(args.keep) if args.keep else Path(tempfile.mkdtemp(prefix="memlens-bench-"))
-    root.mkdir(parents=True, exist_ok=True)
-    shutil.copytree(REPO / "conf", root / "conf", dirs_exist_ok=True)
-    exe = Path(sys.executable).with_name("memlens")
-    env = {**os.environ, "MEMLENS_ROOT": str(root)}
-    total = 0.0
-    peak = 0
-    rows = []
-    for st in STAGES:
-        t0 = time.perf_counter()
-        before = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
-        r = subprocess.run(
-            [str(exe), st, "--root", str(root), f"data.scale={args.scale}", *args.overrides],
-            env=env,
-            capture_output=True,
-            text=True,
-        )
-        dt = time.perf_counter() - t0
-        rss = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
-        if r.returncode != 0:
-            print(r.stderr[-3000:])
-            print(f"stage {st} failed")
-            return 1
-        total += dt
-        peak = max(peak, rss)
-        rows.append((st, dt, rss if rss > before else None))
-        print(f"{st:10s} {dt:8.1f} s   peak RSS so far {rss / 1024:8.0f} MB", flush=True)
-    print(f"{'total':10s} {total:8.1f} s   peak RSS {peak / 1024:.0f} MB (max over stage processes)")
+def load() -> str:
+    return "/".join(f"{x:.1f}" for x in os.getloadavg())
+
+
+class TreePeak:
+    """The largest sum of RSS over a process and its descendants, sampled in a thread."""
+
+    def __init__(self, pid: int, interval: float = 0.05):
+        self.pid, self.interval, self.peak = pid, interval, 0
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, daemon=True)
+        self._thread.start()
+
+    def _run(self) -> None:
+        try:
+            root = psutil.Process(self.pid)
+        except psutil.Error:
+            return
+        while not self._stop.is_set():
+            total = 0
+            try:
+                for p in [root, *root.children(recursive=True)]:
+                    with contextlib.suppress(psutil.Error):
+                        total += p.memory_info().rss
+            except psutil.Error:
+                return
+            self.peak = max(self.peak, total)
+            self._stop.wait(self.interval)
+
+    def stop(self) -> int:
+        self._stop.set()
+        self._thread.join()
+        return self.peak
+
+
+def run_stage(src: Path, root: Path, stage: str, scale: str, overrides: list[str]) -> dict:
+    """One stage in a child process: wall, CPU (the child and what it waited for), peak memory."""
+    env = {**os.environ, "PYTHONPATH": str(src), "MEMLENS_ROOT": str(root), "MEMLENS_CACHE": str(root / ".cache")}
+    cmd = [sys.executable, "-m", "memlens.cli", stage, "--root", str(root), f"data.scale={scale}", *overrides]
+    err = root / f".{stage}.stderr"
+    t0 = time.perf_counter()
+    with open(err, "wb") as fh:
+        proc = subprocess.Popen(cmd, env=env, stdout=subprocess.DEVNULL, stderr=fh)
+        sampler = TreePeak(proc.pid)
+        _, status, ru = os.wait4(proc.pid, 0)
+    wall = time.perf_counter() - t0
+    proc.returncode = os.waitstatus_to_exitcode(status)
+    peak = sampler.stop()
+    if proc.returncode != 0:
+        raise SystemExit(f"{src}: stage {stage} failed ({proc.returncode}):\n{err.read_text()[-3000:]}")
+    return {
+        "stage": stage,
+        "wall_s": round(wall, 2),
+        "cpu_s": round(ru.ru_utime + ru.ru_stime, 2),
+        "peak_mb": round(max(peak, ru.ru_maxrss * 1024) / 2**20),
+        "maxrss_mb": round(ru.ru_maxrss / 1024),
+        "load": load(),
+    }
+
+
+def seed_from(build: Path, root: Path) -> None:
+    """``root/data`` from a finished build's ``data/`` (``release/`` left out); image objects are
+    hard links (never rewritten), everything else a copy. Falls back to copies across devices."""
+
+    def link_or_copy(src: str, dst: str) -> None:
+        if f"{os.sep}objects{os.sep}" in src:
+            with contextlib.suppress(OSError):
+                os.link(src, dst)
+                return
+        shutil.copy2(src, dst)
+
+    shutil.copytree(build / "data", root / "data", ignore=shutil.ignore_patterns("release"), copy_function=link_or_copy)
+
+
+def compare_outputs(build: Path, root: Path, stages: list[str]) -> list[str]:
+    """Files a stage of ``stages`` wrote under ``root`` that differ from the finished ``build``'s."""
+    outs = {"validate": ["reports/validity.json"]}
+    diff = []
+    for st in stages:
+        for rel in outs.get(st, [f"data/{DATA_OF.get(st, st)}"]):
+            a, b = build / rel, root / rel
+            if not a.exists() or not b.exists():
+                diff.append(f"{rel} (missing in {'both' if a.exists() == b.exists() else 'one'})")
+                continue
+            if a.is_file() or b.is_file():
+                if not (a.is_file() and b.is_file() and filecmp.cmp(a, b, shallow=False)):
+                    diff.append(rel)
+                continue
+            fa = {str(p.relative_to(a)) for p in a.rglob("*") if p.is_file() and p.name != "manifest.json"}
+            fb = {str(p.relative_to(b)) for p in b.rglob("*") if p.is_file() and p.name != "manifest.json"}
+            diff += [f"{rel}/{x}" for x in sorted(fa ^ fb)]
+            diff += [f"{rel}/{x}" for x in sorted(fa & fb) if not filecmp.cmp(a / x, b / x, shallow=False)]
+    return diff
+
+
+def compare(a: Path, b: Path) -> list[str]:
+    """Files under ``data/`` (manifests left out) that differ between two builds or exist in one."""
+
+    def files(root: Path) -> set[str]:
+        d = root / "data"
+        return {str(p.relative_to(d)) for p in d.rglob("*") if p.is_file() and p.name != "manifest.json"}
+
+    fa, fb = files(a), files(b)
+    diff = sorted(fa ^ fb)
+    for rel in sorted(fa & fb):
+        if not filecmp.cmp(a / "data" / rel, b / "data" / rel, shallow=False):
+            diff.append(rel)
+    return diff
+
+
+def summary(root: Path) -> None:
     man = json.loads((root / "data" / "instances" / "manifest.json").read_text())
     print("\nlength  instances  mean tokens  max rel err  sessions  images  image tokens")
     for ln, t in man["table"].items():
@@ -71,8 +187,8 @@ def main() -> int:
             f"{t['mean_images']:7.1f} {t['mean_image_tokens']:13.0f}"
         )
     validity = json.loads((root / "reports" / "validity.json").read_text())
-    print("\ngates:", {k: (v["value"], "ok" if v["pass"] else "FAIL") for k, v in validity["gates"].items()})
-    print("composition:", validity["composition"]["by_subtype"])
+    failed = [k for k, v in validity["gates"].items() if not v["pass"]]
+    print(f"\ngates: {len(validity['gates'])}, failed: {failed or 'none'}")
     d = root / "data"
     images = du(d / "images" / "objects")
     store_text = du(d / "generated") + du(d / "instances")
@@ -80,16 +196,83 @@ def main() -> int:
     release_json = sum(p.stat().st_size for p in rel.glob("dataset_*.json"))
     release_imgs = du(rel / "release_images")
     print(
-        f"\nstorage: content-addressed text (sessions once + instances) {store_text / 1e6:.1f} MB vs "
+        f"storage: content-addressed text (sessions once + instances) {store_text / 1e6:.1f} MB vs "
         f"official JSON {release_json / 1e6:.1f} MB: ratio {store_text / max(1, release_json):.3f}"
     )
     print(
-        f"         with images: store {(store_text + images) / 1e6:.1f} MB vs release {(release_json + release_imgs) / 1e6:.1f} MB: "
-        f"ratio {(store_text + images) / max(1, release_json + release_imgs):.3f}"
+        f"         with images: store {(store_text + images) / 1e6:.1f} MB vs release "
+        f"{(release_json + release_imgs) / 1e6:.1f} MB: ratio {(store_text + images) / max(1, release_json + release_imgs):.3f}"
     )
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--scale", default="small")
+    ap.add_argument("--src", action="append", type=Path, help="a source tree to build with (repeatable)")
+    ap.add_argument("--keep", type=Path, default=None, help="build in this folder (one subfolder per tree) and keep it")
+    ap.add_argument("--compare", action="store_true", help="check the trees' data/ byte-identical (manifests aside)")
+    ap.add_argument("--json", type=Path, default=None, help="write the per-stage table here")
+    ap.add_argument("--stages", default=",".join(STAGES), help="comma-separated stages (default: ontology..export)")
+    ap.add_argument("--from", dest="build", type=Path, default=None, help="start from this finished build's data/")
+    ap.add_argument("overrides", nargs="*")
+    args = ap.parse_args()
+    srcs = [s.resolve() for s in (args.src or [REPO / "src"])]
+    base = args.keep or Path(tempfile.mkdtemp(prefix="memlens-bench-"))
+    roots = [base / (f"{i}-{s.parent.name}" if len(srcs) > 1 else "") for i, s in enumerate(srcs)]
+    for src, root in zip(srcs, roots):
+        root.mkdir(parents=True, exist_ok=True)
+        shutil.copytree(src.parent / "conf", root / "conf", dirs_exist_ok=True)
+        if args.build:
+            seed_from(args.build.resolve(), root)
+            for st in args.stages.split(","):  # what the stages write is theirs to write: none of it is kept
+                shutil.rmtree(root / "data" / DATA_OF.get(st, st), ignore_errors=True)
+    print(f"scale {args.scale}, {os.cpu_count()} cores, load {load()} (1/5/15 min); trees: {[str(s) for s in srcs]}")
+    table: dict[str, list[dict]] = {str(s): [] for s in srcs}
+    for st in args.stages.split(","):
+        for src, root in zip(srcs, roots):
+            row = run_stage(src, root, st, args.scale, args.overrides)
+            table[str(src)].append(row)
+            print(
+                f"{st:10s} {row['wall_s']:8.1f} s wall {row['cpu_s']:8.1f} s cpu {row['peak_mb']:6d} MB peak "
+                f"({row['maxrss_mb']} MB one process)  load {row['load']}  [{src}]",
+                flush=True,
+            )
+    print(f"\n{'tree':50s} {'wall s':>8s} {'cpu s':>8s} {'peak MB':>8s}")
+    for src, rows in table.items():
+        print(
+            f"{src[-50:]:50s} {sum(r['wall_s'] for r in rows):8.1f} {sum(r['cpu_s'] for r in rows):8.1f} "
+            f"{max(r['peak_mb'] for r in rows):8d}"
+        )
+    if len(srcs) > 1:
+        first, last = table[str(srcs[0])], table[str(srcs[-1])]
+        print("\nratio last/first tree per stage (wall, cpu, peak):")
+        for a, b in zip(first, last):
+            print(
+                f"  {a['stage']:10s} {b['wall_s'] / max(a['wall_s'], 1e-9):6.2f} "
+                f"{b['cpu_s'] / max(a['cpu_s'], 1e-9):6.2f} {b['peak_mb'] / max(a['peak_mb'], 1):6.2f}"
+            )
+    if args.json:
+        args.json.write_text(json.dumps({"scale": args.scale, "stages": table}, indent=1))
+    status = 0
+    if args.compare and len(roots) > 1:
+        for root in roots[1:]:
+            diff = compare(roots[0], root)
+            print(f"\ndata/ of {root.name} vs {roots[0].name}: {'byte-identical' if not diff else 'DIFFERENT'}")
+            for rel in diff[:30]:
+                print("  differs:", rel)
+            status = status or int(bool(diff))
+    if args.compare and args.build:
+        for root in roots:
+            diff = compare_outputs(args.build.resolve(), root, args.stages.split(","))
+            print(f"\noutputs of {root.name} vs {args.build}: {'byte-identical' if not diff else 'DIFFERENT'}")
+            for rel in diff[:30]:
+                print("  differs:", rel)
+            status = status or int(bool(diff))
+    if all(st in args.stages for st in ("assemble", "validate", "export")):
+        summary(roots[-1])
     if not args.keep:
-        shutil.rmtree(root, ignore_errors=True)
-    return 0
+        shutil.rmtree(base, ignore_errors=True)
+    return status
 
 
 if __name__ == "__main__":

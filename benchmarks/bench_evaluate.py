@@ -1,18 +1,30 @@
-"""End-to-end throughput of ``memlens evaluate`` against the local stand-in server.
+"""End-to-end ``memlens evaluate`` against the stand-in server: rate, share of the ideal, CPU per request.
 
-Builds the tiny benchmark once (or reuses ``--root``), then times ``memlens evaluate`` (a fresh
-process, OpenAI-compatible backend, every answer asked: the results store and the prediction view
-are removed before each run) against a FakeOpenAIServer with a fixed latency. Prints items/s per run
-and the best. ``--src`` runs another source tree's code on the same data (to compare versions:
-give that tree's ``conf/`` with ``--conf``).
+    python benchmarks/bench_evaluate.py --root /tmp/small            # a built project (default: build small)
+    python benchmarks/bench_evaluate.py --root /tmp/small --src /work/wt/old-main/src --src src
 
-Usage: python benchmarks/bench_evaluate.py [--latency 0.05] [--concurrency 8] [--runs 3]
-                                           [--root DIR] [--src DIR --conf DIR]
+The stand-in OpenAI-compatible server (``tests/support/fake_openai.py``) runs in a child process (so
+its CPU does not compete with the client for the GIL, like a real server) with a fixed latency
+(default 200 ms) and does not parse bodies. ``memlens evaluate`` runs as a fresh process with the
+``openai_compatible`` backend (base64 images, the default) at ``--concurrency`` (16), every answer
+asked (the results store and the prediction view are removed before each run), three times per
+source tree (``--src``, repeatable: trees alternate, so a change of the machine's load hits each):
+
+- ``cold``: an empty project cache: every distinct image is encoded (decode, resize, PNG, base64);
+- ``warm``: the same cache again: the encoded images come from the persistent encoded-image cache
+  (``<cache>/encoded_images``; a tree without one encodes them again);
+- ``noop``: everything answered already: no request, what the process costs besides requests.
+
+Per run: requests, the request phase (the model's own log line: the time from the first request
+to the last answer) as a rate and a share of the ideal ``concurrency / latency``, and CPU per
+request = (the run's CPU - the no-op run's CPU) / requests, the process CPU from ``wait4`` (the
+same rule for every tree). The load average is printed with every run.
 """
 
 from __future__ import annotations
 
 import argparse
+import multiprocessing as mp
 import os
 import re
 import shutil
@@ -25,71 +37,130 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
-from tests.support.fake_openai import FakeOpenAIServer  # noqa: E402
+LINE = re.compile(r"(\d+) requests \((\d+) failed, \d+ attempts\) in ([0-9.]+) s")
 
 
-def build(root: Path) -> None:
-    from memlens.cli import main
+def _server_main(conn, latency: float) -> None:  # the child process
+    from tests.support.fake_openai import FakeOpenAIServer
 
+    server = FakeOpenAIServer(latency_s=latency, record_requests=False, parse_bodies=False).start()
+    conn.send(server.port)
+    conn.recv()
+    server.stop()
+
+
+def build(root: Path, scale: str) -> None:
     shutil.copytree(REPO / "conf", root / "conf", dirs_exist_ok=True)
-    for st in ("ontology", "crawl", "filter", "generate", "assemble"):
-        assert main([st, "--root", str(root), "data.scale=tiny", "images.workers=2"]) == 0, st
+    env = {**os.environ, "PYTHONPATH": str(REPO / "src")}
+    for st in ("ontology", "crawl", "filter", "generate", "assemble", "validate"):
+        subprocess.run(
+            [sys.executable, "-m", "memlens.cli", st, "--root", str(root), f"data.scale={scale}"],
+            env=env,
+            check=True,
+            capture_output=True,
+        )
+
+
+def load() -> str:
+    return "/".join(f"{x:.1f}" for x in os.getloadavg())
+
+
+def evaluate(src: Path, root: Path, cache: Path, base_url: str, args, phase: str) -> dict:
+    """One ``memlens evaluate`` process: its log's request phases and its CPU (``wait4``)."""
+    if (src.parent / "conf").is_dir():  # each tree runs with its own config (its keys may differ)
+        shutil.rmtree(root / "conf", ignore_errors=True)
+        shutil.copytree(src.parent / "conf", root / "conf")
+    for d in (root / "data" / "predictions", root / "data" / "calls", cache / "results"):
+        if phase != "noop":
+            shutil.rmtree(d, ignore_errors=True)
+    env = {**os.environ, "PYTHONPATH": f"{src}{os.pathsep}{REPO}", "MEMLENS_CACHE": str(cache)}
+    cmd = [
+        sys.executable,
+        "-m",
+        "memlens.cli",
+        "evaluate",
+        "--root",
+        str(root),
+        f"data.scale={args.scale}",
+        "tracking.enabled=false",
+        "model=openai_compatible",
+        f"model.base_url={base_url}",
+        "model.model=fake-vl",
+        f"model.concurrency={args.concurrency}",
+    ]
+    t0 = time.perf_counter()
+    with open(cache.parent / f"{cache.name}.stderr", "wb") as err:
+        proc = subprocess.Popen(cmd, env=env, stdout=subprocess.DEVNULL, stderr=err)
+        _, status, ru = os.wait4(proc.pid, 0)
+    wall = time.perf_counter() - t0
+    text = (cache.parent / f"{cache.name}.stderr").read_text(errors="replace")
+    if os.waitstatus_to_exitcode(status) != 0:
+        raise SystemExit(f"{src}: evaluate failed:\n{text[-3000:]}")
+    phases = [(int(n), int(f), float(s)) for n, f, s in LINE.findall(text)]
+    return {
+        "requests": sum(n for n, _, _ in phases),
+        "failed": sum(f for _, f, _ in phases),
+        "phase_s": sum(s for _, _, s in phases),
+        "cpu_s": ru.ru_utime + ru.ru_stime,
+        "wall_s": wall,
+        "load": load(),
+    }
 
 
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--latency", type=float, default=0.05)
-    ap.add_argument("--concurrency", type=int, default=8)
-    ap.add_argument("--runs", type=int, default=3)
-    ap.add_argument("--root", type=Path, default=None, help="a built tiny project (default: build one)")
-    ap.add_argument("--src", type=Path, default=REPO / "src", help="the source tree to run")
-    ap.add_argument("--conf", type=Path, default=None, help="that tree's conf/ (default: the project's)")
-    ap.add_argument("--scale-key", default="images.workers=1", help="override that the tree's config accepts")
+    ap.add_argument("--latency", type=float, default=0.2)
+    ap.add_argument("--concurrency", type=int, default=16)
+    ap.add_argument("--root", type=Path, default=None, help="a built project (default: build one)")
+    ap.add_argument("--scale", default="small")
+    ap.add_argument("--src", action="append", type=Path, help="a source tree to run (repeatable)")
+    ap.add_argument("--repeat", type=int, default=1, help="cold/warm/noop rounds per tree")
     args = ap.parse_args()
+    srcs = [s.resolve() for s in (args.src or [REPO / "src"])]
     tmp = Path(tempfile.mkdtemp(prefix="bench_eval_"))
     root = args.root or tmp / "proj"
     if args.root is None:
-        build(root)
-    if args.conf is not None:
-        shutil.rmtree(root / "conf")
-        shutil.copytree(args.conf, root / "conf")
-    env = {**os.environ, "PYTHONPATH": f"{args.src}{os.pathsep}{REPO}"}
-    env.pop("MEMLENS_CACHE", None)
-    rates = []
-    with FakeOpenAIServer(latency_s=args.latency, record_requests=False) as server:
-        for r in range(args.runs):
-            for d in (root / "data" / "predictions", root / "data" / "calls", root / ".memlens_cache"):
-                shutil.rmtree(d, ignore_errors=True)
-            cmd = [
-                sys.executable,
-                "-m",
-                "memlens.cli",
-                "evaluate",
-                "--root",
-                str(root),
-                "data.scale=tiny",
-                args.scale_key,
-                "model=openai_compatible",
-                f"model.base_url={server.base_url}",
-                "model.model=fake-vl",
-                f"model.concurrency={args.concurrency}",
-            ]
-            before = server.request_count
-            t = time.perf_counter()
-            done = subprocess.run(cmd, env=env, capture_output=True, text=True)
-            wall = time.perf_counter() - t
-            if done.returncode != 0:
-                print(done.stderr[-2000:])
-                return 1
-            n = server.request_count - before
-            m = re.search(r"evaluate done in ([0-9.]+) s", done.stderr)
-            stage = float(m.group(1)) if m else wall
-            rates.append(n / stage)
-            print(f"run {r + 1}: {n} items, stage {stage:.1f} s = {n / stage:.1f} items/s (process {wall:.1f} s)")
+        build(root, args.scale)
+    ideal = args.concurrency / args.latency
     print(
-        f"best {max(rates):.1f} items/s, median {sorted(rates)[len(rates) // 2]:.1f} "
-        f"(latency {args.latency * 1000:.0f} ms, concurrency {args.concurrency}, ideal {args.concurrency / args.latency:.0f}/s)"
+        f"{os.cpu_count()} cores, load {load()}; latency {args.latency * 1000:.0f} ms, concurrency "
+        f"{args.concurrency}: ideal {ideal:.0f} requests/s; project {root}"
     )
+    parent, child = mp.Pipe()
+    server = mp.get_context("spawn").Process(target=_server_main, args=(child, args.latency), daemon=True)
+    server.start()
+    base_url = f"http://127.0.0.1:{parent.recv()}/v1"
+    results: dict[str, list[dict]] = {}
+    try:
+        for rnd in range(args.repeat):
+            for i, src in enumerate(srcs):
+                cache = tmp / f"cache-{i}-{rnd}"
+                rows = {}
+                for phase in ("cold", "warm", "noop"):
+                    rows[phase] = evaluate(src, root, cache, base_url, args, phase)
+                noop_cpu = rows["noop"]["cpu_s"]
+                for phase in ("cold", "warm"):
+                    r = rows[phase]
+                    n = max(1, r["requests"])
+                    r["rate"] = r["requests"] / r["phase_s"] if r["phase_s"] else 0.0
+                    r["share"] = r["rate"] / ideal
+                    r["cpu_per_request_s"] = (r["cpu_s"] - noop_cpu) / n
+                    results.setdefault(f"{src} {phase}", []).append(r)
+                    print(
+                        f"{phase:4s} {r['requests']:4d} requests ({r['failed']} failed): {r['rate']:6.1f}/s = "
+                        f"{100 * r['share']:5.1f}% of ideal, {1000 * r['cpu_per_request_s']:7.1f} ms CPU/request "
+                        f"(process {r['wall_s']:.1f} s, {r['cpu_s']:.1f} CPU-s; no-op run {noop_cpu:.1f} CPU-s) "
+                        f"load {r['load']}  [{src}]",
+                        flush=True,
+                    )
+    finally:
+        parent.send("stop")
+        server.join(10)
+    print("\nmedian per tree and phase: share of ideal, ms CPU/request")
+    for key, rs in results.items():
+        share = sorted(r["share"] for r in rs)[len(rs) // 2]
+        cpu = sorted(r["cpu_per_request_s"] for r in rs)[len(rs) // 2]
+        print(f"  {key}: {100 * share:.1f}%  {1000 * cpu:.1f} ms")
     shutil.rmtree(tmp, ignore_errors=True)
     return 0
 

@@ -240,3 +240,28 @@ def test_same_input_gives_identical_bytes_in_another_folder(proj, tmp_path):
         assert (other / "data" / "filtered" / name).read_bytes() == (
             proj.root / "data" / "filtered" / name
         ).read_bytes(), name
+
+
+def test_kept_hashes_find_what_the_pairwise_loop_finds():
+    """The vectorised near-duplicate check names the same first kept image at the same distance as
+    comparing the hash with every kept hash in keeping order (ImageHash subtraction)."""
+    import imagehash
+    import numpy as np
+
+    from memlens.construction.filter.stage import KeptHashes
+
+    rng = np.random.default_rng(7)
+    base = rng.random((16, 16)) > 0.5
+    hashes = []
+    for i in range(400):  # clusters of near copies, so many hashes have several kept neighbours
+        flip = rng.random((16, 16)) < (0.02 if i % 3 else 0.5)
+        hashes.append(imagehash.ImageHash(base ^ flip if i % 5 else rng.random((16, 16)) > 0.5))
+    for maxd in (0, 12, 40, 256):
+        kept, fast = [], KeptHashes()
+        for i, h in enumerate(hashes):
+            slow = next(((sha, int(h - o)) for sha, o in kept if (h - o) <= maxd), None)
+            assert fast.first_within(h, maxd) == slow, (maxd, i)
+            if slow is None:
+                kept.append((f"sha{i}", h))
+                fast.add(f"sha{i}", h)
+        assert fast.shas == [sha for sha, _ in kept]

@@ -7,13 +7,13 @@ from collections import Counter
 from pathlib import Path
 
 import pytest
-from omegaconf import OmegaConf
 
 from memlens.construction.ontology import stage as O
 from memlens.core.config import Paths
 from memlens.core.errors import DataError
 from memlens.core.io import read_json, read_records
 from memlens.core.schema import AR, TRACKS, Topic
+from tests.support.settings import settings
 
 ANSWERABLE = {"information_extraction", "multi_session_reasoning", "temporal_reasoning", "knowledge_update"}
 
@@ -123,7 +123,7 @@ def test_adding_a_topic_keeps_the_other_ids(tmp_path):
 
 
 def test_run_writes_topics_and_manifest(tmp_path):
-    cfg = OmegaConf.create({"data": {"seed": 5}, "ontology": {"version": "1"}})
+    cfg = settings(data={"seed": 5}, ontology={"version": "1"})
     O.run(cfg, Paths(tmp_path))
     topics = read_records(tmp_path / "data" / "ontology" / "topics.jsonl", Topic)
     data = O.load_ontology_file("1")

@@ -210,3 +210,117 @@ def test_relative_paths_follow_the_working_directory(tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path / "b")
     assert _decode(enc.encode("x.png")).size == (12, 12)
     assert _decode(first).size == (10, 10)
+
+
+# ------------------------------------------------------------------ the persistent encoded-image cache
+def test_disk_cache_serves_a_new_encoder_without_encoding(tmp_path):
+    from memlens.core.images import EncodedImageCache
+
+    p = _photo(tmp_path / "a.jpg", (1000, 500))
+    first = ImageEncoder(max_side=800, disk_cache=EncodedImageCache(tmp_path / "enc"))
+    url = first.encode(p)
+    assert first.cache_info().encoded == 1 and first.cache_info().disk_hits == 0
+    # a new process (a new encoder and cache object) reads the stored encoding: same bytes, nothing encoded
+    second = ImageEncoder(max_side=800, disk_cache=EncodedImageCache(tmp_path / "enc"))
+    assert second.encode(p) == url
+    info = second.cache_info()
+    assert info.encoded == 0 and info.disk_hits == 1
+    # the key is the content: a copy of the file elsewhere, under another name, is a hit too
+    copy = tmp_path / "elsewhere" / "b.jpg"
+    copy.parent.mkdir()
+    copy.write_bytes(p.read_bytes())
+    assert second.encode(copy) == url and second.cache_info().encoded == 0
+
+
+def test_disk_cache_key_follows_content_and_settings(tmp_path):
+    from memlens.core.images import EncodedImageCache
+
+    disk = EncodedImageCache(tmp_path / "enc")
+    p = _photo(tmp_path / "a.png", (900, 600), fmt="PNG")
+    small = ImageEncoder(max_side=100, disk_cache=disk).encode(p)
+    large = ImageEncoder(max_side=400, disk_cache=disk).encode(p)
+    assert _decode(small).size == (100, 66) and _decode(large).size == (400, 266)
+    # the file's content changes in place: its old encoding is never served
+    _photo(p, (900, 600), fmt="PNG", seed=1)
+    enc = ImageEncoder(max_side=100, disk_cache=disk)
+    again = enc.encode(p)
+    assert again != small and enc.cache_info().encoded == 1
+    # a pixel limit is part of the key: a stricter encoder still refuses the image
+    with pytest.raises(ImageError, match="megapixels"):
+        ImageEncoder(max_side=100, max_pixels=1000, disk_cache=disk).encode(p)
+
+
+def test_disk_cache_damaged_entry_is_reencoded_and_replaced(tmp_path):
+    from memlens.core.images import EncodedImageCache
+
+    disk = EncodedImageCache(tmp_path / "enc")
+    p = _photo(tmp_path / "a.jpg", (300, 200))
+    url = ImageEncoder(disk_cache=disk).encode(p)
+    (entry,) = [f for f in (tmp_path / "enc").rglob("*") if f.is_file()]
+    raw = entry.read_bytes()
+    for damaged in (raw[:-10], raw[:-10] + b"0123456789", b"garbage", b""):
+        entry.write_bytes(damaged)
+        enc = ImageEncoder(disk_cache=EncodedImageCache(tmp_path / "enc"))
+        assert enc.encode(p) == url
+        assert enc.cache_info().encoded == 1 and enc.cache_info().disk_hits == 0
+        assert entry.read_bytes() == raw  # stored again, whole
+
+
+def test_disk_cache_evicts_least_recently_used_beyond_its_limit(tmp_path):
+    from memlens.core.images import EncodedImageCache
+
+    paths = [_photo(tmp_path / f"{i}.png", (64, 64), fmt="PNG", seed=i) for i in range(6)]
+    one = len(ImageEncoder(max_side=None).encode(paths[0]))
+    disk = EncodedImageCache(tmp_path / "enc", max_bytes=int(5.5 * (one + 100)))
+    enc = ImageEncoder(max_side=None, disk_cache=disk)
+    for i, p in enumerate(paths[:3]):
+        enc.encode(p)
+        os.utime(disk.path(disk.key(_sha(p), **enc._settings())), (i, i))
+    enc.encode(paths[0])  # memory hit: the disk entry's age is unchanged
+    ImageEncoder(max_side=None, disk_cache=disk).encode(paths[0])  # a disk hit refreshes entry 0
+    for p in paths[3:]:
+        enc.encode(p)
+    assert disk.size_bytes() <= disk.max_bytes and disk.evicted == 2
+    kept = {f.name for f in disk.root.rglob("*") if f.is_file()}
+    assert disk.key(_sha(paths[0]), **enc._settings()) in kept  # recently used: kept
+    assert disk.key(_sha(paths[1]), **enc._settings()) not in kept  # the oldest: evicted
+
+
+def _sha(p: Path) -> str:
+    import hashlib
+
+    return hashlib.sha256(p.read_bytes()).hexdigest()
+
+
+def test_disk_cache_concurrent_encoders_agree(tmp_path):
+    from memlens.core.images import EncodedImageCache
+
+    paths = [_photo(tmp_path / f"{i}.jpg", (400, 300), seed=i) for i in range(4)]
+    results: list[list[str]] = []
+
+    def work():
+        enc = ImageEncoder(disk_cache=EncodedImageCache(tmp_path / "enc"))
+        results.append([enc.encode(p) for p in paths])
+
+    threads = [threading.Thread(target=work) for _ in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert len(results) == 4 and all(r == results[0] for r in results)
+    assert not [f for f in (tmp_path / "enc").rglob(".*") if f.is_file()]  # no temporary file left
+    assert [_decode(u).size for u in results[0]] == [(400, 300)] * 4
+
+
+def test_disk_cache_only_for_inline_images_and_missing_files_still_fail(tmp_path):
+    from memlens.core.images import EncodedImageCache
+
+    disk = EncodedImageCache(tmp_path / "enc")
+    assert ImageEncoder(transport="url", disk_cache=disk).disk_cache is None
+    with pytest.raises(ImageError, match="not found"):
+        ImageEncoder(disk_cache=disk).encode(tmp_path / "nope.jpg")
+    junk = tmp_path / "junk.png"
+    junk.write_bytes(b"not an image")
+    with pytest.raises(ImageError, match="not a decodable image"):
+        ImageEncoder(disk_cache=disk).encode(junk)
+    assert not [f for f in disk.root.rglob("*") if f.is_file()] if disk.root.exists() else True

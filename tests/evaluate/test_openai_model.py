@@ -305,3 +305,59 @@ def test_a_changed_question_is_asked_again_and_nothing_else(tiny_copy):
         assert {q: r["request_key"] for q, r in second.items() if q != target} == {
             q: r["request_key"] for q, r in first.items() if q != target
         }
+
+
+def test_results_are_recorded_off_the_event_loop_one_at_a_time(tiny_project):
+    """``on_result`` (the results store's fsync) runs in one writer thread: never on the thread that
+    sends the requests, never two at once; an exception from it stops the run."""
+    import threading
+    import time
+
+    items = list(BuiltBenchmark(Paths(tiny_project)).items("32k"))
+    seen, active, overlap = [], [0], []
+
+    def on_result(item, out):
+        active[0] += 1
+        overlap.append(active[0] > 1)
+        seen.append(threading.current_thread() is threading.main_thread())
+        time.sleep(0.01)  # a slow fsync
+        active[0] -= 1
+
+    with FakeOpenAIServer(latency_s=0.01) as server:
+        model = OpenAICompatibleModel("m", base_url=server.base_url, model="m", concurrency=4)
+        model.run(items, "standard", on_result)
+        assert len(seen) == len(items) and not any(seen) and not any(overlap)
+
+        def failing(item, out):
+            raise RuntimeError("disk full")
+
+        with pytest.raises(RuntimeError, match="disk full"):
+            OpenAICompatibleModel("m", base_url=server.base_url, model="m", concurrency=2).run(
+                items, "standard", failing
+            )
+
+
+def test_an_attached_model_reads_encoded_images_from_the_project_cache(tiny_project, tmp_path):
+    """The persistent encoded-image cache: a second model (another process, system or mode) sends the
+    same bytes and encodes nothing; ``image_disk_cache_mb=0`` turns it off."""
+    bench = BuiltBenchmark(Paths(tiny_project))
+    items = list(bench.items("32k"))[:3]
+    paths = Paths(tmp_path)
+    bodies = []
+    with FakeOpenAIServer(latency_s=0.0) as server:
+        for disk_mb in (4096, 4096, 0):
+            model = OpenAICompatibleModel("m", base_url=server.base_url, model="m", image_disk_cache_mb=disk_mb)
+            model.attach(paths, bench)
+            run_items(model, items, "standard")
+            bodies.append([json.dumps(b, sort_keys=True) for b in server.requests[-len(items) :]])
+            info = model._encoder.cache_info()
+            model.close()
+            distinct = len({i for it in items for i in it.image_ids})
+            if len(bodies) == 1:
+                assert info.encoded == distinct and info.disk_hits == 0
+            elif len(bodies) == 2:
+                assert info.encoded == 0 and info.disk_hits == distinct
+            else:
+                assert info.encoded == distinct and info.disk_hits == 0
+    assert sorted(bodies[0]) == sorted(bodies[1]) == sorted(bodies[2])  # the same requests, whatever the cache
+    assert any(p.is_file() for p in (paths.cache / "encoded_images").rglob("*"))

@@ -128,3 +128,30 @@ def test_a_crashed_run_resumes_after_its_last_stored_chunk(tmp_path):
     texts = again.describe_images(ims)
     assert again.seen == [ims[4].sha256] and again.stats == {"calls": 1, "hits": 4}
     assert texts == [f"text of {im.sha256[:4]}" for im in ims]
+
+
+def test_ocr_worker_pool_reads_the_same_text_and_names_a_corrupt_image(tmp_path):
+    """A batch spread over worker processes reads what the in-process engine reads; a corrupt image
+    in a pooled batch is one ImageError naming its file, and the pool goes on with the next batch."""
+    pytest.importorskip("rapidocr")
+    pytest.importorskip("onnxruntime")
+    ims = [_image(tmp_path / f"p{i}.png", [f"GATE A{30 + i}", f"SEAT {i}F"]) for i in range(4)]
+    alone = build_adapter("ocr", cache_dir=tmp_path / "one", workers=1, progress=False)
+    pooled = build_adapter("ocr", cache_dir=tmp_path / "two", workers=2, progress=False)
+    try:
+        expected = alone.describe_images(ims)
+        assert pooled.describe_images(ims) == expected and pooled.stats["calls"] == 4
+        assert pooled._pool is not None and pooled._engine is None  # read by the workers, not in-process
+        bad = tmp_path / "bad.png"
+        bad.write_bytes(b"\x89PNG\r\n\x1a\n not an image")
+        batch = [*ims[:3], ImageInput(hashlib.sha256(bad.read_bytes()).hexdigest(), bad)]
+        pooled.cache = None  # every image of the batch is read again: four, so by the pool
+        with pytest.raises(ImageError, match=r"bad\.png.*cannot be read for OCR"):
+            pooled.describe_images(batch)
+        assert pooled._engine is None  # the bad image was read by a worker
+        assert pooled.describe_images(ims) == expected  # the pool survives a bad image
+    finally:
+        pooled.close()
+    assert pooled._pool is None
+    again = build_adapter("ocr", cache_dir=tmp_path / "two", workers=1, progress=False)
+    assert again.describe_images(ims) == expected and again.stats == {"calls": 0, "hits": 4}

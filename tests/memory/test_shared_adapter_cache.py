@@ -19,7 +19,13 @@ from tests.agents.agent_support import agent_responder, run_evaluate
 from tests.conftest import TINY, run_stage
 from tests.support.fake_openai import FakeOpenAIServer
 
-DIAGNOSE = (*TINY, "tracking.enabled=false", "memory.adapters=[oracle_caption]", "memory.retrievers=[bm25]")
+DIAGNOSE = (
+    *TINY,
+    "tracking.enabled=false",
+    "memory.adapters=[oracle_caption]",
+    "memory.retrievers=[bm25]",
+    "memory.sample=all",  # the questions the agent answers (the default sample leaves out answer refusal)
+)
 
 
 @pytest.fixture()

@@ -20,6 +20,14 @@ and by total bytes, so a long conversation history that is reused by many
 questions is encoded once.  Concurrent requests for the same uncached image wait for a
 single encoding instead of encoding it several times.
 
+Below it, an optional :class:`EncodedImageCache` keeps encoded images on disk across processes,
+content-addressed: keyed by the SHA-256 of the image file's bytes and every setting that shapes the
+encoding (size limit, format, PNG level, pixel limit, encoding version, Pillow version), so every
+system, length and run that sends the same image at the same size reads it instead of encoding it
+again (an evaluation encodes ~30 ms of CPU per distinct image; a cache hit costs a file read and a
+hash check). Entries are written atomically, verified on read (a damaged entry is dropped and
+re-encoded) and evicted oldest-first beyond the cache's size limit.
+
 Problems raise :class:`ImageError` with the path and a reason: missing files, files that
 are not decodable images (or are truncated/corrupt), and images above ``max_pixels``
 (a decompression-bomb guard, checked from the header before any pixel is decoded).
@@ -28,26 +36,32 @@ are not decodable images (or are truncated/corrupt), and images above ``max_pixe
 from __future__ import annotations
 
 import base64
+import contextlib
+import hashlib
 import io
 import os
 import stat
 import threading
+import uuid
 from collections import OrderedDict
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
 from urllib.parse import unquote, urlparse
 
+import PIL
 from PIL import Image, UnidentifiedImageError
 
 from memlens.core.errors import ImageError
 
-__all__ = ["ImageEncoder", "ImageError", "ImageCacheInfo", "resized_size"]
+__all__ = ["EncodedImageCache", "ImageEncoder", "ImageError", "ImageCacheInfo", "resized_size"]
 
 Transport = Literal["base64", "url"]
 
 _PASS_THROUGH_PREFIXES = ("http://", "https://", "data:")
 _RESOLVE_MEMO_SIZE = 1 << 16
+#: version of what :meth:`ImageEncoder._encode_data` produces (part of every disk-cache key)
+ENCODING_VERSION = "png-rgb-lanczos-v1"
 
 
 @dataclass(frozen=True)
@@ -60,6 +74,10 @@ class ImageCacheInfo:
     size_bytes: int
     max_entries: int
     max_size_bytes: int | None
+    #: encodings read from the disk cache (:class:`EncodedImageCache`) instead of encoded
+    disk_hits: int = 0
+    #: images actually encoded (decode, resize, PNG, base64)
+    encoded: int = 0
 
 
 def resized_size(width: int, height: int, max_side: int | None) -> tuple[int, int]:
@@ -74,6 +92,146 @@ def resized_size(width: int, height: int, max_side: int | None) -> tuple[int, in
     if width > height:
         return max_side, min(int(max_side / width * height), max_side)
     return min(int(max_side / height * width), max_side), max_side
+
+
+class EncodedImageCache:
+    """Encoded request images on disk, content-addressed and shared by processes.
+
+    An entry is the data URL of one image at one encoding, under ``<root>/<key[:2]>/<key>``, where
+    the key is the SHA-256 of :data:`ENCODING_VERSION`, the Pillow version, the SHA-256 of the
+    image file's bytes and the encoder settings (:meth:`key`). The file holds a header with the
+    payload's length and SHA-256, then the payload: a read checks both, so a damaged or truncated
+    entry is a miss (and is removed), never a wrong image. Writes go to a unique temporary file
+    renamed into place (concurrent writers of one key write the same bytes; the last rename wins).
+    Beyond ``max_bytes`` the least recently used entries (file mtime; a hit refreshes it) are
+    removed until the cache is at 80% of the limit.
+    """
+
+    MAGIC = b"MLENC1"
+    #: header: magic, space, payload length (decimal), space, payload SHA-256 (hex), newline
+    _HEADER_MAX = 100
+
+    def __init__(self, root: str | os.PathLike[str], max_bytes: int = 2 << 30) -> None:
+        if max_bytes <= 0:
+            raise ValueError("max_bytes must be positive")
+        self.root = Path(root)
+        self.max_bytes = int(max_bytes)
+        self._lock = threading.Lock()
+        self._bytes: int | None = None  # written since the last scan (None: not scanned yet)
+        self.hits = 0
+        self.misses = 0
+        self.evicted = 0
+
+    def __repr__(self) -> str:
+        return f"EncodedImageCache({str(self.root)!r}, max_bytes={self.max_bytes})"
+
+    @staticmethod
+    def key(content_sha256: str, **settings: object) -> str:
+        """The entry key of an image's bytes (their SHA-256) under encoder ``settings``."""
+        parts = [ENCODING_VERSION, f"pillow={PIL.__version__}", content_sha256]
+        parts += [f"{k}={settings[k]!r}" for k in sorted(settings)]
+        return hashlib.sha256("|".join(parts).encode()).hexdigest()
+
+    def path(self, key: str) -> Path:
+        return self.root / key[:2] / key
+
+    def get(self, key: str) -> bytes | None:
+        """The payload stored under ``key``, or None (absent or damaged: a damaged entry is removed)."""
+        p = self.path(key)
+        try:
+            raw = p.read_bytes()
+        except OSError:
+            with self._lock:
+                self.misses += 1
+            return None
+        payload = self._verify(raw)
+        if payload is None:
+            with self._lock:
+                self.misses += 1
+            with contextlib.suppress(OSError):
+                p.unlink()
+            return None
+        with contextlib.suppress(OSError):
+            os.utime(p)  # recently used: evicted last
+        with self._lock:
+            self.hits += 1
+        return payload
+
+    def _verify(self, raw: bytes) -> bytes | None:
+        end = raw.find(b"\n", 0, self._HEADER_MAX)
+        if end < 0:
+            return None
+        fields = raw[:end].split(b" ")
+        if len(fields) != 3 or fields[0] != self.MAGIC or not fields[1].isdigit():
+            return None
+        payload = raw[end + 1 :]
+        if len(payload) != int(fields[1]) or hashlib.sha256(payload).hexdigest().encode() != fields[2]:
+            return None
+        return payload
+
+    def put(self, key: str, payload: bytes) -> None:
+        """Store ``payload`` under ``key`` (atomically); a failure to write is not an error (it
+        only costs a later re-encoding)."""
+        header = b"%s %d %s\n" % (self.MAGIC, len(payload), hashlib.sha256(payload).hexdigest().encode())
+        p = self.path(key)
+        tmp = p.with_name(f".{key}.{os.getpid()}.{uuid.uuid4().hex[:8]}.tmp")
+        try:
+            p.parent.mkdir(parents=True, exist_ok=True)
+            with open(tmp, "wb") as fh:
+                fh.write(header)
+                fh.write(payload)
+            os.replace(tmp, p)
+        except OSError:
+            with contextlib.suppress(OSError):
+                tmp.unlink()
+            return
+        with self._lock:
+            if self._bytes is None:
+                self._bytes = self._scan_size()
+            else:
+                self._bytes += len(header) + len(payload)
+            if self._bytes > self.max_bytes:
+                self._evict()
+
+    def _entries(self) -> list[tuple[float, int, Path]]:
+        out = []
+        if not self.root.is_dir():
+            return out
+        for sub in os.scandir(self.root):
+            if not sub.is_dir(follow_symlinks=False):
+                continue
+            for e in os.scandir(sub.path):
+                if e.name.startswith("."):
+                    continue
+                try:
+                    st = e.stat(follow_symlinks=False)
+                except OSError:
+                    continue
+                out.append((st.st_mtime, st.st_size, Path(e.path)))
+        return out
+
+    def _scan_size(self) -> int:
+        return sum(size for _, size, _ in self._entries())
+
+    def size_bytes(self) -> int:
+        """Total size of the entries on disk now (a scan)."""
+        return self._scan_size()
+
+    def _evict(self) -> None:
+        """Oldest entries first until the cache holds at most 80% of ``max_bytes`` (caller holds the lock)."""
+        entries = sorted(self._entries())
+        total = sum(size for _, size, _ in entries)
+        target = int(self.max_bytes * 0.8)
+        for _, size, path in entries:
+            if total <= target:
+                break
+            try:
+                path.unlink()
+            except OSError:
+                continue
+            total -= size
+            self.evicted += 1
+        self._bytes = total
 
 
 class _Pending:
@@ -99,6 +257,9 @@ class ImageEncoder:
         max_pixels: refuse images with more pixels than this (default 64 megapixels);
             ``None`` disables the check (Pillow's own bomb guard still applies).
         compress_level: PNG zlib level (1 = fast).
+        disk_cache: an :class:`EncodedImageCache` below the in-memory one (base64 only): an
+            image missing from memory is looked up there by the hash of its bytes before it is
+            encoded, and every encoding is stored there.
     """
 
     def __init__(
@@ -110,6 +271,7 @@ class ImageEncoder:
         cache_max_bytes: int | None = 1 << 30,
         max_pixels: int | None = 64_000_000,
         compress_level: int = 1,
+        disk_cache: EncodedImageCache | None = None,
     ) -> None:
         if transport not in ("base64", "url"):
             raise ValueError(f"transport must be 'base64' or 'url', not {transport!r}")
@@ -123,6 +285,9 @@ class ImageEncoder:
         self.cache_max_bytes = cache_max_bytes
         self.max_pixels = max_pixels
         self.compress_level = compress_level
+        self.disk_cache = disk_cache if transport == "base64" else None
+        self._disk_hits = 0
+        self._encoded = 0
         self._lock = threading.Lock()
         self._cache: OrderedDict[tuple, bytes] = OrderedDict()
         self._bytes = 0
@@ -207,7 +372,7 @@ class ImageEncoder:
             return pending.value
 
         try:
-            value = self._encode_file(resolved, ref)
+            value = self._load_or_encode(resolved, ref)
         except BaseException as exc:
             pending.error = exc
             with self._lock:
@@ -231,6 +396,8 @@ class ImageEncoder:
                 size_bytes=self._bytes,
                 max_entries=self.cache_size,
                 max_size_bytes=self.cache_max_bytes,
+                disk_hits=self._disk_hits,
+                encoded=self._encoded,
             )
 
     def clear(self) -> None:
@@ -276,9 +443,41 @@ class ImageEncoder:
             _, old = self._cache.popitem(last=False)
             self._bytes -= len(old)
 
-    def _encode_file(self, resolved: str, ref: str) -> bytes:
+    def _settings(self) -> dict[str, object]:
+        """What shapes an encoding besides the image's bytes (part of the disk-cache key)."""
+        return {
+            "format": "png",
+            "max_side": self.max_side,
+            "compress_level": self.compress_level,
+            "max_pixels": self.max_pixels,
+        }
+
+    def _load_or_encode(self, resolved: str, ref: str) -> bytes:
+        """The encoding of one file: from the disk cache by the hash of its bytes, else encoded
+        (and stored there)."""
+        if self.disk_cache is None:
+            return self._encode_source(resolved, ref)
         try:
-            with Image.open(resolved) as img:
+            data = Path(resolved).read_bytes()
+        except FileNotFoundError:
+            raise ImageError(ref, "image file not found") from None
+        except OSError as exc:
+            raise ImageError(ref, f"cannot read image file ({exc.strerror or exc})") from None
+        key = self.disk_cache.key(hashlib.sha256(data).hexdigest(), **self._settings())
+        value = self.disk_cache.get(key)
+        if value is not None:
+            with self._lock:
+                self._disk_hits += 1
+            return value
+        value = self._encode_source(io.BytesIO(data), ref)
+        self.disk_cache.put(key, value)
+        return value
+
+    def _encode_source(self, source: str | io.BytesIO, ref: str) -> bytes:
+        with self._lock:
+            self._encoded += 1
+        try:
+            with Image.open(source) as img:
                 width, height = img.size
                 if self.max_pixels is not None and width * height > self.max_pixels:
                     raise ImageError(

@@ -16,8 +16,11 @@ channels when the filter is not the offline default.
 from __future__ import annotations
 
 import logging
+import os
 import warnings
+from concurrent.futures import ThreadPoolExecutor
 
+import numpy as np
 from PIL import Image
 from tqdm import tqdm
 
@@ -53,7 +56,7 @@ def check_image(path, rec: ImageRecord, fcfg) -> tuple[bool, str, object]:
                 if w * h > int(fcfg.max_pixels):
                     return False, f"too many pixels: {w}x{h} > {fcfg.max_pixels}", None
                 im.load()
-                ph = imagehash.phash(im.convert("RGB"), hash_size=16)
+                ph = imagehash.phash(im if im.mode == "RGB" else im.convert("RGB"), hash_size=16)
     except (OSError, SyntaxError, ValueError, Image.DecompressionBombWarning, Image.DecompressionBombError) as exc:
         # Pillow names the file it cannot identify: keep the reason free of the absolute path
         return False, f"does not decode: {str(exc).replace(str(path), path.name)}", None
@@ -64,13 +67,54 @@ def check_image(path, rec: ImageRecord, fcfg) -> tuple[bool, str, object]:
     return True, "ok", ph
 
 
-def count_lines(path) -> int | None:
-    """Non-empty lines of a file, for the progress bar's total (None when it is missing: the reader
-    then reports it)."""
-    if not path.is_file():
-        return None
-    with open(path, "rb") as fh:
-        return sum(1 for line in fh if line.strip())
+def check_images(items, fcfg, workers: int | None = None):
+    """:func:`check_image` of every ``(path, rec)``, in order, in a thread pool (hashing, decoding and
+    resizing release the GIL: the filter's per-image cost runs on every core)."""
+    workers = workers or min(8, os.cpu_count() or 1)
+    if workers <= 1:
+        yield from (check_image(path, rec, fcfg) for path, rec in items)
+        return
+    with ThreadPoolExecutor(workers) as pool:
+        yield from pool.map(lambda pr: check_image(pr[0], pr[1], fcfg), items)
+
+
+class KeptHashes:
+    """The perceptual hashes of the images kept so far, packed, so a near-duplicate check is one
+    vectorised Hamming distance against all of them: the first kept image (in keeping order) within
+    the distance is the one named, as a loop over them would find."""
+
+    _POPCOUNT = np.array([bin(i).count("1") for i in range(256)], dtype=np.uint16)
+
+    def __init__(self) -> None:
+        self.shas: list[str] = []
+        self._bits = np.zeros((0, 0), dtype=np.uint8)
+        self._n = 0
+
+    @staticmethod
+    def _pack(ph) -> np.ndarray:
+        return np.packbits(np.asarray(ph.hash, dtype=bool).ravel())
+
+    def add(self, sha: str, ph) -> None:
+        row = self._pack(ph)
+        if self._n == len(self._bits):  # grow by doubling
+            grown = np.zeros((max(64, 2 * len(self._bits)), row.size), dtype=np.uint8)
+            if self._n:
+                grown[: self._n] = self._bits[: self._n]
+            self._bits = grown
+        self._bits[self._n] = row
+        self.shas.append(sha)
+        self._n += 1
+
+    def first_within(self, ph, max_distance: int) -> tuple[str, int] | None:
+        """(sha, distance) of the first kept hash at most ``max_distance`` bits from ``ph``, or None."""
+        if not self._n:
+            return None
+        dist = self._POPCOUNT[np.bitwise_xor(self._bits[: self._n], self._pack(ph))].sum(axis=1)
+        hits = np.flatnonzero(dist <= max_distance)
+        if not hits.size:
+            return None
+        i = int(hits[0])
+        return self.shas[i], int(dist[i])
 
 
 def channel_summary(channels, rows: list[dict]) -> dict:
@@ -124,12 +168,14 @@ def run(cfg: Settings, paths: Paths) -> None:
     channels = build_channels(list(fcfg.channels))
     rule = fcfg.rule
     index = paths.images / "index.jsonl"
-    entries = []  # (row, rec, path, ok, reason, phash)
-    bar = tqdm(iter_jsonl(index), total=count_lines(index), desc="filter", unit="img", leave=False, mininterval=0.5)
-    for i, row in enumerate(bar):
+    listed = []  # (row, rec, path)
+    for i, row in enumerate(iter_jsonl(index)):
         rec = ImageRecord.from_dict(row["image"], where=f"{index}:{i + 1}")
-        path = paths.images / "objects" / rec.filename
-        ok, reason, ph = check_image(path, rec, fcfg)
+        listed.append((row, rec, paths.images / "objects" / rec.filename))
+    entries = []  # (row, rec, path, ok, reason, phash)
+    checks = check_images([(path, rec) for _row, rec, path in listed], fcfg)
+    bar = tqdm(zip(listed, checks), total=len(listed), desc="filter", unit="img", leave=False, mininterval=0.5)
+    for (row, rec, path), (ok, reason, ph) in bar:
         entries.append((row, rec, path, ok, reason, ph))
     # every channel scores every decodable image (a channel may batch: model or endpoint calls)
     valid = [k for k, e in enumerate(entries) if e[3]]
@@ -145,7 +191,7 @@ def run(cfg: Settings, paths: Paths) -> None:
         key = ("req", row.get("plan_id"), row.get("index")) if "candidate" in row else ("row", k)
         groups.setdefault(key, []).append(k)
     result: dict[int, tuple[bool, str, dict]] = {}
-    kept_hashes: list = []
+    kept_hashes = KeptHashes()
     maxd = int(fcfg.phash_max_distance)
     for members in sorted(groups.values(), key=lambda m: m[0]):
         passing = []
@@ -153,10 +199,9 @@ def run(cfg: Settings, paths: Paths) -> None:
             row, rec, path, ok, reason, ph = entries[k]
             scores: dict = {}
             if ok:
-                for other_sha, other in kept_hashes:
-                    if (ph - other) <= maxd:
-                        ok, reason = False, f"near-duplicate of {other_sha[:12]} (pHash distance {int(ph - other)})"
-                        break
+                near = kept_hashes.first_within(ph, maxd)
+                if near is not None:
+                    ok, reason = False, f"near-duplicate of {near[0][:12]} (pHash distance {near[1]})"
             if ok:
                 scores = scored[k]
                 ok, reason = verdict(channels, scores, rule)
@@ -173,7 +218,7 @@ def run(cfg: Settings, paths: Paths) -> None:
                         f"another candidate scored higher ({rank_score(channels, scored[k]):.4f} < {b:.4f})",
                         scored[k],
                     )
-            kept_hashes.append((entries[best][1].sha256, entries[best][5]))
+            kept_hashes.add(entries[best][1].sha256, entries[best][5])
     rows = []
     n_ok = 0
     for k, (row, rec, _path, _ok, _reason, ph) in enumerate(entries):

@@ -194,6 +194,16 @@ class Frames:
     #: without any is filled from its phrase list
     fillers: dict[str, list[str]] = field(default_factory=dict)
     lex: Lexicon = field(default_factory=Lexicon.build)
+    #: ``forbidden`` as one phrase index (built on first use): a filled mention is tokenised once,
+    #: not once per forbidden string
+    _forbidden_index: tuple[int, object] | None = field(default=None, init=False, repr=False, compare=False)
+
+    def _has_forbidden(self, text: str) -> bool:
+        from memlens.construction.text.leakage import PhraseIndex
+
+        if self._forbidden_index is None or self._forbidden_index[0] != len(self.forbidden):
+            self._forbidden_index = (len(self.forbidden), PhraseIndex(self.forbidden))
+        return bool(self._forbidden_index[1].find(text))
 
     def _pick(self, rng: random.Random, slot: str) -> str:
         opts = self.fillers.get(slot) or self.lex.lists[slot]
@@ -331,16 +341,10 @@ class Frames:
             low = text.lower()
             if any(r.lower() in low for r in self.reserved if len(r) > 3):
                 continue
-            if any(_bounded(text, f) for f in self.forbidden):
+            if self._has_forbidden(text):
                 continue
             return text[:1].upper() + text[1:]
         return None
-
-
-def _bounded(text: str, needle: str) -> bool:
-    from memlens.construction.text.validators import contains_token_bounded
-
-    return contains_token_bounded(text, needle)
 
 
 def pool_keys(family: str, truth: dict | None) -> tuple[tuple[str, str, str], ...]:

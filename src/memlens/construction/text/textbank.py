@@ -874,24 +874,33 @@ def sentence_key(sentence: str) -> str | None:
     return s if count_words(s) >= SHORT_SENTENCE_WORDS else None
 
 
+@lru_cache(maxsize=1 << 16)
+def _synonym_spans(sentence: str) -> tuple[tuple[int, int, str], ...]:
+    """(start, end, word) of every word of ``sentence`` that has synonyms. Cached: a repeated
+    sentence is rewritten up to 18 times (and the alternation of every synonym is a slow scan)."""
+    return tuple((m.start(), m.end(), m.group(0)) for m in _SYN_RE.finditer(sentence))
+
+
+_ARTICLE_END = re.compile(r"\b([Aa])n? $")
+
+
 def vary(rng: random.Random, sentence: str, level: int) -> str:
     """A rewrite of ``sentence`` that keeps its sense: ``level`` 0 swaps synonyms only (same
     sentence shape), 1 also adds a discourse opener or a hedge, 2 both."""
-    words = list(_SYN_RE.finditer(sentence))
+    words = list(_synonym_spans(sentence))
     out = sentence
     if words:
         picks = rng.sample(words, min(len(words), rng.randint(1, 3)))
-        for m in sorted(picks, key=lambda m: m.start(), reverse=True):
-            w = m.group(0)
+        for start, end, w in sorted(picks, key=lambda m: m[0], reverse=True):
             alt = rng.choice(_SYNONYMS[w.lower()])
             if w[:1].isupper():
                 alt = _cap(alt)
-            head = out[: m.start()]
-            art = re.search(r"\b([Aa])n? $", head)
+            head = out[:start]
+            art = _ARTICLE_END.search(head)
             if art:  # keep the article agreeing with the new word
                 vowel = alt[:1].lower() in "aeio" or (alt[:1].lower() == "u" and not alt.lower().startswith("us"))
                 head = head[: art.start()] + art.group(1) + ("n " if vowel else " ")
-            out = head + alt + out[m.end() :]
+            out = head + alt + out[end:]
     if level >= 1:
         body, end = (out[:-1], out[-1]) if out[-1:] in ".!?" else (out, "")
         opener = level >= 2 or rng.random() < 0.5

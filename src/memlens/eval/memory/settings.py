@@ -7,7 +7,7 @@ from __future__ import annotations
 from typing import Annotated, Any, Literal
 
 from memlens.core.registry import named
-from memlens.core.settings import NonNegInt, PositiveInt, Section
+from memlens.core.settings import Fraction, NonNegFloat, NonNegInt, PositiveInt, Section
 
 __all__ = ["MemorySettings"]
 
@@ -22,7 +22,12 @@ class MemorySettings(Section):
     granularity: Literal["session", "turn"]  # one document per session or per turn
     temporal_filter: bool  # only sessions at or before the question date
     subset: Literal["agent", "all"]  # the 195-question agent subset (scaled) or every question
-    sample: NonNegInt  # 0: the whole set; N: a seeded draw of N of its questions, types in turn
+    # auto: stratified by type, sized for a ±margin interval on each type's recall@10; all or 0: the
+    # whole set; N: a seeded draw of N of its questions, types in turn (memlens.eval.memory.sampling)
+    sample: Literal["auto", "all"] | NonNegInt
+    margin: Fraction  # auto: target half-width of a type's recall@10 interval
+    confidence: Fraction  # confidence level of the intervals
+    planning_sd: NonNegFloat  # auto: per-question SD of recall@10 the sample is sized for
     lengths: list[str]  # empty: every built length
     ks: list[PositiveInt]  # recall@k cut-offs
     depth: PositiveInt  # sessions retrieved per question (MRR looks this deep)

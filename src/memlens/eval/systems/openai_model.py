@@ -6,7 +6,7 @@ memlens.eval.systems.openai_model.OpenAICompatibleModel``); the keys are those o
 ``model``, ``api_key_env``, ``concurrency``, ``max_new_tokens``, ``temperature``, ``timeout_s``,
 ``max_retries``, ``image_transport``, ``max_image_side``, ``extra_body``, ``top_p``, ``seed``,
 ``backoff_base_s``, ``backoff_max_s``) plus the prompt options (``layout``, ``label_images``,
-``system_prefix``), ``token_param`` and ``image_cache_mb``. Descriptive keys (``hf_id``,
+``system_prefix``), ``token_param``, ``image_cache_mb`` and ``image_disk_cache_mb``. Descriptive keys (``hf_id``,
 ``context_window``, ``thinking``, ``resources``, ``notes``) are kept for the logs only. The schema is
 :class:`OpenAICompatibleSettings` (``OpenAICompatibleModel.Config``, below); any other key is an
 error.
@@ -22,7 +22,10 @@ How :meth:`OpenAICompatibleModel.run` drives the client:
   order of results does not matter: the prediction store is keyed by question id.
 * **Images encoded once.** One :class:`~memlens.core.images.ImageEncoder` (LRU cache of
   ``image_cache_mb``) lives as long as the model, so a history reused by many questions, or by
-  the next length, is not re-encoded.
+  the next length, is not re-encoded; below it the project's persistent, content-addressed
+  :class:`~memlens.core.images.EncodedImageCache` (``<Paths.cache>/encoded_images``, at most
+  ``image_disk_cache_mb``; 0 turns it off) keeps every encoding across processes, so the next
+  system, mode or run that sends the same image at the same size reads it instead of encoding it.
 * **Failures are records.** An item whose prompt cannot be built (a missing image) or whose
   request fails after the client's retries is reported with ``ok=False`` and the error; usage
   (prompt/completion tokens), latency and attempts are reported for every item.
@@ -36,6 +39,7 @@ it is the bare reasoning, as officially.
 from __future__ import annotations
 
 import logging
+import time
 from collections.abc import Iterable, Iterator
 from typing import Any, Literal
 
@@ -70,6 +74,8 @@ __all__ = [
 ]
 
 TOKEN_PARAMS = ("max_tokens", "max_completion_tokens")
+#: the persistent encoded-image cache's folder under ``Paths.cache``
+ENCODED_IMAGES_DIR = "encoded_images"
 
 
 class ClientSettings(DescriptiveSettings, BackoffSettings):
@@ -95,6 +101,8 @@ class ClientSettings(DescriptiveSettings, BackoffSettings):
     system_prefix: str | None = None
     reorder_window: PositiveInt = operational(16)
     image_cache_mb: NonNegInt = operational(384)
+    # persistent encoded-image cache (<cache>/encoded_images); 0: none
+    image_disk_cache_mb: NonNegInt = operational(4096)
     progress: bool = operational(False)
 
     @model_validator(mode="before")
@@ -169,7 +177,9 @@ class OpenAICompatibleModel(Model):
             gateways) or ``max_completion_tokens`` (OpenAI reasoning models).
         layout, label_images, system_prefix: prompt options (:func:`build_messages`).
         reorder_window: items sorted together for prefix sharing (1 keeps the source order).
-        image_cache_mb: size cap of the encoded-image cache.
+        image_cache_mb: size cap of the in-memory encoded-image cache.
+        image_disk_cache_mb: size cap of the persistent encoded-image cache (0: none); it lives in
+            the project cache given by :meth:`attach` (a model never attached has none).
         progress: show the client's own progress bar (the evaluate stage already shows one).
         kind: overrides the class's ``kind`` (``lvlm``).
         hf_id, context_window, thinking, resources, notes: descriptive keys (logs, sweep planner).
@@ -205,6 +215,7 @@ class OpenAICompatibleModel(Model):
         system_prefix: str | None,
         reorder_window: int,
         image_cache_mb: int,
+        image_disk_cache_mb: int,
         progress: bool,
         kind: str | None,
         hf_id: str | None,
@@ -228,6 +239,7 @@ class OpenAICompatibleModel(Model):
                 system_prefix=system_prefix,
                 reorder_window=reorder_window,
                 image_cache_mb=image_cache_mb,
+                image_disk_cache_mb=image_disk_cache_mb,
                 **info,
             ),
         )
@@ -243,6 +255,8 @@ class OpenAICompatibleModel(Model):
         self.system_prefix = system_prefix
         self.reorder_window = int(reorder_window)
         self.image_cache_mb = int(image_cache_mb)
+        self.image_disk_cache_mb = int(image_disk_cache_mb)
+        self._disk_cache_dir = None
         self.progress = bool(progress)
         self.info = info
         self._client = None
@@ -254,16 +268,28 @@ class OpenAICompatibleModel(Model):
         """The :class:`OpenAICompatibleClient` (built on first use; it makes no request until run)."""
         if self._client is None:
             from memlens.core.http import OpenAICompatibleClient
-            from memlens.core.images import ImageEncoder
+            from memlens.core.images import EncodedImageCache, ImageEncoder
 
             if self._encoder is None:
+                disk = None
+                if self._disk_cache_dir is not None and self.image_disk_cache_mb > 0:
+                    disk = EncodedImageCache(self._disk_cache_dir, max_bytes=self.image_disk_cache_mb << 20)
                 self._encoder = ImageEncoder(
                     max_side=self.config.max_image_side,
                     transport="url" if self.config.image_transport == "url" else "base64",
                     cache_max_bytes=self.image_cache_mb << 20,
+                    disk_cache=disk,
                 )
             self._client = OpenAICompatibleClient(self.config, image_encoder=self._encoder)
         return self._client
+
+    def attach(self, paths: Any, benchmark: Any) -> None:
+        """The persistent encoded-image cache goes into the project cache (``<Paths.cache>/encoded_images``)."""
+        cache = getattr(paths, "cache", None)
+        if cache is not None:
+            from pathlib import Path
+
+            self._disk_cache_dir = Path(cache) / ENCODED_IMAGES_DIR
 
     def check(self) -> None:
         """One tiny request to the endpoint (server up, key accepted) before any item is sent."""
@@ -291,36 +317,58 @@ class OpenAICompatibleModel(Model):
         return out[0]
 
     def run(self, items: Iterable[EvalItem], mode: str, on_result: ResultCallback) -> None:
+        """Every item through the client; ``on_result`` runs in one writer thread, in completion order,
+        one call at a time (a results store fsyncs each answer: off the event loop, the other
+        requests keep flowing meanwhile), and an exception from it stops the run."""
+        import asyncio
+        from concurrent.futures import ThreadPoolExecutor
+
         in_flight: dict[int, EvalItem] = {}
+        writer = ThreadPoolExecutor(1, thread_name_prefix="results-writer")
+        unawaited = []
 
         def requests() -> Iterator[tuple[int, list[dict]]]:
             for key, item in enumerate(prefix_ordered(items, mode, self.reorder_window)):
                 try:
                     msgs = self.messages(item, mode)
                 except (MemLensError, OSError, ValueError) as exc:
-                    on_result(
-                        item, ModelOutput(text=None, ok=False, attempts=0, error=f"prompt: {type(exc).__name__}: {exc}")
+                    error = f"prompt: {type(exc).__name__}: {exc}"
+                    unawaited.append(
+                        writer.submit(on_result, item, ModelOutput(text=None, ok=False, attempts=0, error=error))
                     )
                     continue
                 in_flight[key] = item
                 yield key, msgs
 
-        def done(key: int, result) -> None:
-            on_result(in_flight.pop(key), completion_to_output(result))
+        async def done(key: int, result) -> None:
+            await asyncio.wrap_future(writer.submit(on_result, in_flight.pop(key), completion_to_output(result)))
 
         client = self.client
-        summary = client.run_many(requests(), done, progress=self.progress, desc=self.name, **self.request_overrides())
+        cpu0 = time.process_time()
+        try:
+            summary = client.run_many(
+                requests(), done, progress=self.progress, desc=self.name, **self.request_overrides()
+            )
+        finally:
+            writer.shutdown(wait=True)
+        for f in unawaited:
+            f.result()  # an exception recording a prompt failure is raised here
+        cpu = time.process_time() - cpu0
         cache = self._encoder.cache_info() if self._encoder is not None else None
         log.info(
-            "%s: %d requests (%d failed, %d attempts) in %.1f s; build %.2f s, http %.1f s%s",
+            "%s: %d requests (%d failed, %d attempts) in %.2f s, %.3f CPU-s; build %.2f s, http %.1f s%s",
             self.name,
             summary.total,
             summary.failed,
             summary.attempts,
             summary.elapsed_s,
+            cpu,
             client.stats.build_s,
             client.stats.http_s,
-            f"; image cache {cache.hits} hits / {cache.misses} misses, {cache.size_bytes >> 20} MB" if cache else "",
+            f"; image cache {cache.hits} hits / {cache.misses} misses ({cache.disk_hits} from disk, "
+            f"{cache.encoded} encoded), {cache.size_bytes >> 20} MB"
+            if cache
+            else "",
         )
 
     def close(self) -> None:

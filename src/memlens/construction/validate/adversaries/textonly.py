@@ -297,36 +297,99 @@ class OptionTypes:
 # -------------------------------------------------------------------------------------------- history
 @dataclass
 class Parsed:
-    """One session's text, parsed once: sentences (token sets, image, anchor), its word trigrams."""
+    """One session's text, parsed once, compactly (a paper-scale build has thousands of sessions):
+    per sentence whether it shows an image and its time anchor; which sentences hold each word
+    (``occ_words`` sorted, ``occ_sents`` aligned: a word's sentences in order); its word trigrams
+    and words as sorted numbers of the :class:`HistoryIndex` vocabulary."""
 
-    sentences: list[tuple[frozenset, bool, tuple | None]]
-    index: dict[str, list[int]]
-    trigrams: frozenset
-    words: frozenset
+    sentences: list[tuple[bool, tuple | None]]
+    occ_words: np.ndarray
+    occ_sents: np.ndarray
+    trigrams: np.ndarray
+    words: np.ndarray
     n_images: int
+
+    def sentences_with(self, word_id: int) -> np.ndarray:
+        lo, hi = np.searchsorted(self.occ_words, [word_id, word_id + 1])
+        return self.occ_sents[lo:hi]
+
+    def has_trigrams(self, codes: np.ndarray) -> np.ndarray:
+        return _member(codes, self.trigrams)
+
+    def count_words(self, word_ids: np.ndarray) -> int:
+        return int(_member(word_ids, self.words).sum())
+
+
+def _member(values: np.ndarray, sorted_set: np.ndarray) -> np.ndarray:
+    """Whether each of ``values`` is in the sorted unique array ``sorted_set`` (a binary search each:
+    cheaper than ``np.isin`` for the few values of one question)."""
+    if not len(sorted_set) or not len(values):
+        return np.zeros(len(values), dtype=bool)
+    pos = np.minimum(np.searchsorted(sorted_set, values), len(sorted_set) - 1)
+    return sorted_set[pos] == values
+
+
+#: bits of a word number in a trigram code (three numbers in one int64)
+_BITS = 21
 
 
 class HistoryIndex:
-    """Parses of session texts, keyed by the text itself (a history shares sessions with others)."""
+    """Parses of session texts, keyed by the text itself (a history shares sessions with others);
+    words are numbered once for every session (``vocab``)."""
 
     def __init__(self) -> None:
         self.cache: dict[str, Parsed] = {}
+        self.vocab: dict[str, int] = {}
+
+    def _ids(self, words) -> list[int]:
+        vocab, out = self.vocab, []
+        for w in words:
+            i = vocab.get(w)
+            if i is None:
+                i = vocab[w] = len(vocab)
+            out.append(i)
+        if len(vocab) > 1 << _BITS:  # pragma: no cover - millions of distinct words
+            raise ValueError(f"more than {1 << _BITS} distinct history words")
+        return out
+
+    def word_ids(self, words) -> np.ndarray:
+        """Numbers of the ``words`` some parsed text holds (the others match no parsed text)."""
+        return np.asarray([self.vocab[w] for w in words if w in self.vocab], dtype=np.int64)
+
+    def trigram_codes(self, trigrams) -> np.ndarray:
+        """The code of each trigram, -1 when a word of it is in no parsed text."""
+        out = []
+        for a, b, c in trigrams:
+            ia, ib, ic = self.vocab.get(a), self.vocab.get(b), self.vocab.get(c)
+            out.append(-1 if ia is None or ib is None or ic is None else (ia << 2 * _BITS) | (ib << _BITS) | ic)
+        return np.asarray(out, dtype=np.int64)
 
     def parse(self, text: str) -> Parsed:
         p = self.cache.get(text)
         if p is None:
-            sents, index = [], defaultdict(list)
+            sents: list[tuple[bool, tuple | None]] = []
+            occ_w: list[int] = []
+            occ_s: list[int] = []
             for s in SENT.split(text):
                 if not s.strip():
                     continue
-                toks = frozenset(tokens(s))
                 i = len(sents)
-                sents.append((toks, IMAGE_PLACEHOLDER in s, sentence_anchor(s)))
-                for w in toks:
-                    index[w].append(i)
-            words = tokens(text.replace(IMAGE_PLACEHOLDER, " "))
-            tri = frozenset(zip(words, words[1:], words[2:]))
-            p = Parsed(sents, dict(index), tri, frozenset(words), text.count(IMAGE_PLACEHOLDER))
+                sents.append((IMAGE_PLACEHOLDER in s, sentence_anchor(s)))
+                ws = self._ids(set(tokens(s)))
+                occ_w += ws
+                occ_s += [i] * len(ws)
+            words = self._ids(tokens(text.replace(IMAGE_PLACEHOLDER, " ")))
+            order = np.lexsort((np.asarray(occ_s, dtype=np.int32), np.asarray(occ_w, dtype=np.int32)))
+            ids = np.asarray(words, dtype=np.int64)
+            tri = (ids[:-2] << 2 * _BITS) | (ids[1:-1] << _BITS) | ids[2:] if len(ids) >= 3 else ids[:0]
+            p = Parsed(
+                sents,
+                np.asarray(occ_w, dtype=np.int32)[order],
+                np.asarray(occ_s, dtype=np.int32)[order],
+                np.unique(tri),
+                np.unique(ids).astype(np.int32),
+                text.count(IMAGE_PLACEHOLDER),
+            )
             self.cache[text] = p
         return p
 
@@ -341,17 +404,18 @@ def history_features(q: Question, view: TextView, tpl: Template, hx: HistoryInde
     tri = question_trigrams(q, tpl)
     rare = set(tpl.rare(q.question))
     parsed = [hx.parse(t) for _, t in view.history]
+    codes, rare_ids = hx.trigram_codes(tri), hx.word_ids(rare)  # after parsing: the history's words
     found = set()
     m_sessions = m_images = 0
     best_rare = 0.0
     for p in parsed:
-        hit = [t for t in tri if t in p.trigrams]
+        hit = [t for t, m in zip(tri, p.has_trigrams(codes)) if m]
         found.update(hit)
         if hit:
             m_sessions += 1
             m_images += p.n_images
         if rare:
-            best_rare = max(best_rare, len(rare & p.words) / len(rare))
+            best_rare = max(best_rare, p.count_words(rare_ids) / len(rare))
     frac = len(found) / len(tri) if tri else 1.0
     return [frac, float(m_sessions), float(m_images), best_rare, float(len(tri) > 0)]
 
@@ -366,10 +430,12 @@ def event_date(view: TextView, words: list[str], hx: HistoryIndex) -> tuple[date
         p = hx.parse(text)
         hits: Counter = Counter()
         for w in want:
-            for i in p.index.get(w, ()):
-                hits[i] += 1
+            wid = hx.vocab.get(w)
+            if wid is not None:
+                for i in p.sentences_with(wid).tolist():
+                    hits[i] += 1
         for i, k in hits.items():
-            _toks, has_img, anchor = p.sentences[i]
+            has_img, anchor = p.sentences[i]
             key = (k, has_img, anchor is not None, pos)
             if best_key is None or key > best_key:
                 best_key, best = key, resolve(anchor, dt.date())
@@ -390,7 +456,7 @@ def span_days(view: TextView, phrase: str, tpl: Template, hx: HistoryIndex) -> i
 
 def latest_timeword_image(view: TextView, hx: HistoryIndex) -> date | None:
     for dt, text in reversed(view.history):
-        for _toks, has_img, anchor in hx.parse(text).sentences:
+        for has_img, anchor in hx.parse(text).sentences:
             if has_img and anchor is not None:
                 return resolve(anchor, dt.date())
     return None

@@ -1,0 +1,130 @@
+"""The diagnostics' default question sample (memory.sample=auto): sizes for the target interval,
+seeded and stratified draws, the intervals reported, and the stratified overall estimate."""
+
+from __future__ import annotations
+
+import math
+import random
+
+import pytest
+
+from memlens.eval.memory.sampling import half_width, plan_sizes, sample_by_type, stratified
+
+
+def test_plan_sizes_give_the_target_interval_with_finite_population_correction():
+    # n0 = (1.96 * 0.2 / 0.05)^2 = 61.5: a type of 1000 needs ~58, one of 61 needs 31, one of 5 all 5
+    sizes = plan_sizes({"IE": 1000, "TR": 61, "KU": 5, "AR": 0}, margin=0.05, confidence=0.95, planning_sd=0.2)
+    assert sizes == {"IE": 58, "TR": 31, "KU": 5, "AR": 0}
+    # at that size the planned half-width is within the margin, one question fewer it is not
+    for big_n in (1000, 61):
+        n = sizes["IE" if big_n == 1000 else "TR"]
+
+        def hw(k, big_n=big_n):
+            return 1.959964 * 0.2 / math.sqrt(k) * math.sqrt((big_n - k) / (big_n - 1))
+
+        assert hw(n) <= 0.05 < hw(n - 1)
+    # a tighter margin or a noisier recall needs more; no recall spread needs one question
+    assert plan_sizes({"IE": 1000}, margin=0.02, confidence=0.95, planning_sd=0.2)["IE"] > 58
+    assert plan_sizes({"IE": 1000}, margin=0.05, confidence=0.95, planning_sd=0.4)["IE"] > 58
+    assert plan_sizes({"IE": 1000}, margin=0.05, confidence=0.95, planning_sd=0.0)["IE"] == 1
+    with pytest.raises(ValueError):
+        plan_sizes({"IE": 10}, margin=0.0, confidence=0.95, planning_sd=0.2)
+
+
+def test_sample_by_type_is_seeded_and_stratified():
+    ids = {"IE": [f"ie{i:02d}" for i in range(30)], "TR": [f"tr{i:02d}" for i in range(10)]}
+    a = sample_by_type(ids, {"IE": 5, "TR": 10}, seed=42)
+    assert a == sample_by_type({k: list(reversed(v)) for k, v in ids.items()}, {"IE": 5, "TR": 10}, seed=42)
+    assert sum(x.startswith("ie") for x in a) == 5 and sum(x.startswith("tr") for x in a) == 10
+    assert a != sample_by_type(ids, {"IE": 5, "TR": 10}, seed=43)
+    # a larger sample of a type keeps the smaller one's questions (one seeded order per type)
+    assert set(a) <= set(sample_by_type(ids, {"IE": 8, "TR": 10}, seed=42))
+
+
+def test_half_width_is_zero_for_a_census_and_covers_the_mean_as_planned():
+    assert half_width([1.0, 0.0, 1.0], 3, 0.95) == 0.0
+    assert half_width([1.0], 10, 0.95) is None
+    # coverage: 95% intervals from samples of a known finite population hold its mean ~95% of the time
+    rng = random.Random(0)
+    pop = [1.0] * 40 + [0.5] * 10 + [0.0] * 10
+    mean = sum(pop) / len(pop)
+    hits = 0
+    for _ in range(400):
+        s = rng.sample(pop, 20)
+        hits += abs(sum(s) / 20 - mean) <= half_width(s, len(pop), 0.95)
+    assert 0.9 <= hits / 400 <= 0.99
+
+
+def test_stratified_estimate_weights_types_by_population():
+    # a type sampled at half its size does not get half the weight
+    m, hw = stratified({"A": [1.0, 1.0], "B": [0.0, 0.0, 0.0, 0.0]}, {"A": 8, "B": 4}, 0.95)
+    assert m == pytest.approx(8 / 12) and hw == 0.0  # no spread within the sampled types
+    m, hw = stratified({"A": [1.0, 0.0], "B": [0.0] * 4}, {"A": 2, "B": 4}, 0.95)
+    assert m == pytest.approx(1 / 6) and hw == 0.0  # both types whole: no sampling error
+    _, hw = stratified({"A": [1.0, 0.0, 1.0], "B": [0.0] * 4}, {"A": 30, "B": 4}, 0.95)
+    assert hw > 0
+
+
+def _bench():
+    from types import SimpleNamespace
+
+    types = ["information_extraction"] * 60 + ["temporal_reasoning"] * 30 + ["answer_refusal"] * 20
+    qs = {
+        f"q{i:03d}": SimpleNamespace(question_type=t, evidence=[] if t == "answer_refusal" else ["e"])
+        for i, t in enumerate(types)
+    }
+    return SimpleNamespace(questions=qs)
+
+
+def test_the_default_sample_is_sized_per_type_and_the_whole_set_is_one_override_away():
+    from types import SimpleNamespace
+
+    from memlens.eval.memory.stage import choose_questions
+
+    def keys(**over):  # the memory section's sampling keys (MemorySettings), as conf/memory/default.yaml sets them
+        return SimpleNamespace(**{"sample": "auto", "margin": 0.05, "confidence": 0.95, "planning_sd": 0.2, **over})
+
+    bench = _bench()
+    ids = sorted(bench.questions)
+    auto = keys()
+    chosen, info = choose_questions(bench, ids, auto, seed=42)
+    assert info["population"] == {"IE": 60, "TR": 30} and info["sample"] == plan_sizes(
+        {"IE": 60, "TR": 30}, margin=0.05, confidence=0.95, planning_sd=0.2
+    )
+    assert 0 < info["sample"]["TR"] < 30 and 0 < info["sample"]["IE"] < 60
+    assert all(bench.questions[q].question_type != "answer_refusal" for q in chosen)  # no recall to measure
+    assert choose_questions(bench, ids, auto, seed=42)[0] == chosen  # seeded
+    for whole in ("all", 0):
+        every, info = choose_questions(bench, ids, keys(sample=whole), seed=42)
+        assert every == ids and info["sample"] == info["population"]
+    with pytest.raises(Exception, match=r"memory\.margin"):
+        choose_questions(bench, ids, keys(margin=0.0), seed=42)
+
+
+def test_aggregates_report_the_interval_and_a_stratified_overall_figure():
+    from memlens.eval.memory.stage import aggregate
+
+    def row(t, qid, r):
+        return {
+            "retriever": "bm25",
+            "adapter": "ocr",
+            "length": "32k",
+            "question_id": qid,
+            "type": t,
+            "recall@1": r,
+            "recall@10": r,
+            "ndcg@10": r,
+            "mrr": r,
+        }
+
+    rows = [row("IE", f"i{i}", v) for i, v in enumerate([1.0, 1.0, 0.0, 1.0])] + [
+        row("TR", "t0", 0.0),
+        row("TR", "t1", 0.0),
+    ]
+    census = {c["type"]: c for c in aggregate(rows, [1, 10])}
+    assert census["IE"]["recall@10_ci"] == 0.0 and census["all"]["recall@10"] == pytest.approx(0.5)
+    sampled = {c["type"]: c for c in aggregate(rows, [1, 10], {"IE": 40, "TR": 2}, 0.95)}
+    assert sampled["IE"]["recall@10"] == 0.75 and sampled["IE"]["recall@10_ci"] > 0
+    assert sampled["TR"]["recall@10_ci"] == 0.0
+    assert sampled["all"]["recall@10"] == pytest.approx(0.75 * 40 / 42)  # weighted by population, not by sample
+    assert sampled["all"]["recall@10_ci"] > 0
