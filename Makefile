@@ -148,8 +148,8 @@ repro: install install-ml install-agents remote
 # Whatever experiments ran in the workspace before (another system, a smoke run with eval.max_items,
 # one killed half-way), the workspace first goes back on the default system: `dvc exp apply` of the
 # default system's experiment when it exists for this commit and its params.yaml or dvc.lock differ
-# from the workspace's (no stage runs), else params.yaml
-# composed afresh from conf/ (`memlens compose`). Then `dvc repro`, the default system's experiment
+# from the workspace's (no stage runs), else params.yaml composed afresh from conf/ (`memlens
+# compose`). Then `dvc repro`, the default system's experiment
 # (right after `dvc repro` it runs no stage, it only records the workspace), each baseline's experiment
 # unless it exists, and `dvc exp apply` of the default when a baseline ran, so git stays clean. The
 # files the pipeline writes (dvc.lock, params.yaml, reports/) are not inputs of the names.
