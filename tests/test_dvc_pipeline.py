@@ -204,7 +204,9 @@ def test_make_repro_is_idempotent(built, home):
 
 
 def _stored(root: Path) -> int:
-    return sum(p.read_bytes().count(b"\n") for p in (root / ".memlens_cache" / "results").glob("*/answers.jsonl"))
+    from tests.support.results import stored
+
+    return stored(root)
 
 
 def test_switching_systems_keeps_every_answer_and_a_killed_experiment_resumes(built):

@@ -57,6 +57,7 @@ EXTRA: dict[str, str] = {
     "deps": "memlens.cli:deps",
     "leaderboard": "memlens.eval.report.leaderboard:run_cli",
     "list": "memlens.clihelp:run_list",
+    "results": "memlens.eval.results:run_cli",
 }
 #: stage name -> "module:function(cfg, paths, *, chars)" run by ``--dry-run`` instead of the stage
 DRY_RUN: dict[str, str] = {"evaluate": "memlens.eval.evaluate.dryrun:run"}
@@ -72,6 +73,7 @@ EXTRA_USAGE: dict[str, str] = {
     "deps": "memlens deps [stage ...] [--write | --check]",
     "leaderboard": "memlens leaderboard [--params params.yaml] [overrides ...]",
     "list": "memlens list {models,agents,judges,types,images}",
+    "results": "memlens results [stats | compact [--idle]]",
 }
 
 log = logging.getLogger("memlens")
@@ -108,6 +110,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--root", default=None, help="project folder (default: $DVC_ROOT or the nearest folder with conf/)")
     p.add_argument("--write", action="store_true", help="deps: write the stages' code deps into dvc.yaml")
     p.add_argument("--check", action="store_true", help="deps: exit 1 when dvc.yaml's code deps are out of date")
+    p.add_argument(
+        "--idle", action="store_true", help="results compact: no evaluation runs anywhere; merge every segment"
+    )
     p.add_argument(
         "--dry-run",
         action="store_true",

@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 from memlens.core.io import iter_jsonl
+from tests.support.results import stored_records
 
 TINY = ("data.scale=tiny", "images.workers=1")
 
@@ -37,11 +37,11 @@ def call_stats(root: Path, system: str, mode: str = "standard") -> dict[str, lis
     view = root / "data" / "predictions" / system / mode
     keys = {r["request_key"] for p in view.glob("*.jsonl") for r in iter_jsonl(p)}
     out: dict[str, list[dict]] = {}
-    for p in sorted((root / ".memlens_cache" / "results").glob("*/answers.jsonl")):
-        for line in p.read_text().splitlines():
-            rec = json.loads(line)
-            if rec["key"] in keys and rec["mode"] == mode:
-                out.setdefault(rec["length"], []).append(rec)
+    for rec in stored_records(root):
+        if rec["key"] in keys and rec["mode"] == mode:
+            out.setdefault(rec["length"], []).append(rec)
+    for recs in out.values():
+        recs.sort(key=lambda r: (r.get("created", 0), r.get("origin", "")))
     return out
 
 

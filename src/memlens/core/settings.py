@@ -473,7 +473,9 @@ class EvalSettings(Section):
     layout: Literal[LAYOUTS] = "messages"  # type: ignore[valid-type]
     lengths: list[str] = []  # empty: every built length
     max_items: PositiveInt | None = None
-    wait_for_lock: bool = False  # a second evaluation of the same system waits (true) or stops at once
+    wait_for_lock: bool = False  # a second evaluation of the same system name waits (true) or stops at once
+    shard: Annotated[str, Field(pattern=r"^\s*\d+\s*/\s*\d+\s*$")] | None = None  # "I/N": answer shard I of N only
+    collect: bool = False  # write the views from the results store only; send nothing
     max_failure_rate: Fraction = 0.05  # more failed requests (after retries) than this share: exit status 1
     subset: Literal[EVAL_SUBSETS] = "auto"  # type: ignore[valid-type]
     caption_adapter: str = "ocr"  # mode caption: the input adapter whose text replaces each image

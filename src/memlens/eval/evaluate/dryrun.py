@@ -33,9 +33,9 @@ from memlens.core.io import sha256_file
 from memlens.core.tasks import task_key
 from memlens.eval.agents.subset import question_subset
 from memlens.eval.benchmark import open_benchmark
-from memlens.eval.evaluate.stage import build_model, results_root, system_identity
+from memlens.eval.evaluate.stage import build_model, results_root
 from memlens.eval.prompt import PROMPT_PROTOCOL, build_messages, instruction_for
-from memlens.eval.results import ResultsStore, request_key
+from memlens.eval.results import ResultsStore, request_key, system_identity
 from memlens.eval.systems.base import MODES
 
 __all__ = ["render_messages", "run", "shorten"]
