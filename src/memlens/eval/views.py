@@ -154,13 +154,7 @@ class SystemViews:
         if not isinstance(views, dict):  # a manifest of an earlier MemLens: one key for the folder
             if prev.get("system_key") != self.system_key:
                 return {}
-            views = {
-                p.relative_to(self.out).as_posix(): {
-                    "system_key": self.system_key,
-                    "dataset_sha256": prev.get("dataset_sha256"),
-                }
-                for p in self.out.rglob("*.jsonl")
-            }
+            views = {p.relative_to(self.out).as_posix(): _legacy_entry(p, prev) for p in self.out.rglob("*.jsonl")}
         return {
             rel: v
             for rel, v in views.items()
@@ -169,6 +163,20 @@ class SystemViews:
             and v.get("dataset_sha256", dataset) == dataset
             and (self.out / rel).is_file()
         }
+
+
+def _legacy_entry(path: Path, manifest: dict) -> dict:
+    """The ``views`` entry of a view file that a manifest of an earlier MemLens described as a whole."""
+    with open(path, "rb") as fh:
+        n = sum(1 for line in fh if line.strip())
+    return {
+        "system_key": manifest.get("system_key"),
+        "mode": path.parent.name,
+        "length": path.stem,
+        "n": n,
+        "dataset_sha256": manifest.get("dataset_sha256"),
+        "prompt_protocol": manifest.get("prompt_protocol"),
+    }
 
 
 def _manifest(folder: Path) -> dict | None:
