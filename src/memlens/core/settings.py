@@ -566,6 +566,7 @@ class ResourcesSettings(Section):
     accelerator: str | None = None
     gpus: PositiveInt | None = None
     tensor_parallel_size: PositiveInt | None = None
+    data_parallel_size: PositiveInt | None = None
     nodes: PositiveInt | None = None
     cpus: PositiveInt | None = None
     mem_gb: PositiveFloat | None = None
@@ -648,7 +649,8 @@ class VLLMServerSettings(_Client):
     host: str = "127.0.0.1"
     bind_host: str | None = None
     port: Annotated[int, Field(ge=0, le=65535)] = 0
-    tensor_parallel_size: PositiveInt | None = None
+    tensor_parallel_size: PositiveInt | None = None  # GPUs per model replica (--tensor-parallel-size)
+    data_parallel_size: PositiveInt | None = None  # replicas behind the server (--data-parallel-size)
     max_model_len: PositiveInt | None = None
     limit_mm_per_prompt: dict[str, NonNegInt] | None = None
     gpu_memory_utilization: Annotated[float, Field(gt=0, le=1)] | None = 0.9
@@ -677,15 +679,17 @@ class VLLMServerSettings(_Client):
         if not (self.hf_id or self.model_path):
             raise ValueError("vllm_server needs hf_id or model_path")
         res = self.resources
-        tp_res = res.tensor_parallel_size if res else None
-        tp = self.tensor_parallel_size or tp_res or 1
-        if tp_res is not None and self.tensor_parallel_size is not None and tp_res != self.tensor_parallel_size:
+        sizes = []
+        for key in ("tensor_parallel_size", "data_parallel_size"):
+            mine, theirs = getattr(self, key), getattr(res, key) if res else None
+            if mine is not None and theirs is not None and mine != theirs:
+                raise ValueError(f"{key} {mine} disagrees with resources.{key} {theirs}")
+            sizes.append(mine or theirs or 1)
+        tp, dp = sizes
+        if res and res.gpus is not None and res.gpus < tp * dp:
             raise ValueError(
-                f"tensor_parallel_size {self.tensor_parallel_size} disagrees with "
-                f"resources.tensor_parallel_size {tp_res}"
+                f"resources.gpus ({res.gpus}) must be >= tensor_parallel_size x data_parallel_size ({tp} x {dp})"
             )
-        if res and res.gpus is not None and res.gpus < tp:
-            raise ValueError(f"resources.gpus ({res.gpus}) must be >= tensor_parallel_size ({tp})")
         return self
 
 
