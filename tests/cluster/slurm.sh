@@ -1,0 +1,148 @@
+#!/usr/bin/env bash
+# A one-node SLURM cluster on localhost for tests (Debian's slurm-wlm and munge; run as root).
+#
+#   tests/cluster/slurm.sh install      apt-get install slurm-wlm munge, unless they are installed
+#   tests/cluster/slurm.sh start DIR    configure under DIR (keys, spool, state, logs, slurm.conf on
+#                                       free loopback ports), start munged, slurmctld and slurmd, wait
+#                                       until the node is idle; prints `export SLURM_CONF=DIR/slurm.conf`
+#   tests/cluster/slurm.sh stop DIR     cancel the cluster's jobs, kill their processes, stop the three
+#                                       daemons by the pids they wrote under DIR (SIGTERM, then SIGKILL)
+#
+# Everything lives under DIR (nothing in /etc, no systemd); `stop` leaves no process of the cluster
+# behind and never touches a process it did not start. The controller keeps finished jobs for
+# MinJobAge=3600 s, so `squeue --states=all` still knows them: there is no accounting database
+# (sacct says so), and memlens.sweep reads job states from squeue then.
+set -euo pipefail
+
+die() { echo "slurm.sh: $*" >&2; exit 1; }
+
+install() {
+  if command -v slurmctld >/dev/null && command -v slurmd >/dev/null && command -v munged >/dev/null \
+     && command -v sbatch >/dev/null; then
+    return 0
+  fi
+  [ "$(id -u)" = 0 ] || die "installing slurm-wlm and munge needs root (apt-get); run as root or install them"
+  command -v apt-get >/dev/null || die "no apt-get: install slurm-wlm and munge with this system's package manager"
+  # installing must not start the packages' own services (a container without an init, or a host
+  # whose services we must not touch): Debian's policy-rc.d says no to every start
+  local policy=/usr/sbin/policy-rc.d added=0
+  if [ ! -e "$policy" ]; then
+    printf '#!/bin/sh\nexit 101\n' > "$policy" && chmod 755 "$policy" && added=1
+  fi
+  local rc=0
+  { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq slurm-wlm munge; } || rc=$?
+  if [ "$added" = 1 ]; then rm -f "$policy"; fi
+  [ "$rc" = 0 ] || die "apt-get install slurm-wlm munge failed (status $rc)"
+}
+
+free_port() {
+  python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'
+}
+
+start() {
+  local dir=$1
+  [ "$(id -u)" = 0 ] || die "the test cluster runs its daemons as root"
+  mkdir -p "$dir"
+  dir=$(cd "$dir" && pwd)
+  local host cpus mem ctl_port d_port
+  host=$(hostname -s)
+  cpus=$(nproc)
+  mem=$(awk '/MemTotal/ {print int($2 / 1024 * 0.8)}' /proc/meminfo)
+  ctl_port=$(free_port)
+  d_port=$(free_port)
+  mkdir -p "$dir/munge/key" "$dir/munge/run" "$dir/state" "$dir/spool" "$dir/log" "$dir/run"
+  # munge: its own key (readable by the munge user only) and socket (reachable by everyone), as
+  # munged requires
+  head -c 1024 /dev/urandom > "$dir/munge/key/munge.key"
+  chown -R munge: "$dir/munge"
+  chmod 755 "$dir" "$dir/munge" "$dir/munge/run"
+  chmod 700 "$dir/munge/key"
+  chmod 400 "$dir/munge/key/munge.key"
+  runuser -u munge -- munged --socket="$dir/munge/run/munge.socket" --key-file="$dir/munge/key/munge.key" \
+    --pid-file="$dir/munge/run/munged.pid" --log-file="$dir/munge/munged.log" --seed-file="$dir/munge/key/munged.seed"
+  cat > "$dir/slurm.conf" <<EOF
+ClusterName=memlens-test
+SlurmctldHost=$host(127.0.0.1)
+SlurmctldPort=$ctl_port
+SlurmdPort=$d_port
+SlurmUser=root
+SlurmdUser=root
+AuthType=auth/munge
+CredType=cred/munge
+AuthInfo=socket=$dir/munge/run/munge.socket
+ProctrackType=proctrack/linuxproc
+TaskPlugin=task/none
+SelectType=select/cons_tres
+SelectTypeParameters=CR_Core
+MpiDefault=none
+ReturnToService=2
+StateSaveLocation=$dir/state
+SlurmdSpoolDir=$dir/spool
+SlurmctldPidFile=$dir/run/slurmctld.pid
+SlurmdPidFile=$dir/run/slurmd.pid
+SlurmctldLogFile=$dir/log/slurmctld.log
+SlurmdLogFile=$dir/log/slurmd.log
+JobAcctGatherType=jobacct_gather/none
+AccountingStorageType=accounting_storage/none
+MinJobAge=3600
+KillWait=5
+SchedulerParameters=sched_interval=1
+NodeName=$host NodeAddr=127.0.0.1 CPUs=$cpus RealMemory=$mem State=UNKNOWN
+PartitionName=debug Nodes=$host Default=YES MaxTime=INFINITE State=UP OverSubscribe=FORCE:4
+EOF
+  export SLURM_CONF="$dir/slurm.conf"
+  slurmctld
+  slurmd
+  local i state=""
+  for i in $(seq 1 120); do
+    state=$(sinfo -h -o %t 2>/dev/null || true)
+    [ "$state" = idle ] && break
+    sleep 0.5
+  done
+  [ "$state" = idle ] || { tail -n 20 "$dir"/log/*.log >&2 || true; die "the node is '$state', not idle, after 60 s"; }
+  echo "export SLURM_CONF=$dir/slurm.conf"
+}
+
+stop_pid() {  # stop_pid PIDFILE NAME: SIGTERM, wait up to 10 s, then SIGKILL
+  local file=$1 name=$2 pid i
+  [ -s "$file" ] || return 0
+  pid=$(cat "$file")
+  kill -0 "$pid" 2>/dev/null || return 0
+  # the pid must still be the daemon we started (not a reused pid)
+  grep -q "$name" "/proc/$pid/comm" 2>/dev/null || return 0
+  kill -TERM "$pid" 2>/dev/null || true
+  for i in $(seq 1 50); do kill -0 "$pid" 2>/dev/null || return 0; sleep 0.2; done
+  kill -KILL "$pid" 2>/dev/null || true
+}
+
+stop() {
+  local dir=$1
+  dir=$(cd "$dir" && pwd)
+  export SLURM_CONF="$dir/slurm.conf"
+  if [ -s "$dir/run/slurmctld.pid" ] && kill -0 "$(cat "$dir/run/slurmctld.pid")" 2>/dev/null; then
+    local jobs pids i
+    jobs=$(squeue -h -o %A 2>/dev/null | sort -u || true)
+    if [ -n "$jobs" ]; then
+      # shellcheck disable=SC2086
+      scancel --signal=KILL --full $jobs 2>/dev/null || true
+      scancel $jobs 2>/dev/null || true
+    fi
+    for i in $(seq 1 50); do
+      [ -z "$(squeue -h -o %A -t running,completing 2>/dev/null || true)" ] && break
+      sleep 0.2
+    done
+    # what slurmd still runs for jobs (slurmstepd and their children): by pid
+    pids=$(scontrol listpids 2>/dev/null | awk 'NR > 1 && $1 ~ /^[0-9]+$/ {print $1}' || true)
+    for p in $pids; do kill -KILL "$p" 2>/dev/null || true; done
+  fi
+  stop_pid "$dir/run/slurmd.pid" slurmd
+  stop_pid "$dir/run/slurmctld.pid" slurmctld
+  stop_pid "$dir/munge/run/munged.pid" munged
+}
+
+case "${1:-}" in
+  install) install ;;
+  start) [ -n "${2:-}" ] || die "usage: slurm.sh start DIR"; start "$2" ;;
+  stop) [ -n "${2:-}" ] || die "usage: slurm.sh stop DIR"; stop "$2" ;;
+  *) die "usage: slurm.sh install | start DIR | stop DIR" ;;
+esac
