@@ -50,16 +50,21 @@ start() {
   mem=$(awk '/MemTotal/ {print int($2 / 1024 * 0.8)}' /proc/meminfo)
   ctl_port=$(free_port)
   d_port=$(free_port)
-  mkdir -p "$dir/munge/key" "$dir/munge/run" "$dir/state" "$dir/spool" "$dir/log" "$dir/run"
-  # munge: its own key (readable by the munge user only) and socket (reachable by everyone), as
-  # munged requires
-  head -c 1024 /dev/urandom > "$dir/munge/key/munge.key"
-  chown -R munge: "$dir/munge"
-  chmod 755 "$dir" "$dir/munge" "$dir/munge/run"
-  chmod 700 "$dir/munge/key"
-  chmod 400 "$dir/munge/key/munge.key"
-  runuser -u munge -- munged --socket="$dir/munge/run/munge.socket" --key-file="$dir/munge/key/munge.key" \
-    --pid-file="$dir/munge/run/munged.pid" --log-file="$dir/munge/munged.log" --seed-file="$dir/munge/key/munged.seed"
+  mkdir -p "$dir/state" "$dir/spool" "$dir/log" "$dir/run"
+  # munge: its own key (readable by the munge user only) and socket (reachable by everyone), in a
+  # folder of its own that the munge user can reach (DIR may sit below a folder only root enters);
+  # `stop` removes it
+  local m
+  m=$(mktemp -d /tmp/memlens-munge.XXXXXX)
+  echo "$m" > "$dir/run/munge.dir"
+  mkdir -p "$m/key" "$m/run"
+  head -c 1024 /dev/urandom > "$m/key/munge.key"
+  chown -R munge: "$m"
+  chmod 755 "$m" "$m/run"
+  chmod 700 "$m/key"
+  chmod 400 "$m/key/munge.key"
+  runuser -u munge -- munged --socket="$m/run/munge.socket" --key-file="$m/key/munge.key" \
+    --pid-file="$m/run/munged.pid" --log-file="$m/munged.log" --seed-file="$m/key/munged.seed"
   cat > "$dir/slurm.conf" <<EOF
 ClusterName=memlens-test
 SlurmctldHost=$host(127.0.0.1)
@@ -69,7 +74,7 @@ SlurmUser=root
 SlurmdUser=root
 AuthType=auth/munge
 CredType=cred/munge
-AuthInfo=socket=$dir/munge/run/munge.socket
+AuthInfo=socket=$m/run/munge.socket
 ProctrackType=proctrack/linuxproc
 TaskPlugin=task/none
 SelectType=select/cons_tres
@@ -137,7 +142,12 @@ stop() {
   fi
   stop_pid "$dir/run/slurmd.pid" slurmd
   stop_pid "$dir/run/slurmctld.pid" slurmctld
-  stop_pid "$dir/munge/run/munged.pid" munged
+  local m
+  m=$(cat "$dir/run/munge.dir" 2>/dev/null || true)
+  if [ -n "$m" ] && [ -d "$m" ]; then
+    stop_pid "$m/run/munged.pid" munged
+    case "$m" in /tmp/memlens-munge.*) rm -rf "$m" ;; esac
+  fi
 }
 
 case "${1:-}" in

@@ -18,6 +18,7 @@ be installed the test fails and says why (it is never skipped).
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import shutil
@@ -60,9 +61,25 @@ def _env(extra: dict | None = None) -> dict[str, str]:
 
 
 def sh(args, cwd: Path, env: dict, timeout: float = 1800, check: bool = True) -> subprocess.CompletedProcess:
-    r = subprocess.run(
-        args, cwd=cwd, env=env, capture_output=True, text=True, timeout=timeout, shell=isinstance(args, str)
+    """Run a command in a process group of its own, which is killed whole if the test stops early."""
+    proc = subprocess.Popen(
+        args,
+        cwd=cwd,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        shell=isinstance(args, str),
+        start_new_session=True,
     )
+    try:
+        out, err = proc.communicate(timeout=timeout)
+    except BaseException:
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(proc.pid, signal.SIGKILL)
+        proc.wait()
+        raise
+    r = subprocess.CompletedProcess(args, proc.returncode, out, err)
     if check and r.returncode != 0:
         raise AssertionError(f"{args} failed ({r.returncode}):\n{r.stdout[-3000:]}\n{r.stderr[-4000:]}")
     return r
@@ -157,11 +174,18 @@ def project(tmp_path_factory):
             continue
         (dest / f).parent.mkdir(parents=True, exist_ok=True)
         shutil.copy2(REPO / f, dest / f)
-    data = dest / "conf" / "data" / "default.yaml"
-    text = data.read_text().replace("\nscale: small ", "\nscale: tiny ", 1)
-    data.write_text(text.replace("\nlengths: []   ", "\nlengths: [32k, 48k, 64k]   ", 1))
-    img = dest / "conf" / "images" / "synthetic.yaml"
-    img.write_text(img.read_text().replace("\nworkers: 0 ", "\nworkers: 1 ", 1))
+    for rel, old, new in (
+        ("data/default.yaml", "\nscale: small ", "\nscale: tiny "),
+        ("data/default.yaml", "\nlengths: []   ", "\nlengths: [32k, 48k, 64k]   "),
+        ("images/synthetic.yaml", "\nworkers: 0 ", "\nworkers: 1 "),
+        # the diagnose stage without OCR and dense models
+        ("memory/default.yaml", "\nadapters: [markers, ocr, oracle_caption]", "\nadapters: [markers]"),
+        ("memory/default.yaml", "\nretrievers: [bm25, dense]", "\nretrievers: [bm25]"),
+    ):
+        conf = dest / "conf" / rel
+        text = conf.read_text()
+        assert old in text, (rel, old)
+        conf.write_text(text.replace(old, new, 1))
     env = _env({"MEMLENS_CACHE": str(dest / ".memlens_cache")})
     sh("git init -q && memlens compose > /dev/null && git add -A && git commit -qm init", dest, env)
     sh("dvc repro", dest, env)
@@ -228,7 +252,7 @@ def test_sharded_sweep_on_slurm_with_a_cancelled_job(slurm, mlflow_server, proje
         n_items = quick.request_count
     assert n_items == 25 * len(LENGTHS)
     # latency: a job is still answering when it is cancelled
-    with FakeOpenAIServer(latency_s=1.5, record_requests=False) as server:
+    with FakeOpenAIServer(latency_s=3.0, record_requests=False) as server:
         system = system_overrides(server)
         url = mlflow_server.wait()
         sweep = [
