@@ -268,7 +268,18 @@ def test_sharded_sweep_on_slurm_with_a_cancelled_job(slurm, mlflow_server, proje
             stderr=subprocess.PIPE,
             text=True,
         )
-        # cancel a job while it answers: its segment has answers and no seal yet
+        # cancel a job while it answers (its segment has answers and no seal yet), one of the largest
+        # shard, so that it still has work when SLURM's KillWait (5 s) has passed; the array task id
+        # is the job's index in the sweep (lengths x shards, in that order)
+        from memlens.core.config import Paths
+        from memlens.core.items import BuiltBenchmark
+        from memlens.eval.results import shard_of
+
+        ids = [it.question_id for it in BuiltBenchmark(Paths(root)).items(LENGTHS[0])]
+        sizes = [sum(shard_of(q, SHARDS) == i for q in ids) for i in range(SHARDS)]
+        largest = sizes.index(max(sizes))
+        assert max(sizes) >= 6, sizes
+        targets = {str(li * SHARDS + largest) for li in range(len(LENGTHS))}
         t0, victim = time.monotonic(), None
         while victim is None:
             assert first.poll() is None, (
@@ -276,7 +287,7 @@ def test_sharded_sweep_on_slurm_with_a_cancelled_job(slurm, mlflow_server, proje
             )
             assert time.monotonic() - t0 < 900, "no job started answering"
             for seg in segments(root):
-                if seg["records"] >= 1 and not seg["sealed"] and seg["header"].get("slurm_array_task_id"):
+                if seg["records"] >= 1 and not seg["sealed"] and seg["header"].get("slurm_array_task_id") in targets:
                     victim = seg
                     break
             time.sleep(0.1)
