@@ -339,6 +339,10 @@ def test_sharded_sweep_on_slurm_with_a_cancelled_job(slurm, mlflow_server, proje
         assert all(
             r.data.tags.get("memlens.complete") == "true" for r in mine if r.data.tags.get("memlens.role") == "length"
         )
+        # the server keeps the artifacts (no local file path handed to the client)
+        experiment = client.get_experiment(mine[0].info.experiment_id)
+        assert experiment.artifact_location.startswith("mlflow-artifacts:"), experiment.artifact_location
+        assert any((mlflow_server.folder / "artifacts").rglob("*.jsonl")), "no artifact reached the server"
 
         # back into DVC on the head node: every answer is in the shared store, nothing is sent
         sent = server.request_count
