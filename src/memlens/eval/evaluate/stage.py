@@ -11,7 +11,7 @@ whose request changed are asked again; failed items are retried. The stage then 
 into its own segment of the shared results store; a later run without a shard (the sweep's final
 step, or the next ``dvc exp run``) finds every answer there and writes the views.
 ``eval.collect=true`` writes the views from the store only, sending nothing: an item without a
-record is an error naming its shard.
+record is an error naming it.
 """
 
 from __future__ import annotations
@@ -116,19 +116,14 @@ def request_keys(items: list[EvalItem], store: ResultsStore, length: str, mode: 
     return keys
 
 
-def missing_records(items: list[EvalItem], keys: dict[str, str], store: ResultsStore, length: str, shards=None):
-    """A :class:`DataError` naming the items of ``length`` that have no record in the store (and the
-    shards of ``shards`` = N they belong to), or None when every item has one."""
+def missing_records(items: list[EvalItem], keys: dict[str, str], store: ResultsStore, length: str):
+    """A :class:`DataError` naming the items of ``length`` that have no record in the store, or None."""
     missing = [it.question_id for it in items if store.get(keys[it.question_id]) is None]
     if not missing:
         return None
-    where = ""
-    if shards:
-        open_ = sorted({shard_of(q, shards) for q in missing})
-        where = f" (shards {', '.join(f'{i}/{shards}' for i in open_)} of {shards} are not in)"
     return DataError(
-        f"{length}: {len(missing)} of {len(items)} items have no answer or failure in the results store"
-        f"{where}, e.g. {', '.join(missing[:3])}; run (or resubmit) their evaluation first"
+        f"{length}: {len(missing)} of {len(items)} items have no answer or failure in the results store, "
+        f"e.g. {', '.join(missing[:3])}; run (or resubmit) their evaluation first"
     )
 
 
