@@ -7,15 +7,17 @@ ideal throughput of N workers is ``N x concurrency / latency`` items/s. For each
 ``text_only`` so that the 2-core client machine does not become the bottleneck instead of the
 server), each into its own segment of a fresh results store, then ``eval.collect=true`` (the views
 from the store, nothing sent). It reports items/s from the start to the last stored answer, as a
-share of the ideal, the time to the first answer (process start-up), the requests sent (= items: no
-duplicates) and whether the views are byte-identical to those of N = 1.
+share of the ideal, the same share while answering (each writer's answers over its own first-to-last
+answer span: the cost of sharding itself, without process start-up), the time to the first answer
+(start-up), the requests sent (= items: no duplicates) and whether the views (and their manifest)
+are byte-identical to those of N = 1.
 
 ``--slurm`` runs the same sweep through a one-node SLURM cluster on localhost (tests/cluster/slurm.sh:
 root, slurm-wlm and munge installed): ``python -m memlens.sweep -m hydra/launcher=slurm_cpu --shards N``,
 one array task per shard; answers are timed from the submission to the last stored answer, and the
 sweep's wall time includes the final step (views, judge, report).
 
-Usage: python benchmarks/bench_shards.py [--workers 1,2,4,8] [--latency 2] [--concurrency 1]
+Usage: python benchmarks/bench_shards.py [--workers 1,2,4,8] [--latency 3] [--concurrency 1]
                                          [--root DIR] [--slurm]
 """
 
@@ -56,6 +58,7 @@ def system(server, concurrency: int) -> list[str]:
         "model.model=fake-vl",
         f"model.concurrency={concurrency}",
         "eval.mode=text_only",
+        "eval.lengths=[32k,64k]",
         "tracking.enabled=false",
     ]
 
@@ -65,8 +68,15 @@ def reset(root: Path) -> None:
         shutil.rmtree(root / d, ignore_errors=True)
 
 
-def answer_times(root: Path) -> list[float]:
-    return sorted(r["created"] for r in stored_records(root) if r.get("ok"))
+def answer_times(root: Path) -> dict[str, list[float]]:
+    """Per worker process (``<host>-<pid>``; it writes one segment per length): when each of its
+    answers was stored."""
+    out: dict[str, list[float]] = {}
+    for r in stored_records(root):
+        if r.get("ok"):
+            segment = r["origin"].rsplit(":", 1)[0]
+            out.setdefault(segment.rsplit("-", 1)[0], []).append(r["created"])
+    return {k: sorted(v) for k, v in out.items()}
 
 
 def views(root: Path) -> dict[str, bytes]:
@@ -96,7 +106,7 @@ def slurm_run(root: Path, env: dict, server, n: int, concurrency: int) -> dict:
     reset(root)
     cmd = [
         sys.executable, "-m", "memlens.sweep", "-m", "hydra/launcher=slurm_cpu", "hydra.launcher.partition=debug",
-        *system(server, concurrency), "eval.lengths=[32k,64k]", "--shards", str(n),
+        *system(server, concurrency), "--shards", str(n),
         f"hydra.sweep.dir={root / 'data' / 'sweeps' / str(n)}",
     ]  # fmt: skip
     sent = server.request_count
@@ -106,20 +116,26 @@ def slurm_run(root: Path, env: dict, server, n: int, concurrency: int) -> dict:
     return {"t0": t0, "times": answer_times(root), "sent": server.request_count - sent, "wall": time.time() - t0}
 
 
-def row(label: str, n: int, res: dict, items: int, ideal: float, same: bool) -> str:
-    times = res["times"]
+def row(label: str, n: int, res: dict, ideal: float, latency: float, same: bool) -> str:
+    """Throughput from the start to the last stored answer (start-up included), and while answering:
+    each writer's answers over its own span (first to last answer, plus one request's latency)."""
+    per = res["times"]
+    times = sorted(t for ts in per.values() for t in ts)
+    items = len(times)
     span = times[-1] - res["t0"]
     rate = items / span
+    steady = sum(len(ts) / (ts[-1] - ts[0] + latency) for ts in per.values())
     return (
-        f"| {label} | {n} | {items} | {res['sent']} | {times[0] - res['t0']:.1f} | {span:.1f} | {rate:.2f} | "
-        f"{ideal:.2f} | {100 * rate / ideal:.0f}% | {res['wall']:.1f} | {'yes' if same else 'NO'} |"
+        f"| {label} | {n} | {len(per)} | {items} | {res['sent']} | {times[0] - res['t0']:.1f} | {span:.1f} | "
+        f"{rate:.2f} | {ideal:.2f} | {100 * rate / ideal:.0f}% | {100 * steady / ideal:.0f}% | {res['wall']:.1f} | "
+        f"{'yes' if same else 'NO'} |"
     )
 
 
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--workers", default="1,2,4,8")
-    ap.add_argument("--latency", type=float, default=2.0)
+    ap.add_argument("--latency", type=float, default=3.0)
     ap.add_argument("--concurrency", type=int, default=1)
     ap.add_argument("--root", type=Path, default=None, help="a built tiny project (default: build one)")
     ap.add_argument("--slurm", action="store_true", help="also through a local one-node SLURM cluster")
@@ -139,8 +155,9 @@ def main() -> int:
     workers = [int(x) for x in args.workers.split(",")]
     load = os.getloadavg()
     head = (
-        "| run | workers | items | requests | first answer (s) | last answer (s) | items/s | ideal | share | "
-        "wall incl. views (s) | views = 1 worker |\n|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|"
+        "| run | shards | workers | items | requests | first answer (s) | last answer (s) | items/s | ideal | "
+        "share | share while answering | wall incl. views (s) | views = 1 worker |\n"
+        "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|"
     )
     lines = [head]
     cluster = None
@@ -150,8 +167,7 @@ def main() -> int:
             res = local_run(root, env, server, n, args.concurrency)
             got = views(root)
             ref = got if ref is None else ref
-            items = len(res["times"])
-            lines.append(row("local", n, res, items, n * args.concurrency / args.latency, got == ref))
+            lines.append(row("local", n, res, n * args.concurrency / args.latency, args.latency, got == ref))
             print(lines[-1], flush=True)
         if args.slurm:
             cluster = tmp / "slurm"
@@ -161,8 +177,8 @@ def main() -> int:
                 env["SLURM_CONF"] = str(cluster / "slurm.conf")
                 for n in workers:
                     res = slurm_run(root, env, server, n, args.concurrency)
-                    items = len(res["times"])
-                    lines.append(row("SLURM", n, res, items, n * args.concurrency / args.latency, views(root) == ref))
+                    same = views(root) == ref
+                    lines.append(row("SLURM", n, res, n * args.concurrency / args.latency, args.latency, same))
                     print(lines[-1], flush=True)
             finally:
                 subprocess.run(["bash", str(SLURM), "stop", str(cluster)], capture_output=True)

@@ -9,7 +9,9 @@ from pathlib import Path
 
 import pytest
 
+from memlens.core.config import Paths
 from memlens.core.errors import ConfigError
+from memlens.core.items import BuiltBenchmark
 from memlens.eval.results import parse_shard, shard_of
 from tests.conftest import run_stage
 from tests.evaluate.eval_support import TINY, openai_overrides
@@ -46,8 +48,11 @@ def test_three_shards_then_collect_equal_one_process_run(tiny_project, tmp_path)
     with FakeOpenAIServer() as server:
         assert run_stage(one, "evaluate", *TINY, *openai_overrides(server), *args) == 0
         n = server.request_count
+        ids = [it.question_id for it in BuiltBenchmark(Paths(sharded)).items("32k")]
         for i in range(3):
+            before = server.request_count
             assert run_stage(sharded, "evaluate", *TINY, *openai_overrides(server), *args, f"eval.shard={i}/3") == 0
+            assert server.request_count - before == sum(shard_of(q, 3) == i for q in ids)  # its own items only
             assert not (sharded / "data" / "predictions" / "fake-vl").exists()  # a shard writes no view
         assert server.request_count == 2 * n  # every item asked once over the three shards
         again = server.request_count
