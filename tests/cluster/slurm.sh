@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # A one-node SLURM cluster on localhost for tests (Debian's slurm-wlm and munge; run as root).
 #
-#   tests/cluster/slurm.sh install      apt-get install slurm-wlm munge, unless they are installed
+#   tests/cluster/slurm.sh install      apt-get install slurmctld slurmd slurm-client munge (Debian's
+#                                       slurm-wlm without its plugin extras), unless installed
 #   tests/cluster/slurm.sh start DIR    configure under DIR (keys, spool, state, logs, slurm.conf on
 #                                       free loopback ports), start munged, slurmctld and slurmd, wait
 #                                       until the node is idle; prints `export SLURM_CONF=DIR/slurm.conf`
@@ -30,9 +31,14 @@ install() {
     printf '#!/bin/sh\nexit 101\n' > "$policy" && chmod 755 "$policy" && added=1
   fi
   local rc=0
-  { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq slurm-wlm munge; } || rc=$?
+  # every step has a deadline (a dpkg lock held by someone else, a mirror that does not answer):
+  # a failed install is a clear error, never a hang; only the daemons and clients are installed
+  local apt=(timeout "${SLURM_APT_TIMEOUT:-900}" apt-get -o DPkg::Lock::Timeout=120 -o Acquire::http::Timeout=60)
+  { "${apt[@]}" update -qq \
+    && DEBIAN_FRONTEND=noninteractive "${apt[@]}" install -y -qq --no-install-recommends \
+      slurmctld slurmd slurm-client munge; } || rc=$?
   if [ "$added" = 1 ]; then rm -f "$policy"; fi
-  [ "$rc" = 0 ] || die "apt-get install slurm-wlm munge failed (status $rc)"
+  [ "$rc" = 0 ] || die "apt-get install slurmctld slurmd slurm-client munge failed (status $rc; 124: timed out)"
 }
 
 free_port() {
@@ -63,7 +69,7 @@ start() {
   chmod 755 "$m" "$m/run"
   chmod 700 "$m/key"
   chmod 400 "$m/key/munge.key"
-  runuser -u munge -- munged --socket="$m/run/munge.socket" --key-file="$m/key/munge.key" \
+  timeout 60 runuser -u munge -- munged --socket="$m/run/munge.socket" --key-file="$m/key/munge.key" \
     --pid-file="$m/run/munged.pid" --log-file="$m/munged.log" --seed-file="$m/key/munged.seed"
   cat > "$dir/slurm.conf" <<EOF
 ClusterName=memlens-test
@@ -96,11 +102,12 @@ NodeName=$host NodeAddr=127.0.0.1 CPUs=$cpus RealMemory=$mem State=UNKNOWN
 PartitionName=debug Nodes=$host Default=YES MaxTime=INFINITE State=UP OverSubscribe=FORCE:4
 EOF
   export SLURM_CONF="$dir/slurm.conf"
-  slurmctld
-  slurmd
+  # the daemons fork into the background once configured; a start that does neither is a failure
+  timeout 60 slurmctld || die "slurmctld did not start (status $?): $(tail -n 20 "$dir/log/slurmctld.log" 2>&1)"
+  timeout 60 slurmd || die "slurmd did not start (status $?): $(tail -n 20 "$dir/log/slurmd.log" 2>&1)"
   local i state=""
   for i in $(seq 1 120); do
-    state=$(sinfo -h -o %t 2>/dev/null || true)
+    state=$(timeout 10 sinfo -h -o %t 2>/dev/null || true)
     [ "$state" = idle ] && break
     sleep 0.5
   done
@@ -126,18 +133,18 @@ stop() {
   export SLURM_CONF="$dir/slurm.conf"
   if [ -s "$dir/run/slurmctld.pid" ] && kill -0 "$(cat "$dir/run/slurmctld.pid")" 2>/dev/null; then
     local jobs pids i
-    jobs=$(squeue -h -o %A 2>/dev/null | sort -u || true)
+    jobs=$(timeout 20 squeue -h -o %A 2>/dev/null | sort -u || true)
     if [ -n "$jobs" ]; then
       # shellcheck disable=SC2086
-      scancel --signal=KILL --full $jobs 2>/dev/null || true
-      scancel $jobs 2>/dev/null || true
+      timeout 20 scancel --signal=KILL --full $jobs 2>/dev/null || true
+      timeout 20 scancel $jobs 2>/dev/null || true
     fi
     for i in $(seq 1 50); do
-      [ -z "$(squeue -h -o %A -t running,completing 2>/dev/null || true)" ] && break
+      [ -z "$(timeout 10 squeue -h -o %A -t running,completing 2>/dev/null || true)" ] && break
       sleep 0.2
     done
     # what slurmd still runs for jobs (slurmstepd and their children): by pid
-    pids=$(scontrol listpids 2>/dev/null | awk 'NR > 1 && $1 ~ /^[0-9]+$/ {print $1}' || true)
+    pids=$(timeout 20 scontrol listpids 2>/dev/null | awk 'NR > 1 && $1 ~ /^[0-9]+$/ {print $1}' || true)
     for p in $pids; do kill -KILL "$p" 2>/dev/null || true; done
   fi
   stop_pid "$dir/run/slurmd.pid" slurmd

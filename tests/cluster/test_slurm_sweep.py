@@ -92,20 +92,29 @@ def free_port() -> int:
 
 
 # ------------------------------------------------------------------------------------------ fixtures
+def cluster_script(action: str, *args: str, timeout: float) -> subprocess.CompletedProcess:
+    """tests/cluster/slurm.sh ACTION in a process group of its own, with a deadline: a step that
+    does not finish in time fails the test with what it printed (never a hang)."""
+    try:
+        return sh(["bash", str(SCRIPT), action, *args], Path("/"), _env(), timeout=timeout, check=False)
+    except subprocess.TimeoutExpired as e:
+        pytest.fail(f"slurm.sh {action} did not finish within {timeout:.0f} s: {e.stderr or ''}"[-3000:])
+
+
 @pytest.fixture(scope="module")
 def slurm(tmp_path_factory):
     """A one-node SLURM cluster for this module: installed (apt) if needed, started, always stopped."""
-    inst = subprocess.run(["bash", str(SCRIPT), "install"], capture_output=True, text=True, timeout=1800)
+    inst = cluster_script("install", timeout=1200)
     if inst.returncode != 0:
         pytest.fail(f"SLURM could not be installed, so the cluster test cannot run: {inst.stderr[-2000:]}")
     folder = tmp_path_factory.mktemp("slurm")
     try:
-        start = subprocess.run(["bash", str(SCRIPT), "start", str(folder)], capture_output=True, text=True, timeout=300)
+        start = cluster_script("start", str(folder), timeout=300)
         if start.returncode != 0:
             pytest.fail(f"the SLURM cluster did not start: {start.stderr[-3000:]}")
         yield {"SLURM_CONF": str(folder / "slurm.conf")}
     finally:
-        subprocess.run(["bash", str(SCRIPT), "stop", str(folder)], capture_output=True, timeout=300)
+        cluster_script("stop", str(folder), timeout=300)
 
 
 class MlflowServer:
@@ -230,8 +239,20 @@ def tree(root: Path, sub: str) -> dict[str, bytes]:
     return {p.relative_to(base).as_posix(): p.read_bytes() for p in sorted(base.rglob("*")) if p.is_file()}
 
 
+def tail(path: Path, n: int = 3000) -> str:
+    return path.read_text(errors="replace")[-n:] if path.exists() else ""
+
+
+def kill_group(proc: subprocess.Popen) -> None:
+    """Stop a process started in its own session, with everything it started, if it still runs."""
+    if proc.poll() is None:
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(proc.pid, signal.SIGKILL)
+        proc.wait()
+
+
 def squeue_active(env: dict) -> list[str]:
-    out = sh(["squeue", "--noheader", "--array", "--format=%i|%T"], Path("/"), env).stdout
+    out = sh(["squeue", "--noheader", "--array", "--format=%i|%T"], Path("/"), env, timeout=60).stdout
     return [line for line in out.splitlines() if line.strip()]
 
 
@@ -252,7 +273,7 @@ def test_sharded_sweep_on_slurm_with_a_cancelled_job(slurm, mlflow_server, proje
         n_items = quick.request_count
     assert n_items == 25 * len(LENGTHS)
     # latency: a job is still answering when it is cancelled
-    with FakeOpenAIServer(latency_s=3.0, record_requests=False) as server:
+    with FakeOpenAIServer(latency_s=3.0, record_requests=False) as server, contextlib.ExitStack() as stack:
         system = system_overrides(server)
         url = mlflow_server.wait()
         sweep = [
@@ -260,14 +281,19 @@ def test_sharded_sweep_on_slurm_with_a_cancelled_job(slurm, mlflow_server, proje
             "hydra.launcher.timeout_min=60", *system, "eval.lengths=" + ",".join(f"[{n}]" for n in LENGTHS),
             "--shards", str(SHARDS), f"tracking.uri={url}",
         ]  # fmt: skip
-        first = subprocess.Popen(
-            [*sweep, f"hydra.sweep.dir={root / 'data/sweeps/first'}"],
-            cwd=root,
-            env=env,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            text=True,
-        )
+        # its output goes to files (a pipe nobody reads while we wait would fill and block it), in a
+        # process group of its own that is killed whole if the test stops early
+        first_out, first_err = tmp_path / "first.out", tmp_path / "first.err"
+        with open(first_out, "wb") as out, open(first_err, "wb") as errf:
+            first = subprocess.Popen(
+                [*sweep, f"hydra.sweep.dir={root / 'data/sweeps/first'}"],
+                cwd=root,
+                env=env,
+                stdout=out,
+                stderr=errf,
+                start_new_session=True,
+            )
+        stack.callback(kill_group, first)
         # cancel a job while it answers (its segment has answers and no seal yet), one of the largest
         # shard, so that it still has work when SLURM's KillWait (5 s) has passed; the array task id
         # is the job's index in the sweep (lengths x shards, in that order)
@@ -282,9 +308,7 @@ def test_sharded_sweep_on_slurm_with_a_cancelled_job(slurm, mlflow_server, proje
         targets = {str(li * SHARDS + largest) for li in range(len(LENGTHS))}
         t0, victim = time.monotonic(), None
         while victim is None:
-            assert first.poll() is None, (
-                f"the sweep ended before a job could be cancelled:\n{first.stderr.read()[-3000:]}"
-            )
+            assert first.poll() is None, f"the sweep ended before a job could be cancelled:\n{tail(first_err)}"
             assert time.monotonic() - t0 < 900, "no job started answering"
             for seg in segments(root):
                 if seg["records"] >= 1 and not seg["sealed"] and seg["header"].get("slurm_array_task_id") in targets:
@@ -293,8 +317,9 @@ def test_sharded_sweep_on_slurm_with_a_cancelled_job(slurm, mlflow_server, proje
             time.sleep(0.1)
         head = victim["header"]
         task = f"{head['slurm_array_job_id']}_{head['slurm_array_task_id']}"
-        sh(["scancel", task], root, env)
-        _, err = first.communicate(timeout=900)
+        sh(["scancel", task], root, env, timeout=60)
+        first.wait(timeout=900)
+        err = first_err.read_text()
         assert first.returncode != 0, "the sweep succeeded although a job was cancelled"
         assert "resubmit the same command" in err, err[-3000:]
         assert not (root / "data/predictions/fake-vl").exists()  # no final step over a missing shard
