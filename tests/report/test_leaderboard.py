@@ -58,7 +58,7 @@ def test_only_this_benchmark_and_complete_runs_are_ranked():
     md = render_markdown(board, note="Benchmark `aaaa`.")
     ranked, partial = md.split("## Incomplete runs")
     assert "old-build" not in md and "| partial |" not in ranked
-    assert "| high | standard | deterministic | 32k | 25 | 60.0 [50.0, 70.0] | 60.0 [40.0, 80.0] |" in ranked
+    assert "| high | standard | deterministic | all | 32k | 25 | 60.0 [50.0, 70.0] | 60.0 [40.0, 80.0] |" in ranked
     assert (
         "| partial | standard | deterministic | 32k | 12.0% | 3 / 25 | eval.max_items=3; 3 of 25 items judged |"
         in partial
@@ -66,7 +66,7 @@ def test_only_this_benchmark_and_complete_runs_are_ranked():
     # a failure rate above 5% is flagged and explained
     assert FAILURE_FLAG == 0.05
     flagged = [x for x in ranked.splitlines() if "⚠" in x]
-    assert len(flagged) == 2 and "| high | standard | deterministic | 64k |" in flagged[0]
+    assert len(flagged) == 2 and "| high | standard | deterministic | all | 64k |" in flagged[0]
     assert "more than 5% of the items failed" in flagged[1]
     table = list(csv.DictReader(io.StringIO(render_csv(board["complete"]))))
     assert [(r["system"], r["length"], r["flagged"]) for r in table] == [

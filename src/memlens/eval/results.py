@@ -86,6 +86,8 @@ OPERATIONAL_KEYS = frozenset(
         "api_key_env",
         "concurrency",
         "timeout_s",
+        "deadline_s",
+        "max_response_mb",
         "max_retries",
         "backoff_base_s",
         "backoff_max_s",

@@ -521,16 +521,21 @@ def write_index(reports: Path, bundle: AnalysisBundle, *, system: str, mode: str
     this = []
     fig = reports / "plots" / "accuracy_by_length.png"
     files = [p for p in ("metrics.json", "plots/accuracy_by_length.csv") if (reports / p).is_file()]
+    # The workspace's system: these files are DVC outputs, so after a checkout (`dvc exp apply`, `make
+    # repro`) they are another system's while this page stays. The page names no system here: the
+    # files and the figure (its legend) say which one the workspace holds.
     this.append(
         Block(
-            note=f"Pipeline run of system '{system}', mode '{mode}', judge '{judge}' (DVC-tracked outputs).",
-            figures=[("plots/accuracy_by_length.png", f"{system}: accuracy vs context length")]
+            note="The system the workspace holds now (DVC-tracked outputs: metrics.json names its system, "
+            "mode and judge; they follow `dvc checkout` and `dvc exp apply`). This page was written by the "
+            f"report of system '{system}', mode '{mode}', judge '{judge}'.",
+            figures=[("plots/accuracy_by_length.png", "the workspace's system: accuracy vs context length")]
             if fig.is_file()
             else [],
             files=files,
         )
     )
-    sections.append(Section("system", f"This run: {system}", blocks=this))
+    sections.append(Section("system", "The workspace's system (see metrics.json)", blocks=this))
     lb = [p for p in ("leaderboard.md", "leaderboard.csv") if (reports / p).is_file()]
     if lb:
         figs = (

@@ -4,8 +4,12 @@ Rows come from the MLflow store (the child runs of :mod:`memlens.eval.tracking`,
 mode, judge and length), so the table covers every system tracked so far, not only the one the
 current pipeline run evaluated. Only runs of the current benchmark (dataset hash) are listed, and
 only *complete* runs are ranked (every item of the length predicted and judged, no
-``eval.max_items``); incomplete runs are listed apart with their coverage. A run whose failure rate
-(failed requests or judge calls, scored as wrong) is above :data:`FAILURE_FLAG` is flagged.
+``eval.max_items``). A run covers either every question or a subset (``eval.subset``: memory agents
+run on ``agent_subset_195``); a subset run that covers its whole subset is complete and ranked among
+the runs of that subset (the ``questions`` column says which). Incomplete runs are listed apart with
+their coverage and never replace a complete run (their MLflow runs have keys of their own); runs whose
+judge failed on most items are listed apart as failed. A run whose failure rate (failed requests or
+judge calls, scored as wrong) is above :data:`FAILURE_FLAG` is flagged.
 ``memlens leaderboard`` rebuilds the files from MLflow at any time.
 """
 
@@ -43,34 +47,59 @@ def sort_rows(rows: list[dict]) -> list[dict]:
             lt = length_tokens(r["length"])
         except Exception:
             lt = 0
-        return (r["mode"] != "standard", r["mode"], r.get("judge", ""), lt, -r["metrics"].get("acc", 0.0), r["system"])
+        scope = _subset(r)
+        return (
+            r["mode"] != "standard",
+            r["mode"],
+            r.get("judge", ""),
+            scope != "all",
+            scope,
+            lt,
+            -r["metrics"].get("acc", 0.0),
+            r["system"],
+        )
 
     return sorted(rows, key=key)
 
 
+def _subset(r: dict) -> str:
+    """The questions a run covers: ``all`` or the name of its subset."""
+    return str(r.get("tags", {}).get("memlens.subset") or r.get("subset") or "all")
+
+
+def _questions(r: dict) -> str:
+    sub = _subset(r)
+    return "all" if sub == "all" else f"{sub} ({int(r['metrics'].get('n_items', 0))})"
+
+
 def leaderboard_rows(rows: list[dict], dataset_hash: str) -> dict[str, list[dict]]:
-    """Rows of the current benchmark, split into ``complete`` (ranked) and ``incomplete``."""
+    """Rows of the current benchmark, split into ``complete`` (ranked), ``incomplete`` and ``failed``
+    (the judge failed on most items)."""
     mine = [r for r in rows if r.get("dataset_hash") == dataset_hash]
+    failed = [r for r in mine if r.get("failed")]
     return {
-        "complete": sort_rows([r for r in mine if r.get("complete")]),
-        "incomplete": sort_rows([r for r in mine if not r.get("complete")]),
+        "complete": sort_rows([r for r in mine if r.get("complete") and not r.get("failed")]),
+        "incomplete": sort_rows([r for r in mine if not r.get("complete") and not r.get("failed")]),
+        "failed": sort_rows(failed),
     }
 
 
 def render_markdown(board: dict[str, list[dict]], title: str = "MemLens leaderboard", note: str = "") -> str:
-    rows, partial = board["complete"], board["incomplete"]
+    rows, partial, failed_runs = board["complete"], board["incomplete"], board.get("failed", [])
     types = [t for t in TYPES if any(f"acc__{t}" in r["metrics"] for r in rows)]
-    head = ["system", "mode", "judge", "length", "n", "overall", *types, "refusal rate", "failed"]
+    head = ["system", "mode", "judge", "questions", "length", "n", "overall", *types, "refusal rate", "failed"]
     lines = [f"# {title}", ""]
     if note:
         lines += [note, ""]
     lines += [
         "Complete runs only (every item of the length predicted and judged). "
-        "Accuracy in % with 95% bootstrap intervals (question resamples, percentile).",
+        "Accuracy in % with 95% bootstrap intervals (question resamples, percentile). "
+        "`questions`: `all`, or the subset a run covers whole (memory agents: `agent_subset_195`); "
+        "runs are ranked among the runs of the same questions.",
         "",
     ]
     lines.append("| " + " | ".join(head) + " |")
-    lines.append("|" + "|".join(["---"] * 4 + ["---:"] * (len(head) - 4)) + "|")
+    lines.append("|" + "|".join(["---"] * 5 + ["---:"] * (len(head) - 5)) + "|")
     for r in rows:
         m = r["metrics"]
         failed = f"{int(m.get('n_failed', 0))} ({100 * m.get('failure_rate', 0.0):.1f}%)"
@@ -78,6 +107,7 @@ def render_markdown(board: dict[str, list[dict]], title: str = "MemLens leaderbo
             r["system"],
             r["mode"],
             r.get("judge", "-"),
+            _questions(r),
             r["length"],
             str(int(m.get("n", 0))),
             _fmt(m, "acc"),
@@ -125,6 +155,19 @@ def render_markdown(board: dict[str, list[dict]], title: str = "MemLens leaderbo
                 )
                 + " |"
             )
+    if failed_runs:
+        lines += [
+            "",
+            "## Failed runs",
+            "",
+            "Not ranked: the judge failed on most answered items (its verdicts say nothing of the system).",
+            "",
+            "| system | mode | judge | length | why |",
+            "|---|---|---|---|---|",
+        ]
+        for r in failed_runs:
+            why = r.get("tags", {}).get("memlens.incomplete_reason", "-") or "-"
+            lines.append(f"| {r['system']} | {r['mode']} | {r.get('judge', '-')} | {r['length']} | {why} |")
     return "\n".join(lines) + "\n"
 
 
@@ -134,13 +177,14 @@ def render_csv(rows: list[dict]) -> str:
     keys = sorted({k for r in rows for k in r["metrics"]})
     buf = io.StringIO()
     w = csv.writer(buf, lineterminator="\n")
-    w.writerow(["system", "mode", "judge", "length", "flagged", *keys])
+    w.writerow(["system", "mode", "judge", "questions", "length", "flagged", *keys])
     for r in rows:
         w.writerow(
             [
                 r["system"],
                 r["mode"],
                 r.get("judge", ""),
+                _subset(r),
                 r["length"],
                 str(flagged(r)).lower(),
                 *[r["metrics"].get(k, "") for k in keys],
