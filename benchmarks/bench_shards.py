@@ -18,7 +18,7 @@ one array task per shard; answers are timed from the submission to the last stor
 sweep's wall time includes the final step (views, judge, report).
 
 Usage: python benchmarks/bench_shards.py [--workers 1,2,4,8] [--latency 3] [--concurrency 1]
-                                         [--root DIR] [--slurm]
+                                         [--root DIR] [--slurm [--no-local]]
 """
 
 from __future__ import annotations
@@ -139,6 +139,7 @@ def main() -> int:
     ap.add_argument("--concurrency", type=int, default=1)
     ap.add_argument("--root", type=Path, default=None, help="a built tiny project (default: build one)")
     ap.add_argument("--slurm", action="store_true", help="also through a local one-node SLURM cluster")
+    ap.add_argument("--no-local", action="store_true", help="only the SLURM runs (views compared with its N=1)")
     args = ap.parse_args()
     tmp = Path(tempfile.mkdtemp(prefix="bench_shards_"))
     root = args.root or tmp / "proj"
@@ -163,7 +164,7 @@ def main() -> int:
     cluster = None
     with FakeOpenAIServer(latency_s=args.latency, record_requests=False) as server:
         ref = None
-        for n in workers:
+        for n in [] if args.no_local else workers:
             res = local_run(root, env, server, n, args.concurrency)
             got = views(root)
             ref = got if ref is None else ref
@@ -177,7 +178,9 @@ def main() -> int:
                 env["SLURM_CONF"] = str(cluster / "slurm.conf")
                 for n in workers:
                     res = slurm_run(root, env, server, n, args.concurrency)
-                    same = views(root) == ref
+                    got = views(root)
+                    ref = got if ref is None else ref
+                    same = got == ref
                     lines.append(row("SLURM", n, res, n * args.concurrency / args.latency, args.latency, same))
                     print(lines[-1], flush=True)
             finally:

@@ -60,8 +60,9 @@ def _env(extra: dict | None = None) -> dict[str, str]:
     return env
 
 
-def sh(args, cwd: Path, env: dict, timeout: float = 1800, check: bool = True) -> subprocess.CompletedProcess:
-    """Run a command in a process group of its own, which is killed whole if the test stops early."""
+def sh(args, cwd: Path, env: dict, timeout: float = 900, check: bool = True) -> subprocess.CompletedProcess:
+    """Run a command in a process group of its own, which is killed whole if the test stops early or
+    when ``timeout`` (s) has passed: every step of the test has a deadline."""
     proc = subprocess.Popen(
         args,
         cwd=cwd,
@@ -197,7 +198,7 @@ def project(tmp_path_factory):
         conf.write_text(text.replace(old, new, 1))
     env = _env({"MEMLENS_CACHE": str(dest / ".memlens_cache")})
     sh("git init -q && memlens compose > /dev/null && git add -A && git commit -qm init", dest, env)
-    sh("dvc repro", dest, env)
+    sh("dvc repro", dest, env, timeout=1800)
     sh("git add -A && git commit -qm baseline", dest, env)
     return dest
 
