@@ -223,9 +223,21 @@ def run_command(args) -> int:
         return int(resolve_target(DRY_RUN[args.command])(cfg, paths, chars=args.chars) or 0)
     if args.selftest:
         return int(resolve_target(SELFTEST[args.command])(cfg, paths) or 0)
+    if writes_no_outputs(args.command, cfg):  # nothing to guard, and no lock: shards run at once
+        resolve_target(STAGES[args.command])(cfg, paths)
+        return EXIT_OK
     with guard_outputs(args.command, paths.root, cfg):
         resolve_target(STAGES[args.command])(cfg, paths)
     return EXIT_OK
+
+
+def writes_no_outputs(command: str, cfg) -> bool:
+    """A shard of an evaluation (``eval.shard=I/N``) writes answers to the results store only, never
+    the stage's view: it takes none of the output locks of :func:`guard_outputs`, which would make the
+    shards of one system wait for each other."""
+    from omegaconf import OmegaConf
+
+    return command == "evaluate" and OmegaConf.select(cfg, "eval.shard", default=None) not in (None, "")
 
 
 def main(argv: list[str] | None = None) -> int:

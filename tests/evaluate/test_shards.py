@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from memlens.core.config import Paths
+from memlens.core.config import Paths, load_config
 from memlens.core.errors import ConfigError
 from memlens.core.items import BuiltBenchmark
 from memlens.eval.results import parse_shard, shard_of
@@ -77,3 +77,31 @@ def test_collect_with_a_shard_missing_names_the_gap_and_sends_nothing(tiny_copy,
     assert not (tiny_copy / "data" / "predictions" / "fake-vl").exists()
     assert run_stage(tiny_copy, "evaluate", *TINY, "model=chance", "eval.shard=0/2", "eval.collect=true") == 2
     assert "run it without eval.shard" in capsys.readouterr().err
+
+
+def test_a_shard_does_not_wait_for_the_output_lock_of_the_system(tiny_copy):
+    """Shards of one system run at once from one workspace: a shard writes no view, so it takes no
+    output lock (another run holding data/predictions/<name>'s lock, here this test, does not stop it)."""
+    import fcntl
+    import threading
+
+    from memlens.core.outputs import stage_outputs
+
+    with FakeOpenAIServer() as server:
+        overrides = (*TINY, *openai_overrides(server), "eval.lengths=[32k]")
+        (out,) = stage_outputs("evaluate", tiny_copy, load_config(list(overrides), root=tiny_copy))
+        out.lock.parent.mkdir(parents=True, exist_ok=True)
+        result = []
+        with open(out.lock, "a") as held:
+            fcntl.flock(held.fileno(), fcntl.LOCK_EX)
+            shard = threading.Thread(
+                target=lambda: result.append(run_stage(tiny_copy, "evaluate", *overrides, "eval.shard=0/2")),
+                daemon=True,
+            )
+            shard.start()
+            shard.join(timeout=120)
+            finished = not shard.is_alive()
+            fcntl.flock(held.fileno(), fcntl.LOCK_UN)
+        shard.join(timeout=120)
+        assert finished, "the shard waited for the output lock of the system"
+        assert result == [0] and server.request_count > 0
