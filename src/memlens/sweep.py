@@ -135,28 +135,30 @@ def _task(cfg) -> None:
     from hydra.types import RunMode
 
     from memlens.cli import STAGES, resolve_target
-    from memlens.core.config import Paths, project_root, validate_config
+    from memlens.core.compose import validate_config
+    from memlens.core.config import Paths, project_root
 
-    validate_config(cfg)
-    stages = [str(s) for s in (cfg.get("stages") or ["evaluate"])]
+    multirun = HydraConfig.initialized() and HydraConfig.get().mode == RunMode.MULTIRUN
+    if multirun and not cfg.eval.get("shard"):
+        cfg.eval.shard = "0/1"  # every item, no view (set before the typed settings, which are frozen)
+    cfg = validate_config(cfg)
+    stages = [str(s) for s in (cfg.stages or ["evaluate"])]
     bad = [s for s in stages if s not in STAGES]
     if bad:
         raise SystemExit(f"unknown stages {bad} (known: {', '.join(STAGES)})")
     paths = Paths(project_root())
-    if HydraConfig.initialized() and HydraConfig.get().mode == RunMode.MULTIRUN:
+    if multirun:
         if stages != ["evaluate"]:
             log.info("a sweep job answers only: %s run once in the final step", ", ".join(stages))
         stages = ["evaluate"]
-        if not cfg.eval.get("shard"):
-            cfg.eval.shard = "0/1"  # every item, no view
     for stage in stages:
         log.info(
             "%s: model=%s mode=%s lengths=%s shard=%s",
             stage,
             cfg.model.name,
             cfg.eval.mode,
-            list(cfg.eval.get("lengths") or []),
-            cfg.eval.get("shard"),
+            list(cfg.eval.lengths),
+            cfg.eval.shard,
         )
         resolve_target(STAGES[stage])(cfg, paths)
 
@@ -331,15 +333,9 @@ def main(argv: list[str] | None = None) -> None:
 
     import hydra
 
-    for k, v in {
-        "MLFLOW_DISABLE_TELEMETRY": "true",
-        "DO_NOT_TRACK": "true",
-        "DVC_NO_ANALYTICS": "1",
-        "HF_HUB_OFFLINE": "1",
-        "TRANSFORMERS_OFFLINE": "1",
-        "TOKENIZERS_PARALLELISM": "false",
-    }.items():
-        os.environ.setdefault(k, v)
+    from memlens.core import environment
+
+    environment.apply()
     os.environ.setdefault("MEMLENS_ROOT", str(root))  # jobs on other nodes / in other dirs find the project
     if shards:
         argv.append(shard_sweep(shards))

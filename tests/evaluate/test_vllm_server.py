@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from memlens.core.config import load_config
+from memlens.core.compose import load_settings
 from memlens.core.errors import ConfigError
 from memlens.eval.evaluate.stage import build_model
 from memlens.eval.systems.vllm_server import (
@@ -70,7 +70,7 @@ def standin_env(monkeypatch, tmp_path):
 
 def test_roster_serve_command_exact(monkeypatch):
     monkeypatch.delenv(ENV_COMMAND, raising=False)
-    cfg = load_config(["model=qwen3-vl-8b-thinking"], root=REPO)
+    cfg = load_settings(["model=qwen3-vl-8b-thinking"], root=REPO)
     model = build_model(cfg)
     assert isinstance(model, VLLMServerModel)
     assert model.command(8000) == [
@@ -96,7 +96,7 @@ def test_roster_serve_command_exact(monkeypatch):
         "qwen3",
     ]
     assert model.config.max_new_tokens == 16384 and model.config.model == "qwen3-vl-8b-thinking"
-    big = build_model(load_config(["model=qwen3-vl-235b-a22b-instruct"], root=REPO))
+    big = build_model(load_settings(["model=qwen3-vl-235b-a22b-instruct"], root=REPO))
     assert (
         "--tensor-parallel-size" in big.command(1)
         and big.command(1)[big.command(1).index("--tensor-parallel-size") + 1] == "8"
@@ -149,28 +149,29 @@ def test_parallel_sizes_become_serve_flags_and_are_checked():
     ov = ["model=vllm_server", "model.hf_id=org/m", "model.resources.gpus=8"]
     free = ["model.resources.tensor_parallel_size=null", "model.resources.data_parallel_size=null"]
     model = build_model(
-        load_config([*ov, *free, "model.tensor_parallel_size=4", "model.data_parallel_size=2"], root=REPO)
+        load_settings([*ov, *free, "model.tensor_parallel_size=4", "model.data_parallel_size=2"], root=REPO)
     )
     argv = model.command(9)
     assert argv[argv.index("--tensor-parallel-size") + 1] == "4"
     assert argv[argv.index("--data-parallel-size") + 1] == "2"
     # from resources alone, as the roster declares them
     res = [*ov, "model.resources.tensor_parallel_size=2", "model.resources.data_parallel_size=4"]
-    argv = build_model(load_config(res, root=REPO)).command(9)
+    argv = build_model(load_settings(res, root=REPO)).command(9)
     assert argv[argv.index("--tensor-parallel-size") + 1] == "2" and argv[argv.index("--data-parallel-size") + 1] == "4"
-    assert "--data-parallel-size" not in build_model(load_config(["model=qwen3-vl-8b-instruct"], root=REPO)).command(9)
+    assert "--data-parallel-size" not in build_model(load_settings(["model=qwen3-vl-8b-instruct"], root=REPO)).command(
+        9
+    )
     with pytest.raises(ConfigError, match=r"must be >= tensor_parallel_size x data_parallel_size \(4 x 4\)"):
-        load_config([*ov, *free, "model.tensor_parallel_size=4", "model.data_parallel_size=4"], root=REPO)
+        load_settings([*ov, *free, "model.tensor_parallel_size=4", "model.data_parallel_size=4"], root=REPO)
     with pytest.raises(ConfigError, match=r"data_parallel_size 2 disagrees with resources\.data_parallel_size 4"):
         VLLMServerModel("x", hf_id="a/b", data_parallel_size=2, resources={"gpus": 8, "data_parallel_size": 4})
     assert parallel_sizes({"gpus": 8, "tensor_parallel_size": 2, "data_parallel_size": 4}, None) == (2, 4)
     # neither size changes what the system answers: the same results-store key at any TP x DP
-    from omegaconf import OmegaConf
-
+    from memlens.core.config import section
     from memlens.eval.results import system_identity
 
     idents = [
-        system_identity(OmegaConf.to_container(load_config([*ov, *free, *x], root=REPO).model, resolve=True))
+        system_identity(section(load_settings([*ov, *free, *x], root=REPO), "model")["model"])
         for x in (["model.tensor_parallel_size=8"], ["model.tensor_parallel_size=4", "model.data_parallel_size=2"])
     ]
     assert idents[0] == idents[1]

@@ -61,7 +61,9 @@ from pathlib import Path
 
 from memlens.core.errors import ConfigError, DataError
 from memlens.core.io import canonical_bytes, canonical_json, sha256_bytes, write_json
+from memlens.core.registry import class_for_target
 from memlens.core.schema import Prediction
+from memlens.core.settings import operational_keys
 
 try:  # orjson parses 3-5x faster; nothing written depends on it
     from orjson import loads as _json_loads
@@ -76,61 +78,24 @@ STORE_FORMAT = 1
 LEGACY_FILE = "answers.jsonl"
 SEGMENTS = "segments"
 
-#: model config keys that change how a system is reached, never what it answers: left out of its
-#: identity so that a new endpoint, more concurrency or a longer timeout reuses stored answers
-OPERATIONAL_KEYS = frozenset(
-    {
-        "name",
-        "kind",
-        "base_url",
-        "api_key_env",
-        "concurrency",
-        "timeout_s",
-        "deadline_s",
-        "max_response_mb",
-        "max_retries",
-        "backoff_base_s",
-        "backoff_max_s",
-        "reorder_window",
-        "image_cache_mb",
-        "host",
-        "port",
-        "bind_host",
-        "command",
-        "startup_timeout_s",
-        "health_interval_s",
-        "shutdown_timeout_s",
-        "log_file",
-        "env",
-        "resources",
-        "tensor_parallel_size",
-        "data_parallel_size",
-        "gpu_memory_utilization",
-        "enable_prefix_caching",
-        "served_model_name",
-        "device",
-        "device_map",
-        "context_window",
-        "extra_args",
-        "notes",
-        "progress",
-        "embedder_base_url",
-        "embedder_api_key_env",
-        "worker_python",
-        "worker_timeout_s",
-        "worker_reuse",
-    }
-)
 
-
-def system_identity(model_cfg: dict, extra: dict | None = None) -> dict:
-    """What determines a system's answers: its model config without the operational keys, plus
-    what the system itself adds (:meth:`Model.identity_extra`: a memory agent's prompt version and
-    adapter id; nothing for the other systems), as ``+<key>``."""
-    ident = {k: v for k, v in sorted(model_cfg.items()) if k not in OPERATIONAL_KEYS}
+def system_identity(model_cfg: dict, extra: dict | None = None, *, operational: frozenset[str] | None = None) -> dict:
+    """What determines a system's answers: its model config as composed without the operational
+    keys (those its schema marks :func:`~memlens.core.settings.operational`: ``operational``, by
+    default the keys of the schema of its ``_target_``), plus what the system itself adds
+    (:meth:`Model.identity_extra`: a memory agent's prompt version and adapter id; nothing for the
+    other systems)."""
+    if operational is None:
+        operational = operational_keys(model_schema(str(model_cfg.get("_target_"))))
+    ident = {k: v for k, v in sorted(model_cfg.items()) if k not in operational}
     for k, v in sorted((extra or {}).items()):
         ident[f"+{k}"] = v
     return ident
+
+
+def model_schema(target: str):
+    """The schema (``Config``) of a model ``_target_`` class."""
+    return class_for_target(("model", "agent"), target, section="model").Config
 
 
 def system_key(identity: dict) -> str:

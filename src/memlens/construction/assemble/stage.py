@@ -38,6 +38,7 @@ from memlens.core.constants import HISTORY_SPAN_DAYS, INSTRUCTIONS, QUESTION_TEM
 from memlens.core.errors import MemLensError
 from memlens.core.io import iter_jsonl, read_records, write_jsonl
 from memlens.core.schema import ImageRecord, Instance, Question, Session, format_date, parse_date
+from memlens.core.settings import Settings, as_settings
 from memlens.core.store import derive_rng, hash_tree, write_manifest
 
 log = logging.getLogger(__name__)
@@ -466,7 +467,8 @@ def recurrence(insts: list[Instance], evidence: set[str]) -> dict:
     }
 
 
-def run(cfg, paths: Paths) -> None:
+def run(cfg: Settings, paths: Paths) -> None:
+    cfg = as_settings(cfg)
     seed = int(cfg.data.seed)
     counter = TokenCounter(cfg.data.tokens)
     tol = float(cfg.data.length_tolerance)
@@ -479,19 +481,19 @@ def run(cfg, paths: Paths) -> None:
     topics = {t.topic_id: t for t in load_topics(paths)}
     pool = Pool(sessions, images, counter, topics, questions)
     header_tokens = counter.text(SESSION_HEADER.format(i=12, date="2024/05/31 (Fri) 07:58"))
-    shape = {str(k): list(v) for k, v in (cfg.data.get("shape") or {}).items()}
+    shape = {str(k): list(v) for k, v in cfg.data.shape.items()}
     lengths = resolved_lengths(cfg)
     out = paths.instances
     out.mkdir(parents=True, exist_ok=True)
     table = {}
-    xcfg = cfg.data.get("cross_evidence") or {}
+    xcfg = cfg.data.cross_evidence
     ev_date = {e.session_id: e.date for q in questions for e in q.evidence}
     lends = (
-        cross_evidence(questions, sessions, images, int(xcfg.get("window_days", 30)), int(xcfg.get("min_lenders", 12)))
-        if xcfg.get("enabled", True)
+        cross_evidence(questions, sessions, images, int(xcfg.window_days), int(xcfg.min_lenders))
+        if xcfg.enabled
         else {}
     )
-    balance = float(xcfg.get("balance", 2.0)) if xcfg.get("enabled", True) else 0.0
+    balance = float(xcfg.balance) if xcfg.enabled else 0.0
     # every history holds its own evidence; the expected histories per candidate session at a length
     uses = {ln: Counter(dict.fromkeys(ev_date, 1)) for ln in lengths} if balance else None
     n_cand = max(1, len(pool.haystack) + len(ev_date))

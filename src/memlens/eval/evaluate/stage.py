@@ -20,14 +20,14 @@ import logging
 import time
 from pathlib import Path
 
-from hydra.utils import instantiate
-from omegaconf import OmegaConf
 from tqdm import tqdm
 
 from memlens.core.config import Paths, section
 from memlens.core.errors import ConfigError, DataError, MemLensError
 from memlens.core.items import EvalItem
+from memlens.core.registry import class_for_target
 from memlens.core.schema import Prediction
+from memlens.core.settings import Settings, as_settings, operational_keys
 from memlens.eval.agents.subset import subset_ids, subset_name
 from memlens.eval.benchmark import open_benchmark, requested_lengths
 from memlens.eval.prompt import PROMPT_PROTOCOL
@@ -55,13 +55,18 @@ def postprocess(raw: str | None, mode: str) -> str | None:
     return text
 
 
-def build_model(cfg) -> Model:
+def build_model(cfg: Settings) -> Model:
+    """The system ``model`` names: its ``_target_`` class (a component of kind ``model`` or
+    ``agent``, or a class of your own with a ``Config``) built from the section as composed."""
+    cfg = as_settings(cfg)
+    options = section(cfg, "model")["model"]
+    cls = class_for_target(("model", "agent"), str(options.get("_target_")), section="model")
     try:
-        model = instantiate(cfg.model, _convert_="all")
+        model = cls(**{k: v for k, v in options.items() if k != "_target_"})
     except Exception as exc:
-        raise ConfigError(f"cannot build model {cfg.model.get('name')!r} from conf/model: {exc}") from None
+        raise ConfigError(f"cannot build model {options.get('name')!r} from conf/model: {exc}") from None
     if not isinstance(model, Model):
-        raise ConfigError(f"model._target_ {cfg.model.get('_target_')!r} is not a memlens Model")
+        raise ConfigError(f"model._target_ {options.get('_target_')!r} is not a memlens Model")
     return model
 
 
@@ -257,14 +262,15 @@ def _answer(model: Model, store: ResultsStore, pending, keys, length: str, mode:
         bar.close()
 
 
-def run(cfg, paths: Paths) -> None:
+def run(cfg: Settings, paths: Paths) -> None:
     from memlens.eval.views import SystemViews, manifest_config
 
+    cfg = as_settings(cfg)
     mode = str(cfg.eval.mode)
     if mode not in MODES:
         raise ConfigError(f"unknown eval.mode {mode!r} (known: {', '.join(MODES)})")
-    shard = parse_shard(cfg.eval.get("shard"))
-    collect = bool(cfg.eval.get("collect", False))
+    shard = parse_shard(cfg.eval.shard)
+    collect = bool(cfg.eval.collect)
     if shard is not None and collect:
         raise ConfigError("eval.collect writes the views of every shard: run it without eval.shard")
     source = open_benchmark(cfg, paths)
@@ -281,7 +287,7 @@ def run(cfg, paths: Paths) -> None:
         extra = {**extra, "caption_adapter": captions.adapter_id}
     subset_label = subset_name(cfg, model)
     subset = subset_ids(subset_label, source)
-    identity = system_identity(OmegaConf.to_container(cfg.model, resolve=True), extra)
+    identity = system_identity(section(cfg, "model")["model"], extra, operational=operational_keys(type(cfg.model)))
     store = ResultsStore(results_root(paths), identity)
     checked = []
 
@@ -300,7 +306,7 @@ def run(cfg, paths: Paths) -> None:
                 length,
                 mode,
                 paths,
-                cfg.eval.get("max_items"),
+                cfg.eval.max_items,
                 before_first_request=check_once,
                 subset=subset,
                 prepare=prepare,
@@ -314,7 +320,7 @@ def run(cfg, paths: Paths) -> None:
         if shard is not None:  # a shard writes answers only; the views are written once all are in
             summary = each_length()
         else:
-            with SystemViews(paths, model.name, store.key, wait=bool(cfg.eval.get("wait_for_lock", False))) as views:
+            with SystemViews(paths, model.name, store.key, wait=bool(cfg.eval.wait_for_lock)) as views:
                 summary = each_length(views)
                 extra = {
                     "system": model.name,
@@ -323,7 +329,7 @@ def run(cfg, paths: Paths) -> None:
                     "system_key": store.key,
                     "prompt_protocol": PROMPT_PROTOCOL,
                     "dataset_sha256": source.dataset_hash(),
-                    "max_items": cfg.eval.get("max_items"),
+                    "max_items": cfg.eval.max_items,
                     "subset": None if subset is None else len(subset),
                     "subset_name": subset_label,
                 }
@@ -332,7 +338,7 @@ def run(cfg, paths: Paths) -> None:
     finally:
         model.close()
     report_failures(summary, model.name)
-    fail_limit(summary, float(cfg.eval.get("max_failure_rate", 0.05)), model.name)
+    fail_limit(summary, float(cfg.eval.max_failure_rate), model.name)
 
 
 class TooManyFailuresError(MemLensError):

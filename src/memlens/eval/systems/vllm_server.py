@@ -52,13 +52,16 @@ import urllib.request
 import weakref
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Annotated, Any
+
+from pydantic import Field, model_validator
 
 from memlens.core.errors import ConfigError, MemLensError
 from memlens.core.items import EvalItem
-from memlens.core.settings import VLLMServerSettings
+from memlens.core.registry import component
+from memlens.core.settings import Command, EnvValue, NonNegInt, PositiveFloat, PositiveInt, configured, operational
 from memlens.eval.systems.base import ResultCallback
-from memlens.eval.systems.openai_model import OpenAICompatibleModel
+from memlens.eval.systems.openai_model import ClientSettings, OpenAICompatibleModel
 
 log = logging.getLogger(__name__)
 
@@ -352,6 +355,62 @@ class VLLMServer:
         self.stop()
 
 
+class VLLMServerSettings(ClientSettings):
+    """``model`` with ``_target_: memlens.eval.systems.vllm_server.VLLMServerModel``: ``hf_id`` or
+    ``model_path`` is served; the client connects to ``host:port`` (no ``base_url``/``model``)."""
+
+    model_path: str | None = None
+    served_model_name: str | None = operational(None)  # default: name
+    command: Command = operational(None)  # null: $MEMLENS_VLLM_COMMAND or `vllm serve`
+    host: str = operational("127.0.0.1")
+    bind_host: str | None = operational(None)
+    port: Annotated[int, Field(ge=0, le=65535)] = operational(0)
+    tensor_parallel_size: PositiveInt | None = operational(None)  # GPUs per model replica (--tensor-parallel-size)
+    data_parallel_size: PositiveInt | None = operational(None)  # replicas behind the server (--data-parallel-size)
+    max_model_len: PositiveInt | None = None
+    limit_mm_per_prompt: dict[str, NonNegInt] | None = None
+    gpu_memory_utilization: Annotated[float, Field(gt=0, le=1)] | None = operational(0.9)
+    trust_remote_code: bool = False
+    enable_prefix_caching: bool = operational(True)
+    extra_args: list[str] = operational([])
+    env: dict[str, EnvValue] | None = operational(None)
+    startup_timeout_s: PositiveFloat = operational(1800)
+    health_interval_s: PositiveFloat = operational(2.0)
+    shutdown_timeout_s: PositiveFloat = operational(60)
+    log_file: str | None = operational(None)
+
+    @model_validator(mode="before")
+    @classmethod
+    def _no_external_server(cls, data: Any) -> Any:
+        if isinstance(data, Mapping) and ("base_url" in data or "model" in data):
+            raise ValueError(
+                "vllm_server derives base_url/model from host, port and served_model_name; use the "
+                "openai_compatible backend (memlens.eval.systems.openai_model.OpenAICompatibleModel) "
+                "for an external server"
+            )
+        return data
+
+    @model_validator(mode="after")
+    def _served(self) -> VLLMServerSettings:
+        if not (self.hf_id or self.model_path):
+            raise ValueError("vllm_server needs hf_id or model_path")
+        res = self.resources
+        sizes = []
+        for key in ("tensor_parallel_size", "data_parallel_size"):
+            mine, theirs = getattr(self, key), getattr(res, key) if res else None
+            if mine is not None and theirs is not None and mine != theirs:
+                raise ValueError(f"{key} {mine} disagrees with resources.{key} {theirs}")
+            sizes.append(mine or theirs or 1)
+        tp, dp = sizes
+        if res and res.gpus is not None and res.gpus < tp * dp:
+            raise ValueError(
+                f"resources.gpus ({res.gpus}) must be >= tensor_parallel_size x data_parallel_size ({tp} x {dp})"
+            )
+        return self
+
+
+@configured
+@component("model", "vllm_server")
 class VLLMServerModel(OpenAICompatibleModel):
     """An open-weight model served by a ``vllm serve`` process that the evaluate stage manages.
 
@@ -381,28 +440,28 @@ class VLLMServerModel(OpenAICompatibleModel):
     def __init__(
         self,
         name: str,
-        hf_id: str | None = None,
+        hf_id: str | None,
         *,
-        model_path: str | None = None,
-        served_model_name: str | None = None,
-        command: str | Sequence[str] | None = None,
-        host: str = "127.0.0.1",
-        bind_host: str | None = None,
-        port: int = 0,
-        tensor_parallel_size: int | None = None,
-        data_parallel_size: int | None = None,
-        max_model_len: int | None = None,
-        limit_mm_per_prompt: Mapping[str, int] | None = None,
-        gpu_memory_utilization: float | None = 0.9,
-        trust_remote_code: bool = False,
-        enable_prefix_caching: bool = True,
-        extra_args: Sequence[str] = (),
-        env: Mapping[str, Any] | None = None,
-        startup_timeout_s: float = 1800,
-        health_interval_s: float = 2.0,
-        shutdown_timeout_s: float = 60,
-        log_file: str | None = None,
-        resources: Mapping[str, Any] | None = None,
+        model_path: str | None,
+        served_model_name: str | None,
+        command: str | Sequence[str] | None,
+        host: str,
+        bind_host: str | None,
+        port: int,
+        tensor_parallel_size: int | None,
+        data_parallel_size: int | None,
+        max_model_len: int | None,
+        limit_mm_per_prompt: Mapping[str, int] | None,
+        gpu_memory_utilization: float | None,
+        trust_remote_code: bool,
+        enable_prefix_caching: bool,
+        extra_args: Sequence[str],
+        env: Mapping[str, Any] | None,
+        startup_timeout_s: float,
+        health_interval_s: float,
+        shutdown_timeout_s: float,
+        log_file: str | None,
+        resources: Mapping[str, Any] | None,
         base_url: str | None = None,
         model: str | None = None,
         **client: Any,
