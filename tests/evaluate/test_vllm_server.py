@@ -168,12 +168,14 @@ def test_parallel_sizes_become_serve_flags_and_are_checked():
     assert parallel_sizes({"gpus": 8, "tensor_parallel_size": 2, "data_parallel_size": 4}, None) == (2, 4)
     # neither size changes what the system answers: the same results-store key at any TP x DP
     from memlens.core.config import section
+    from memlens.core.settings import operational_keys
     from memlens.eval.results import system_identity
 
-    idents = [
-        system_identity(section(load_settings([*ov, *free, *x], root=REPO), "model")["model"])
+    cfgs = [
+        load_settings([*ov, *free, *x], root=REPO)
         for x in (["model.tensor_parallel_size=8"], ["model.tensor_parallel_size=4", "model.data_parallel_size=2"])
     ]
+    idents = [system_identity(section(c, "model")["model"], operational=operational_keys(type(c.model))) for c in cfgs]
     assert idents[0] == idents[1]
 
 

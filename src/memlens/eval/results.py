@@ -61,9 +61,7 @@ from pathlib import Path
 
 from memlens.core.errors import ConfigError, DataError
 from memlens.core.io import canonical_bytes, canonical_json, sha256_bytes, write_json
-from memlens.core.registry import class_for_target
 from memlens.core.schema import Prediction
-from memlens.core.settings import operational_keys
 
 try:  # orjson parses 3-5x faster; nothing written depends on it
     from orjson import loads as _json_loads
@@ -79,23 +77,16 @@ LEGACY_FILE = "answers.jsonl"
 SEGMENTS = "segments"
 
 
-def system_identity(model_cfg: dict, extra: dict | None = None, *, operational: frozenset[str] | None = None) -> dict:
+def system_identity(model_cfg: dict, extra: dict | None = None, *, operational: frozenset[str]) -> dict:
     """What determines a system's answers: its model config as composed without the operational
-    keys (those its schema marks :func:`~memlens.core.settings.operational`: ``operational``, by
-    default the keys of the schema of its ``_target_``), plus what the system itself adds
+    keys (``operational``: those its schema marks :func:`~memlens.core.settings.operational`, i.e.
+    ``operational_keys(type(settings.model))``), plus what the system itself adds
     (:meth:`Model.identity_extra`: a memory agent's prompt version and adapter id; nothing for the
     other systems)."""
-    if operational is None:
-        operational = operational_keys(model_schema(str(model_cfg.get("_target_"))))
     ident = {k: v for k, v in sorted(model_cfg.items()) if k not in operational}
     for k, v in sorted((extra or {}).items()):
         ident[f"+{k}"] = v
     return ident
-
-
-def model_schema(target: str):
-    """The schema (``Config``) of a model ``_target_`` class."""
-    return class_for_target(("model", "agent"), target, section="model").Config
 
 
 def system_key(identity: dict) -> str:

@@ -200,6 +200,7 @@ def check_view_matches(cfg, paths: Paths, lengths: list[str] | None = None) -> N
     identity (every key of ``model`` that decides answers) differs, or a length to report was made
     by another system key or in another mode. A folder without a manifest is not checked."""
     from memlens.core.config import section
+    from memlens.core.settings import operational_keys
 
     system, mode = str(cfg.model.name), str(cfg.eval.mode)
     folder = paths.predictions / system
@@ -207,7 +208,7 @@ def check_view_matches(cfg, paths: Paths, lengths: list[str] | None = None) -> N
     if m is None:
         return
     made = ((m.get("config") or {}).get("model")) or {}
-    want = system_identity(section(cfg, "model")["model"])
+    want = system_identity(section(cfg, "model")["model"], operational=operational_keys(type(cfg.model)))
     made = {k: v for k, v in made.items() if not str(k).startswith("+")}
     diff = sorted(k for k in set(made) | set(want) if made.get(k) != want.get(k))
     if diff:
