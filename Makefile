@@ -43,7 +43,7 @@ drop_pinned = awk 'function key(s) { split(s, a, "=="); s = tolower(a[1]); gsub(
 	!/^[A-Za-z0-9]/ || !(key($$1) in base)' $(1) $(2)
 LINT_PATHS := src tests benchmarks
 
-.PHONY: install install-ml install-agents install-mem0 lock lint remote repro exps test test-fast ui leaderboard bench params
+.PHONY: install install-ml install-agents install-mem0 lock lint remote repro exps test test-fast test-cluster ui leaderboard bench params
 
 install: $(VENV)/.installed
 
@@ -183,10 +183,15 @@ exps: install
 # install-mem0 (about 20 s from scratch here) lets tests/agents/test_mem0.py run the real mem0ai.
 test: install install-ml install-agents install-mem0
 	@if [ "$(LINT)" = 1 ]; then $(MAKE) --no-print-directory lint; fi
-	$(PY) -m pytest -n 2 --dist loadfile
+	$(PY) -m pytest -n 2 --dist loadfile -m "not cluster"
 
 test-fast: install
-	$(PY) -m pytest -n 2 -m "not slow"
+	$(PY) -m pytest -n 2 -m "not slow and not cluster"
+
+# A sharded sweep on a one-node SLURM cluster on localhost (tests/cluster: installs slurm-wlm and munge
+# with apt, so run as root; a few minutes). Not in `make test` (its 15-minute budget); CI runs it after.
+test-cluster: install
+	$(PY) -m pytest -m cluster tests/cluster -v
 
 ui: install
 	mlflow ui --backend-store-uri sqlite:///$(CURDIR)/mlflow.db --host 127.0.0.1 --port $(UI_PORT) --workers 1

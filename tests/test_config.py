@@ -58,8 +58,8 @@ def test_params_file_errors(tmp_path):
 def test_unknown_key_without_plus_names_the_known_keys():
     with pytest.raises(
         ConfigError,
-        match=r"unknown config key eval.mod \(known: mode, layout, lengths, max_items, wait_for_lock, max_failure_rate, "
-        r"subset, caption_adapter, caption_adapter_options\)",
+        match=r"unknown config key eval.mod \(known: mode, layout, lengths, max_items, wait_for_lock, shard, collect, "
+        r"max_failure_rate, subset, caption_adapter, caption_adapter_options\)",
     ):
         load_config(["eval.mod=cot"], root=REPO)
 

@@ -205,7 +205,9 @@ def test_make_repro_is_idempotent(built, home):
 
 
 def _stored(root: Path) -> int:
-    return sum(p.read_bytes().count(b"\n") for p in (root / ".memlens_cache" / "results").glob("*/answers.jsonl"))
+    from tests.support.results import stored
+
+    return stored(root)
 
 
 def test_switching_systems_keeps_every_answer_and_a_killed_experiment_resumes(built):
@@ -303,10 +305,13 @@ def test_queued_experiments_run_two_systems_at_once_into_the_shared_store_and_te
         assert json.loads(_exp_file(root, name, "reports/metrics.json"))["system"] == system
     # one shared store in the main repository: 50 answers per system, each the answer of its own system
     answers: dict[str, list[dict]] = {}
-    for f in (root / ".memlens_cache" / "results").glob("*/answers.jsonl"):
-        ident = json.loads((f.parent / "system.json").read_text())["identity"]
+    for f in (root / ".memlens_cache" / "results").glob("*/system.json"):
+        ident = json.loads(f.read_text())["identity"]
         answers[ident.get("model", ident["_target_"].rsplit(".", 1)[-1])] = [
-            json.loads(x) for x in f.read_text().splitlines()
+            json.loads(x)
+            for seg in f.parent.glob("segments/*.jsonl")
+            for x in seg.read_text().splitlines()
+            if '"key":"' in x
         ]
     for system in ("sys-a", "sys-b"):
         recs = answers[system]

@@ -51,6 +51,7 @@ EXTRA: dict[str, str] = {
     "deps": "memlens.cli:deps",
     "leaderboard": "memlens.cli:leaderboard",
     "list": "memlens.clihelp:run_list",
+    "results": "memlens.eval.results:run_cli",
 }
 #: stage name -> "module:function(cfg, paths, *, chars)" run by ``--dry-run`` instead of the stage
 DRY_RUN: dict[str, str] = {"evaluate": "memlens.eval.evaluate.dryrun:run"}
@@ -68,6 +69,7 @@ EXTRA_USAGE: dict[str, str] = {
     "deps": "memlens deps [stage ...] [--write | --check]",
     "leaderboard": "memlens leaderboard [--params params.yaml] [overrides ...]",
     "list": "memlens list {kinds,models,agents,judges,images,types,adapters,retrievers,channels,generators}",
+    "results": "memlens results [stats | compact [--idle]]",
 }
 
 log = logging.getLogger("memlens")
@@ -110,6 +112,9 @@ def build_parser() -> argparse.ArgumentParser:
     )
     p.add_argument("--write", action="store_true", help="deps: write the stages' code deps into dvc.yaml")
     p.add_argument("--check", action="store_true", help="deps: exit 1 when dvc.yaml's code deps are out of date")
+    p.add_argument(
+        "--idle", action="store_true", help="results compact: no evaluation runs anywhere; merge every segment"
+    )
     p.add_argument(
         "--dry-run",
         action="store_true",
@@ -218,14 +223,26 @@ def run_command(args) -> int:
 
 def run_stage(stage: str, cfg, paths) -> None:
     """Run one stage inside :func:`memlens.core.outputs.guard_outputs` (a stage that fails leaves its
-    previous outputs byte-identical): ``memlens <stage>`` and every job of ``memlens.sweep``."""
+    previous outputs byte-identical): ``memlens <stage>`` and every job of ``memlens.sweep``. A shard
+    of an evaluation writes no outputs to guard (:func:`writes_no_outputs`) and runs unguarded."""
     from omegaconf import OmegaConf
 
     from memlens.core.outputs import guard_outputs
     from memlens.core.settings import as_settings
 
-    with guard_outputs(stage, paths.root, OmegaConf.create(as_settings(cfg).composed())):
+    settings = as_settings(cfg)
+    if writes_no_outputs(stage, settings):  # nothing to guard, and no lock: shards run at once
         resolve_target(STAGES[stage])(cfg, paths)
+        return
+    with guard_outputs(stage, paths.root, OmegaConf.create(settings.composed())):
+        resolve_target(STAGES[stage])(cfg, paths)
+
+
+def writes_no_outputs(command: str, cfg) -> bool:
+    """A shard of an evaluation (``eval.shard=I/N``) writes answers to the results store only, never
+    the stage's view: it takes none of the output locks of :func:`guard_outputs`, which would make the
+    shards of one system wait for each other."""
+    return command == "evaluate" and getattr(getattr(cfg, "eval", None), "shard", None) not in (None, "")
 
 
 def main(argv: list[str] | None = None) -> int:

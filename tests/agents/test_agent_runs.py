@@ -11,6 +11,7 @@ from memlens.core.config import Paths
 from memlens.core.items import BuiltBenchmark
 from tests.agents.agent_support import TINY, agent_responder, predictions, run_evaluate
 from tests.support.fake_openai import FakeOpenAIServer, message_text
+from tests.support.results import stored_records
 
 
 def _bench(root):
@@ -68,11 +69,7 @@ def test_a_rerun_costs_zero_calls_even_without_the_results_store(tiny_copy):
         assert run_evaluate(root, server, "memagent-7b", *args) == 0
         assert server.request_count == first
     assert (root / "data/predictions/memagent-7b/standard/32k.jsonl").read_bytes() == view
-    rec = [
-        json.loads(x)
-        for p in (root / ".memlens_cache/results").glob("*/answers.jsonl")
-        for x in p.read_text().splitlines()
-    ]
+    rec = stored_records(root)
     assert rec and all(r["meta"]["timing"]["cache_hits"] == r["meta"]["usage"]["model_calls"] for r in rec)
 
 

@@ -10,6 +10,7 @@ from memlens.core.items import BuiltBenchmark
 from memlens.eval.agents.exchange_cli import main as exchange
 from tests.agents.agent_support import TINY
 from tests.conftest import run_stage
+from tests.support.results import stored_records
 
 
 def _export(root, fmt, out):
@@ -69,7 +70,7 @@ def test_imported_answers_are_judged_and_bad_files_are_refused(tiny_copy, capsys
     assert run_stage(root, "evaluate", *model) == 2
     err = capsys.readouterr().err
     assert "no answer for 1 of" in err and ids[-1] in err and "nothing was recorded" in err
-    assert all(not p.read_bytes() for p in (root / ".memlens_cache").glob("results/*/answers.jsonl"))
+    assert stored_records(root) == []
 
     with answers.open("a") as fh:
         fh.write(json.dumps({"question_id": ids[-1], "hypothesis": "Insufficient information"}) + "\n")

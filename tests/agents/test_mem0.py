@@ -28,6 +28,7 @@ from memlens.eval.agents.mem0 import PROMPTS, Mem0Agent
 from memlens.eval.agents.view import render_turn
 from tests.agents.agent_support import mem0_responder, predictions, run_evaluate
 from tests.support.fake_openai import FakeOpenAIServer, default_responder, message_text
+from tests.support.results import stored_records
 
 REPO = Path(__file__).resolve().parents[2]
 MEM0_PY = REPO / ".venv-mem0" / "bin" / "python"
@@ -181,11 +182,7 @@ def test_a_rerun_costs_zero_calls_and_the_extraction_prompt_is_dated_by_the_sess
         assert observed == current and observed in iso.values(), (observed, current)
         stamps = set(re.findall(r"\[(\d{4}/\d\d/\d\d \(\w{3}\) \d\d:\d\d)\]", text.rsplit("## New Messages", 1)[1]))
         assert stamps and {iso[d] for d in stamps} == {observed}
-    rec = [
-        json.loads(x)
-        for p in (root / ".memlens_cache/results").glob("*/answers.jsonl")
-        for x in p.read_text().splitlines()
-    ]
+    rec = stored_records(root)
     assert len(rec) == 2
     for r in rec:
         assert r["meta"]["timing"]["cache_hits"] == r["meta"]["usage"]["model_calls"] > 1

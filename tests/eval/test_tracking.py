@@ -318,3 +318,20 @@ def test_compare_url():
     query = unquote(url.split("?", 1)[1])
     runs, exps = (part.split("=", 1)[1] for part in query.split("&"))
     assert json.loads(runs) == ["r1", "r2"] and json.loads(exps) == ["7"]
+
+
+def test_a_tracking_server_that_does_not_answer_is_one_clear_error(tmp_path):
+    """With tracking.uri=http://... MLflow's client would retry for minutes; MemLens says at once
+    what to start (and a file store is never mistaken for a server)."""
+    import socket
+
+    from memlens.core.errors import MemLensError
+
+    with socket.socket() as s:  # a port nothing listens on
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    t0 = time.monotonic()
+    with pytest.raises(MemLensError, match=r"tracking server does not answer GET /health(.|\n)*mlflow server"):
+        Tracker(tmp_path, OmegaConf.create({"uri": f"http://127.0.0.1:{port}"}), DS)
+    assert time.monotonic() - t0 < 15
+    assert T.is_server("https://mlflow.example.org") and not T.is_server(f"sqlite:///{tmp_path}/m.db")

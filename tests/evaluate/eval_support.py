@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 from memlens.core.io import iter_jsonl
+from tests.support.results import stored_records
 
 TINY = ("data.scale=tiny", "images.workers=1")
 
@@ -37,11 +37,11 @@ def call_stats(root: Path, system: str, mode: str = "standard") -> dict[str, lis
     view = root / "data" / "predictions" / system / mode
     keys = {r["request_key"] for p in view.glob("*.jsonl") for r in iter_jsonl(p)}
     out: dict[str, list[dict]] = {}
-    for p in sorted((root / ".memlens_cache" / "results").glob("*/answers.jsonl")):
-        for line in p.read_text().splitlines():
-            rec = json.loads(line)
-            if rec["key"] in keys and rec["mode"] == mode:
-                out.setdefault(rec["length"], []).append(rec)
+    for rec in stored_records(root):
+        if rec["key"] in keys and rec["mode"] == mode:
+            out.setdefault(rec["length"], []).append(rec)
+    for recs in out.values():
+        recs.sort(key=lambda r: (r.get("created", 0), r.get("origin", "")))
     return out
 
 
@@ -49,14 +49,12 @@ def store_records(root: Path, mode: str = "standard") -> dict[str, dict[str, dic
     """``{length: {question_id: record}}`` of every results-store record (an answer wins over a failure,
     else the last record): what was asked, whether or not a view was written."""
     out: dict[str, dict[str, dict]] = {}
-    for p in sorted((root / ".memlens_cache" / "results").glob("*/answers.jsonl")):
-        for line in p.read_text().splitlines():
-            rec = json.loads(line)
-            if rec["mode"] != mode:
-                continue
-            prev = out.setdefault(rec["length"], {}).get(rec["question_id"])
-            if prev is None or rec["ok"] or not prev["ok"]:
-                out[rec["length"]][rec["question_id"]] = rec
+    for rec in stored_records(root):  # every segment, file by file, each in write order
+        if rec["mode"] != mode:
+            continue
+        prev = out.setdefault(rec["length"], {}).get(rec["question_id"])
+        if prev is None or rec["ok"] or not prev["ok"]:
+            out[rec["length"]][rec["question_id"]] = rec
     return out
 
 

@@ -5,6 +5,11 @@
 Behaviour is chosen by the environment: FAKE_VLLM_MODE = ok (default) | crash (exit 3 at once) |
 never_healthy (never listens) | ignore_sigterm (serves, but ignores SIGTERM); FAKE_VLLM_DELAY_S
 delays the start; FAKE_VLLM_ARGV_FILE receives {"argv": [...], "pid": ...} as JSON.
+
+Parallelism is checked the way vLLM checks it at start-up: ``--tensor-parallel-size`` and
+``--data-parallel-size`` must be positive integers and their product (the GPUs the server takes)
+at most ``FAKE_VLLM_GPUS`` (default 8, the GPUs of one A100 node); otherwise the stand-in exits
+with status 1 before listening, naming what it was asked for and what the node has.
 """
 
 from __future__ import annotations
@@ -26,6 +31,8 @@ def main() -> int:
     p.add_argument("--port", type=int, required=True)
     p.add_argument("--host", default="127.0.0.1")
     p.add_argument("--served-model-name", default=None)
+    p.add_argument("--tensor-parallel-size", type=int, default=1)
+    p.add_argument("--data-parallel-size", type=int, default=1)
     args, _rest = p.parse_known_args(argv)
     out = os.environ.get("FAKE_VLLM_ARGV_FILE")
     if out:
@@ -36,6 +43,12 @@ def main() -> int:
     if mode == "crash":
         print("fake vllm: CUDA out of memory (simulated)", flush=True)
         return 3
+    tp, dp, gpus = args.tensor_parallel_size, args.data_parallel_size, int(os.environ.get("FAKE_VLLM_GPUS", "8"))
+    if tp < 1 or dp < 1 or tp * dp > gpus:
+        print(f"fake vllm: tensor_parallel_size={tp} x data_parallel_size={dp} needs {tp * dp} GPUs, "
+              f"the node has {gpus}", flush=True)  # fmt: skip
+        return 1
+    print(f"fake vllm: {dp} replica(s) of {tp} GPU(s) each", flush=True)
     time.sleep(float(os.environ.get("FAKE_VLLM_DELAY_S", "0")))
     if mode == "never_healthy":
         while True:

@@ -21,6 +21,7 @@ import pytest
 
 from tests.evaluate.eval_support import TINY, openai_overrides
 from tests.support.fake_openai import FakeOpenAIServer
+from tests.support.results import stored
 
 
 def _cmd(root: Path, server) -> list[str]:
@@ -45,7 +46,7 @@ def _env() -> dict[str, str]:
 
 def _stored(root: Path) -> int:
     """Answers in the project's results store so far."""
-    return sum(p.read_bytes().count(b"\n") for p in (root / ".memlens_cache" / "results").glob("*/answers.jsonl"))
+    return stored(root)
 
 
 def _run_and_kill(root: Path, server, after_lines: int, timeout: float = 120) -> None:

@@ -24,6 +24,7 @@ from memlens.eval.systems.vllm_server import (
     VLLMServerModel,
     build_serve_command,
     check_resources,
+    parallel_sizes,
 )
 from tests.conftest import REPO, run_stage
 from tests.evaluate.eval_support import TINY, predictions
@@ -142,6 +143,63 @@ def test_resources_validation():
         VLLMServerModel("x")
     with pytest.raises(ConfigError, match="base_url"):
         VLLMServerModel("x", hf_id="a/b", base_url="http://127.0.0.1:1/v1")
+
+
+def test_parallel_sizes_become_serve_flags_and_are_checked():
+    ov = ["model=vllm_server", "model.hf_id=org/m", "model.resources.gpus=8"]
+    free = ["model.resources.tensor_parallel_size=null", "model.resources.data_parallel_size=null"]
+    model = build_model(
+        load_settings([*ov, *free, "model.tensor_parallel_size=4", "model.data_parallel_size=2"], root=REPO)
+    )
+    argv = model.command(9)
+    assert argv[argv.index("--tensor-parallel-size") + 1] == "4"
+    assert argv[argv.index("--data-parallel-size") + 1] == "2"
+    # from resources alone, as the roster declares them
+    res = [*ov, "model.resources.tensor_parallel_size=2", "model.resources.data_parallel_size=4"]
+    argv = build_model(load_settings(res, root=REPO)).command(9)
+    assert argv[argv.index("--tensor-parallel-size") + 1] == "2" and argv[argv.index("--data-parallel-size") + 1] == "4"
+    assert "--data-parallel-size" not in build_model(load_settings(["model=qwen3-vl-8b-instruct"], root=REPO)).command(
+        9
+    )
+    with pytest.raises(ConfigError, match=r"must be >= tensor_parallel_size x data_parallel_size \(4 x 4\)"):
+        load_settings([*ov, *free, "model.tensor_parallel_size=4", "model.data_parallel_size=4"], root=REPO)
+    with pytest.raises(ConfigError, match=r"data_parallel_size 2 disagrees with resources\.data_parallel_size 4"):
+        VLLMServerModel("x", hf_id="a/b", data_parallel_size=2, resources={"gpus": 8, "data_parallel_size": 4})
+    assert parallel_sizes({"gpus": 8, "tensor_parallel_size": 2, "data_parallel_size": 4}, None) == (2, 4)
+    # neither size changes what the system answers: the same results-store key at any TP x DP
+    from memlens.core.config import section
+    from memlens.core.settings import operational_keys
+    from memlens.eval.results import system_identity
+
+    cfgs = [
+        load_settings([*ov, *free, *x], root=REPO)
+        for x in (["model.tensor_parallel_size=8"], ["model.tensor_parallel_size=4", "model.data_parallel_size=2"])
+    ]
+    idents = [system_identity(section(c, "model")["model"], operational=operational_keys(type(c.model))) for c in cfgs]
+    assert idents[0] == idents[1]
+
+
+def test_the_standin_server_receives_the_parallel_flags(monkeypatch, standin_env):
+    """What the stage starts is what vLLM would check: TP x DP fits the node's GPUs or it exits."""
+    monkeypatch.setenv("FAKE_VLLM_GPUS", "4")
+    fits = VLLMServerModel(
+        "fake-vl", hf_id="fake/x", command=STANDIN, health_interval_s=0.05, tensor_parallel_size=2, data_parallel_size=2
+    )
+    try:
+        fits.start()
+        argv = json.loads(standin_env.read_text())["argv"]
+        assert (
+            argv[argv.index("--tensor-parallel-size") + 1] == "2"
+            and argv[argv.index("--data-parallel-size") + 1] == "2"
+        )
+        assert "2 replica(s) of 2 GPU(s) each" in fits.server.log_path.read_text()
+    finally:
+        fits.close()
+    too_big = VLLMServerModel(
+        "fake-vl", hf_id="fake/x", command=STANDIN, health_interval_s=0.05, tensor_parallel_size=2, data_parallel_size=4
+    )
+    with pytest.raises(ServerError, match=r"exited with status 1(.|\n)*needs 8 GPUs, the node has 4"):
+        too_big.start()
 
 
 def test_stage_starts_uses_and_stops_the_server(tiny_copy, standin_env):

@@ -23,7 +23,13 @@ in the UI until ``mlflow gc``) and a new one is made under the same key. Duplica
 reports at once) are resolved the same way: the oldest run is kept.
 
 Params: the configuration, flattened (``model.max_new_tokens``), without any key that could hold a
-secret (:func:`is_secret_key`). The dataset is logged with ``mlflow.log_input`` (an
+secret (:func:`is_secret_key`).
+
+Where: ``tracking.uri`` (default ``sqlite:///<project>/mlflow.db``, artifacts under ``mlartifacts/``)
+or, with more than one machine, a tracking server (``tracking.uri=http://<head node>:5000``, e.g.
+``mlflow server --backend-store-uri sqlite:///... --host 0.0.0.0``): then the server stores the
+artifacts too (experiments are created without a local artifact location), and a server that does
+not answer ``/health`` is one clear error before anything is logged. The dataset is logged with ``mlflow.log_input`` (an
 ``mlflow.data`` pandas dataset of per-length/type item counts whose digest is the dataset hash).
 """
 
@@ -95,6 +101,33 @@ def artifact_root(root: Path) -> str:
     from memlens.core.config import shared_root
 
     return (shared_root(Path(root)) / "mlartifacts").resolve().as_uri()
+
+
+def is_server(uri: str) -> bool:
+    """A tracking server (``http(s)://``), not a store this process opens itself."""
+    return uri.split("://", 1)[0].lower() in ("http", "https")
+
+
+def check_server(uri: str, timeout_s: float = 10.0) -> None:
+    """Fail at once, with what to do, when the tracking server does not answer (MLflow's own client
+    would retry for minutes)."""
+    import urllib.error
+    import urllib.request
+
+    from memlens.core.errors import MemLensError
+
+    url = uri.rstrip("/") + "/health"
+    try:
+        with urllib.request.urlopen(url, timeout=timeout_s) as r:
+            if r.status == 200:
+                return
+            problem = f"status {r.status}"
+    except (urllib.error.URLError, OSError, ValueError) as exc:
+        problem = str(getattr(exc, "reason", exc))
+    raise MemLensError(
+        f"tracking.uri={uri}: the MLflow tracking server does not answer GET /health ({problem}); start it "
+        "(`mlflow server --backend-store-uri sqlite:///<path>/mlflow.db --host <head node>`) or set tracking.uri"
+    )
 
 
 def git_commit(root: Path) -> str:
@@ -228,6 +261,8 @@ class Tracker:
         self.mlflow = mlflow
         self.root = root
         self.uri = tracking_uri(root, tcfg)
+        if is_server(self.uri):
+            check_server(self.uri)
         mlflow.set_tracking_uri(self.uri)
         name = (tcfg.experiment if tcfg is not None else None) or f"memlens-{dataset_hash[:10]}"
         self.experiment_name = str(name)
@@ -235,11 +270,17 @@ class Tracker:
         exp = client.get_experiment_by_name(self.experiment_name)
         if exp is None:
             tags = {} if tcfg is not None and tcfg.experiment else {DATASET: dataset_hash}
-            self.experiment_id = client.create_experiment(
-                self.experiment_name,
-                artifact_location=artifact_root(root) + f"/{self.experiment_name}",
-                tags={**tags, EXPERIMENT_KIND: TRAINING_KIND},
-            )
+            # a server keeps the artifacts itself; a local store beside the project
+            where = None if is_server(self.uri) else artifact_root(root) + f"/{self.experiment_name}"
+            try:
+                self.experiment_id = client.create_experiment(
+                    self.experiment_name, artifact_location=where, tags={**tags, EXPERIMENT_KIND: TRAINING_KIND}
+                )
+            except mlflow.exceptions.MlflowException:  # another report (another node) created it meanwhile
+                exp = client.get_experiment_by_name(self.experiment_name)
+                if exp is None:
+                    raise
+                self.experiment_id = exp.experiment_id
         else:
             self.experiment_id = exp.experiment_id
             if EXPERIMENT_KIND not in exp.tags:  # made by an older version: the UI would open on GenAI

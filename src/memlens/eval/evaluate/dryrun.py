@@ -29,13 +29,13 @@ from memlens.core.config import Paths, resolved_lengths, section
 from memlens.core.errors import ConfigError, DataError
 from memlens.core.io import sha256_file
 from memlens.core.registry import class_for_target
-from memlens.core.settings import Settings, as_settings
+from memlens.core.settings import Settings, as_settings, operational_keys
 from memlens.core.tasks import task_key
 from memlens.eval.agents.subset import question_subset
 from memlens.eval.benchmark import open_benchmark
-from memlens.eval.evaluate.stage import build_model, results_root, system_identity
+from memlens.eval.evaluate.stage import build_model, results_root
 from memlens.eval.prompt import PROMPT_PROTOCOL, build_messages, instruction_for
-from memlens.eval.results import ResultsStore, request_key
+from memlens.eval.results import ResultsStore, request_key, system_identity
 from memlens.eval.systems.base import MODES
 
 __all__ = ["render_messages", "run", "shorten"]
@@ -132,7 +132,9 @@ def run(cfg: Settings, paths: Paths, *, chars: int = 240, out: TextIO | None = N
         messages = build_messages(item, mode, layout=layout, label_images=label_images, system_prefix=system_prefix)
     except ValueError as exc:
         raise ConfigError(f"cannot render the prompt of {item.question_id}: {exc}") from None
-    identity = system_identity(model_cfg, _caption_extra(cfg, paths, source, mode))
+    identity = system_identity(
+        model_cfg, _caption_extra(cfg, paths, source, mode), operational=operational_keys(type(cfg.model))
+    )
     store = ResultsStore(results_root(paths), identity)
     key = request_key(store.key, PROMPT_PROTOCOL, mode, item.fingerprint())
     q = item.question
@@ -194,7 +196,7 @@ def _agent_dry_run(paths: Paths, source, agent, model_cfg: dict, item, length: s
     """The dry run of a memory agent: its identity, what it is, what it would be given."""
     if mode != "standard":
         raise ConfigError(f"{agent.name}: memory agents answer in eval.mode=standard only, not {mode!r}")
-    identity = system_identity(model_cfg, agent.identity_extra())
+    identity = system_identity(model_cfg, agent.identity_extra(), operational=operational_keys(type(agent).Config))
     store = ResultsStore(results_root(paths), identity)
     key = request_key(store.key, PROMPT_PROTOCOL, mode, item.fingerprint())
     q = item.question

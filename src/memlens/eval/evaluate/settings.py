@@ -7,6 +7,8 @@ from __future__ import annotations
 
 from typing import Annotated, Any, Literal
 
+from pydantic import Field
+
 from memlens.core.registry import named
 from memlens.core.settings import Fraction, PositiveInt, Section
 from memlens.eval.agents.subset import SUBSETS
@@ -23,7 +25,9 @@ class EvalSettings(Section):
     layout: Literal[LAYOUTS]  # type: ignore[valid-type]
     lengths: list[str]  # empty: every built length
     max_items: PositiveInt | None
-    wait_for_lock: bool  # a second evaluation of the same system waits (true) or stops at once
+    wait_for_lock: bool  # a second evaluation of the same system name waits (true) or stops at once
+    shard: Annotated[str, Field(pattern=r"^\s*\d+\s*/\s*\d+\s*$")] | None  # "I/N": answer shard I of N only
+    collect: bool  # write the views from the results store only; send nothing
     max_failure_rate: Fraction  # more failed requests (after retries) than this share: exit status 1
     subset: Literal[SUBSETS]  # type: ignore[valid-type]
     caption_adapter: Annotated[str, named("adapter")]  # mode caption: the input adapter whose text replaces each image

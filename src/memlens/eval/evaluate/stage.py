@@ -2,9 +2,16 @@
 
 Answers go to the results store (:mod:`memlens.eval.results`, outside DVC) as they finish, so an
 interrupted run, another experiment or another branch resumes without asking anything twice; items
-whose request changed are asked again; failed items are retried. The stage then writes the view
-``data/predictions/<system>/<mode>/<length>.jsonl`` for the current benchmark. A progress bar
-shows done/total, throughput and failures.
+whose request changed are asked again; failed items are retried. The stage then writes the views
+``data/predictions/<system>/<mode>/<length>.jsonl`` for the current benchmark, with their manifest
+(:mod:`memlens.eval.views`). A progress bar shows done/total, throughput and failures.
+
+``eval.shard=I/N`` answers only the items of shard I of N (a stable hash of the question id,
+:func:`memlens.eval.results.shard_of`) and writes no view: shards run at once on many machines, each
+into its own segment of the shared results store; a later run without a shard (the sweep's final
+step, or the next ``dvc exp run``) finds every answer there and writes the views.
+``eval.collect=true`` writes the views from the store only, sending nothing: an item without a
+record is an error naming it.
 """
 
 from __future__ import annotations
@@ -21,11 +28,10 @@ from memlens.core.items import EvalItem
 from memlens.core.registry import class_for_target
 from memlens.core.schema import Prediction
 from memlens.core.settings import Settings, as_settings, operational_keys
-from memlens.core.store import hash_tree, write_manifest
 from memlens.eval.agents.subset import subset_ids, subset_name
 from memlens.eval.benchmark import open_benchmark, requested_lengths
 from memlens.eval.prompt import PROMPT_PROTOCOL
-from memlens.eval.results import ResultsStore, request_key, write_view
+from memlens.eval.results import ResultsStore, parse_shard, request_key, shard_of, system_identity, write_view
 from memlens.eval.systems.base import MODES, Model, ModelOutput
 
 log = logging.getLogger(__name__)
@@ -64,25 +70,6 @@ def build_model(cfg: Settings) -> Model:
     return model
 
 
-def system_identity(model_cfg: dict, extra: dict | None = None, *, operational: frozenset[str] | None = None) -> dict:
-    """What determines a system's answers: its model config as composed without the operational
-    keys (those its schema marks :func:`~memlens.core.settings.operational`: ``operational``, by
-    default the keys of the schema of its ``_target_``), plus what the system itself adds
-    (:meth:`Model.identity_extra`: a memory agent's prompt version and adapter id; nothing for the
-    other systems)."""
-    if operational is None:
-        operational = operational_keys(model_schema(str(model_cfg.get("_target_"))))
-    ident = {k: v for k, v in sorted(model_cfg.items()) if k not in operational}
-    for k, v in sorted((extra or {}).items()):
-        ident[f"+{k}"] = v
-    return ident
-
-
-def model_schema(target: str):
-    """The schema (``Config``) of a model ``_target_`` class."""
-    return class_for_target(("model", "agent"), target, section="model").Config
-
-
 def results_root(paths: Paths) -> Path:
     """The results store: ``<cache>/results`` (see :attr:`Paths.cache`)."""
     return paths.cache / "results"
@@ -109,22 +96,9 @@ def _prediction(model_name: str, mode: str, length: str, item: EvalItem, rec: di
     )
 
 
-def evaluate_length(
-    model: Model,
-    store: ResultsStore,
-    source,
-    length: str,
-    mode: str,
-    paths: Paths,
-    max_items=None,
-    *,
-    wait_for_lock: bool = False,
-    before_first_request=None,
-    subset: set[str] | None = None,
-    prepare=None,
-) -> dict:
-    """Answer every item of one length that the store has no answer for, then write the view.
-    ``before_first_request()`` runs once before anything is sent (the endpoint health check)."""
+def select_items(source, length: str, max_items=None, subset: set[str] | None = None) -> list[EvalItem]:
+    """The items of one length this evaluation covers: ``subset`` (an agent's questions) and the first
+    ``max_items``, before any sharding, so that every shard of a sweep agrees on them."""
     items: list[EvalItem] = []
     for item in source.items(length):
         if subset is not None and item.question_id not in subset:
@@ -134,69 +108,87 @@ def evaluate_length(
         items.append(item)
     if not items:
         raise DataError(f"the benchmark has no items at {length}: nothing to evaluate (an empty dataset file?)")
+    return items
+
+
+def request_keys(items: list[EvalItem], store: ResultsStore, length: str, mode: str) -> dict[str, str]:
+    """Question id -> results-store request key."""
     keys = {}
     for item in items:
         if item.question_id in keys:
             raise DataError(f"{length}: question id {item.question_id} appears twice in the benchmark")
         keys[item.question_id] = request_key(store.key, PROMPT_PROTOCOL, mode, item.fingerprint())
-    stats = {"items": len(items), "reused": 0, "new": 0, "failed": 0, "failed_retried": 0, "failures": []}
+    return keys
+
+
+def missing_records(items: list[EvalItem], keys: dict[str, str], store: ResultsStore, length: str):
+    """A :class:`DataError` naming the items of ``length`` that have no record in the store, or None."""
+    missing = [it.question_id for it in items if store.get(keys[it.question_id]) is None]
+    if not missing:
+        return None
+    return DataError(
+        f"{length}: {len(missing)} of {len(items)} items have no answer or failure in the results store, "
+        f"e.g. {', '.join(missing[:3])}; run (or resubmit) their evaluation first"
+    )
+
+
+def evaluate_length(
+    model: Model,
+    store: ResultsStore,
+    source,
+    length: str,
+    mode: str,
+    paths: Paths,
+    max_items=None,
+    *,
+    before_first_request=None,
+    subset: set[str] | None = None,
+    prepare=None,
+    shard: tuple[int, int] | None = None,
+    collect: bool = False,
+    views=None,
+) -> dict:
+    """Answer every item of one length that the store has no answer for, then write its view:
+    staged in ``views`` (:class:`memlens.eval.views.SystemViews`, committed by the caller), or
+    written directly when ``views`` is None. With ``shard=(i, n)`` only shard i's items are answered
+    and no view is written; with ``collect`` nothing is sent (every item must have a record).
+    ``before_first_request()`` runs once before anything is sent (the endpoint health check)."""
+    items = select_items(source, length, max_items, subset)
+    keys = request_keys(items, store, length, mode)
+    mine = items if shard is None else [it for it in items if shard_of(it.question_id, shard[1]) == shard[0]]
+    stats = {"items": len(mine), "reused": 0, "new": 0, "failed": 0, "failed_retried": 0, "failures": []}
 
     def todo(it):
         return not store.has_answer(keys[it.question_id])
 
-    if any(todo(it) for it in items):
-        with store.writer(wait=wait_for_lock):
-            pending = [it for it in items if todo(it)]  # re-checked under the lock
-            stats["reused"] = len(items) - len(pending)
+    if collect:
+        err = missing_records(items, keys, store, length)
+        if err is not None:
+            raise err
+        stats["reused"] = len(items)
+    elif any(todo(it) for it in mine):
+        with store.writer():
+            pending = [it for it in mine if todo(it)]  # re-checked after reading what others wrote
+            stats["reused"] = len(mine) - len(pending)
             if pending and before_first_request is not None:
                 before_first_request()
-            bar = tqdm(
-                total=len(items),
-                initial=stats["reused"],
-                desc=f"{model.name}/{mode}@{length}",
-                unit="item",
-                dynamic_ncols=True,
-                mininterval=0.5,
-                leave=False,
-            )
-            t0 = time.perf_counter()
-
-            def on_result(item: EvalItem, out: ModelOutput) -> None:
-                store.put(
-                    keys[item.question_id],
-                    {
-                        "question_id": item.question_id,
-                        "length": length,
-                        "mode": mode,
-                        "ok": out.ok,
-                        "text": out.text,
-                        "error": out.error,
-                        "prompt_tokens": out.prompt_tokens,
-                        "completion_tokens": out.completion_tokens,
-                        "meta": out.meta,
-                        "latency_s": out.latency_s,
-                        "attempts": out.attempts,
-                        "created": time.time(),
-                    },
-                )
-                stats["new"] += 1
-                stats["failed"] += int(not out.ok)
-                stats["failed_retried"] += int(not out.ok and (out.attempts or 0) > 1)
-                bar.update(1)
-                el = time.perf_counter() - t0
-                bar.set_postfix(failed=stats["failed"], rate=f"{stats['new'] / el:.1f}/s" if el > 0 else "-")
-
-            # a system sees the item without its answer key and with neutral ids (EvalItem.for_system);
-            # mode caption then adds the images' adapter texts
-            stream = (it.for_system(mode, answer_space=model.answer_space) for it in pending)
-            if prepare is not None:
-                stream = (prepare(it) for it in stream)
-            try:
-                model.run(stream, mode, on_result)
-            finally:
-                bar.close()
+            _answer(model, store, pending, keys, length, mode, stats, prepare)
     else:
-        stats["reused"] = len(items)
+        stats["reused"] = len(mine)
+    label = "" if shard is None else f" shard {shard[0]}/{shard[1]}"
+    log.info(
+        "evaluate %s/%s@%s%s: %d items, %d reused from the results store, %d new, %d failed",
+        model.name,
+        mode,
+        length,
+        label,
+        stats["items"],
+        stats["reused"],
+        stats["new"],
+        stats["failed"],
+    )
+    if shard is not None:
+        return stats
     preds = []
     for item in items:
         rec = store.get(keys[item.question_id])
@@ -205,25 +197,82 @@ def evaluate_length(
         preds.append(_prediction(model.name, mode, length, item, rec, keys[item.question_id]))
         if not rec["ok"]:
             stats["failures"].append((f"{item.question_id}@{length}", rec.get("error")))
-    write_view(paths.predictions / model.name / mode / f"{length}.jsonl", preds)
-    log.info(
-        "evaluate %s/%s@%s: %d items, %d reused from the results store, %d new, %d failed",
-        model.name,
-        mode,
-        length,
-        stats["items"],
-        stats["reused"],
-        stats["new"],
-        stats["failed"],
-    )
+    if views is None:
+        write_view(paths.predictions / model.name / mode / f"{length}.jsonl", preds)
+    else:
+        views.stage(mode, length, preds, dataset_sha256=source.dataset_hash(), prompt_protocol=PROMPT_PROTOCOL)
     return stats
 
 
+def _answer(model: Model, store: ResultsStore, pending, keys, length: str, mode: str, stats: dict, prepare) -> None:
+    """Send ``pending`` through the model, storing each result as it arrives. An item that another
+    writer (a concurrent run of the same system) answered meanwhile is skipped, not sent again."""
+    bar = tqdm(
+        total=stats["items"],
+        initial=stats["reused"],
+        desc=f"{model.name}/{mode}@{length}",
+        unit="item",
+        dynamic_ncols=True,
+        mininterval=0.5,
+        leave=False,
+    )
+    t0 = time.perf_counter()
+
+    def on_result(item: EvalItem, out: ModelOutput) -> None:
+        store.put(
+            keys[item.question_id],
+            {
+                "question_id": item.question_id,
+                "length": length,
+                "mode": mode,
+                "ok": out.ok,
+                "text": out.text,
+                "error": out.error,
+                "prompt_tokens": out.prompt_tokens,
+                "completion_tokens": out.completion_tokens,
+                "meta": out.meta,
+                "latency_s": out.latency_s,
+                "attempts": out.attempts,
+                "created": time.time(),
+            },
+        )
+        stats["new"] += 1
+        stats["failed"] += int(not out.ok)
+        stats["failed_retried"] += int(not out.ok and (out.attempts or 0) > 1)
+        bar.update(1)
+        el = time.perf_counter() - t0
+        bar.set_postfix(failed=stats["failed"], rate=f"{stats['new'] / el:.1f}/s" if el > 0 else "-")
+
+    def still_open(it: EvalItem) -> bool:
+        store.refresh(max_age=2.0)
+        if store.has_answer(keys[it.question_id]):
+            stats["reused"] += 1
+            bar.update(1)
+            return False
+        return True
+
+    # a system sees the item without its answer key and with neutral ids (EvalItem.for_system);
+    # mode caption then adds the images' adapter texts
+    stream = (it.for_system(mode, answer_space=model.answer_space) for it in pending if still_open(it))
+    if prepare is not None:
+        stream = (prepare(it) for it in stream)
+    try:
+        model.run(stream, mode, on_result)
+    finally:
+        bar.close()
+
+
 def run(cfg: Settings, paths: Paths) -> None:
+    from memlens.eval.views import SystemViews, manifest_config
+
     cfg = as_settings(cfg)
     mode = str(cfg.eval.mode)
     if mode not in MODES:
         raise ConfigError(f"unknown eval.mode {mode!r} (known: {', '.join(MODES)})")
+    shard = parse_shard(cfg.eval.shard)
+    collect = bool(cfg.eval.collect)
+    if shard is not None and collect:
+        raise ConfigError("eval.collect writes the views of every shard: run it without eval.shard")
     source = open_benchmark(cfg, paths)
     lengths = requested_lengths(cfg, source)
     model = build_model(cfg)
@@ -240,8 +289,6 @@ def run(cfg: Settings, paths: Paths) -> None:
     subset = subset_ids(subset_label, source)
     identity = system_identity(section(cfg, "model")["model"], extra, operational=operational_keys(type(cfg.model)))
     store = ResultsStore(results_root(paths), identity)
-    out = paths.predictions / model.name
-    summary = {}
     checked = []
 
     def check_once() -> None:
@@ -249,7 +296,8 @@ def run(cfg: Settings, paths: Paths) -> None:
             model.check()
             checked.append(True)
 
-    try:
+    def each_length(views=None) -> dict:
+        summary = {}
         for length in lengths:
             summary[length] = evaluate_length(
                 model,
@@ -259,29 +307,37 @@ def run(cfg: Settings, paths: Paths) -> None:
                 mode,
                 paths,
                 cfg.eval.max_items,
-                wait_for_lock=cfg.eval.wait_for_lock,
                 before_first_request=check_once,
                 subset=subset,
                 prepare=prepare,
+                shard=shard,
+                collect=collect,
+                views=views,
             )
+        return summary
+
+    try:
+        if shard is not None:  # a shard writes answers only; the views are written once all are in
+            summary = each_length()
+        else:
+            with SystemViews(paths, model.name, store.key, wait=bool(cfg.eval.wait_for_lock)) as views:
+                summary = each_length(views)
+                extra = {
+                    "system": model.name,
+                    "mode": mode,
+                    "lengths": lengths,
+                    "system_key": store.key,
+                    "prompt_protocol": PROMPT_PROTOCOL,
+                    "dataset_sha256": source.dataset_hash(),
+                    "max_items": cfg.eval.max_items,
+                    "subset": None if subset is None else len(subset),
+                    "subset_name": subset_label,
+                }
+                config = manifest_config(identity, section(cfg, "eval")["eval"])
+                views.commit(config=config, extra=extra, code=(__name__,))
     finally:
         model.close()
     report_failures(summary, model.name)
-    arts = hash_tree(out)
-    extra = {
-        "system": model.name,
-        "mode": mode,
-        "lengths": lengths,
-        "system_key": store.key,
-        "prompt_protocol": PROMPT_PROTOCOL,
-        "dataset_sha256": source.dataset_hash(),
-        "max_items": cfg.eval.max_items,
-        "subset": None if subset is None else len(subset),
-        "subset_name": subset_label,
-    }
-    write_manifest(
-        out, "evaluate", {"model": identity, "eval": section(cfg, "eval")["eval"]}, arts, code=(__name__,), extra=extra
-    )
     fail_limit(summary, float(cfg.eval.max_failure_rate), model.name)
 
 

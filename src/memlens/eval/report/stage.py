@@ -54,6 +54,7 @@ from memlens.eval.report.metrics import system_metrics, type_columns
 from memlens.eval.report.plots import plot_length_curves
 from memlens.eval.report.retrieval import write_attribution
 from memlens.eval.report.settings import ReportSettings
+from memlens.eval.views import check_view_matches
 
 #: Report outputs that depend on other systems' verdicts or on MLflow state (not DVC outputs).
 CROSS_SYSTEM_OUTPUTS = (
@@ -477,6 +478,7 @@ def run(cfg: Settings, paths: Paths) -> None:
         del by_length[ln]
     if not by_length:
         raise DataError(f"{paths.verdicts / system / mode}: no verdicts at a length of the benchmark")
+    check_view_matches(cfg, paths, list(by_length))  # never log predictions under another config's params
     check_questions(paths, system, mode, judge, by_length, questions)
     requested = [str(x) for x in manifest.get("lengths") or []] or list(by_length)
     lengths = sorted(set(requested) | set(by_length), key=length_tokens)

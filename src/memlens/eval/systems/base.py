@@ -33,6 +33,7 @@ class ResourcesSettings(Section):
     accelerator: str | None = None
     gpus: PositiveInt | None = None
     tensor_parallel_size: PositiveInt | None = None
+    data_parallel_size: PositiveInt | None = None
     nodes: PositiveInt | None = None
     cpus: PositiveInt | None = None
     mem_gb: PositiveFloat | None = None

@@ -18,16 +18,20 @@ environment variable (set once per GPU runner), or ``vllm serve`` on the PATH. T
 appended are::
 
     <model path or HF id> --served-model-name <served_name> --host <bind_host> --port <port>
-    --tensor-parallel-size N [--max-model-len N] [--limit-mm-per-prompt '{"image": N}']
-    [--gpu-memory-utilization X] [--trust-remote-code] [--enable-prefix-caching] <extra_args...>
+    --tensor-parallel-size N [--data-parallel-size N] [--max-model-len N]
+    [--limit-mm-per-prompt '{"image": N}'] [--gpu-memory-utilization X] [--trust-remote-code]
+    [--enable-prefix-caching] <extra_args...>
 
 ``port: 0`` picks a free port. A model config declares the resources it needs::
 
-    resources: {accelerator: A100-80GB, gpus: 8, tensor_parallel_size: 8}
+    resources: {accelerator: A100-80GB, gpus: 8, tensor_parallel_size: 4, data_parallel_size: 2}
 
-``tensor_parallel_size`` defaults to ``resources.tensor_parallel_size``; the two must agree, and
-``gpus`` must be at least the tensor-parallel size (checked at instantiation, so ``dvc exp run -S
-model=...`` fails before any GPU is touched).
+``tensor_parallel_size`` (GPUs per model replica) and ``data_parallel_size`` (replicas behind the one
+server, vLLM balancing requests between them; ``--data-parallel-size`` is passed when it is above 1)
+default to the values in ``resources``; each pair must agree, and ``gpus`` must be at least
+TP x DP (checked at instantiation, so ``dvc exp run -S model=...`` fails before any GPU is touched).
+Both are operational: they change how fast a model answers, never what it answers, so they are
+not part of the system identity (a model evaluated with TP 8 reuses its answers at TP 4 x DP 2).
 """
 
 from __future__ import annotations
@@ -61,7 +65,7 @@ from memlens.eval.systems.openai_model import ClientSettings, OpenAICompatibleMo
 
 log = logging.getLogger(__name__)
 
-__all__ = ["ServerError", "VLLMServer", "VLLMServerModel", "build_serve_command", "check_resources"]
+__all__ = ["ServerError", "VLLMServer", "VLLMServerModel", "build_serve_command", "check_resources", "parallel_sizes"]
 
 ENV_COMMAND = "MEMLENS_VLLM_COMMAND"
 DEFAULT_COMMAND = ("vllm", "serve")
@@ -80,24 +84,43 @@ def _as_argv(command: str | Sequence[str] | None) -> list[str]:
     return [str(c) for c in command]
 
 
-def check_resources(resources: Mapping[str, Any] | None, tensor_parallel_size: int | None) -> int:
-    """Validate a ``resources`` block against the serve settings; returns the tensor-parallel size."""
+RESOURCE_KEYS = frozenset(
+    {"accelerator", "gpus", "tensor_parallel_size", "data_parallel_size", "nodes", "cpus", "mem_gb"}
+)
+
+
+def _parallel_size(res: Mapping[str, Any], key: str, given: int | None) -> int:
+    """``key`` (tensor/data parallel size) from the serve setting or ``resources``; the two must agree."""
+    from_res = res.get(key)
+    size = given if given is not None else (from_res if from_res is not None else 1)
+    if not isinstance(size, int) or isinstance(size, bool) or size < 1:
+        raise ConfigError(f"{key} must be a positive integer, got {size!r}")
+    if from_res is not None and given is not None and from_res != given:
+        raise ConfigError(f"{key} {given} disagrees with resources.{key} {from_res}")
+    return size
+
+
+def parallel_sizes(
+    resources: Mapping[str, Any] | None, tensor_parallel_size: int | None, data_parallel_size: int | None = None
+) -> tuple[int, int]:
+    """Validate a ``resources`` block against the serve settings; returns (TP, DP)."""
     res = dict(resources or {})
-    unknown = set(res) - {"accelerator", "gpus", "tensor_parallel_size", "nodes", "cpus", "mem_gb"}
+    unknown = set(res) - RESOURCE_KEYS
     if unknown:
         raise ConfigError(f"resources: unknown keys {sorted(unknown)}")
-    tp_res = res.get("tensor_parallel_size")
-    tp = tensor_parallel_size if tensor_parallel_size is not None else (tp_res if tp_res is not None else 1)
-    if not isinstance(tp, int) or tp < 1:
-        raise ConfigError(f"tensor_parallel_size must be a positive integer, got {tp!r}")
-    if tp_res is not None and tensor_parallel_size is not None and int(tp_res) != int(tensor_parallel_size):
-        raise ConfigError(
-            f"tensor_parallel_size {tensor_parallel_size} disagrees with resources.tensor_parallel_size {tp_res}"
-        )
+    tp = _parallel_size(res, "tensor_parallel_size", tensor_parallel_size)
+    dp = _parallel_size(res, "data_parallel_size", data_parallel_size)
     gpus = res.get("gpus")
-    if gpus is not None and (not isinstance(gpus, int) or gpus < tp):
-        raise ConfigError(f"resources.gpus ({gpus!r}) must be an integer >= tensor_parallel_size ({tp})")
-    return int(tp)
+    if gpus is not None and (not isinstance(gpus, int) or gpus < tp * dp):
+        raise ConfigError(
+            f"resources.gpus ({gpus!r}) must be an integer >= tensor_parallel_size x data_parallel_size ({tp} x {dp})"
+        )
+    return tp, dp
+
+
+def check_resources(resources: Mapping[str, Any] | None, tensor_parallel_size: int | None) -> int:
+    """Validate a ``resources`` block against the serve settings; returns the tensor-parallel size."""
+    return parallel_sizes(resources, tensor_parallel_size)[0]
 
 
 def build_serve_command(
@@ -108,6 +131,7 @@ def build_serve_command(
     bind_host: str,
     port: int,
     tensor_parallel_size: int = 1,
+    data_parallel_size: int = 1,
     max_model_len: int | None = None,
     limit_mm_per_prompt: Mapping[str, int] | None = None,
     gpu_memory_utilization: float | None = None,
@@ -128,6 +152,8 @@ def build_serve_command(
         "--tensor-parallel-size",
         str(tensor_parallel_size),
     ]
+    if data_parallel_size > 1:
+        argv += ["--data-parallel-size", str(int(data_parallel_size))]
     if max_model_len:
         argv += ["--max-model-len", str(int(max_model_len))]
     if limit_mm_per_prompt:
@@ -339,7 +365,8 @@ class VLLMServerSettings(ClientSettings):
     host: str = operational("127.0.0.1")
     bind_host: str | None = operational(None)
     port: Annotated[int, Field(ge=0, le=65535)] = operational(0)
-    tensor_parallel_size: PositiveInt | None = operational(None)
+    tensor_parallel_size: PositiveInt | None = operational(None)  # GPUs per model replica (--tensor-parallel-size)
+    data_parallel_size: PositiveInt | None = operational(None)  # replicas behind the server (--data-parallel-size)
     max_model_len: PositiveInt | None = None
     limit_mm_per_prompt: dict[str, NonNegInt] | None = None
     gpu_memory_utilization: Annotated[float, Field(gt=0, le=1)] | None = operational(0.9)
@@ -368,15 +395,17 @@ class VLLMServerSettings(ClientSettings):
         if not (self.hf_id or self.model_path):
             raise ValueError("vllm_server needs hf_id or model_path")
         res = self.resources
-        tp_res = res.tensor_parallel_size if res else None
-        tp = self.tensor_parallel_size or tp_res or 1
-        if tp_res is not None and self.tensor_parallel_size is not None and tp_res != self.tensor_parallel_size:
+        sizes = []
+        for key in ("tensor_parallel_size", "data_parallel_size"):
+            mine, theirs = getattr(self, key), getattr(res, key) if res else None
+            if mine is not None and theirs is not None and mine != theirs:
+                raise ValueError(f"{key} {mine} disagrees with resources.{key} {theirs}")
+            sizes.append(mine or theirs or 1)
+        tp, dp = sizes
+        if res and res.gpus is not None and res.gpus < tp * dp:
             raise ValueError(
-                f"tensor_parallel_size {self.tensor_parallel_size} disagrees with "
-                f"resources.tensor_parallel_size {tp_res}"
+                f"resources.gpus ({res.gpus}) must be >= tensor_parallel_size x data_parallel_size ({tp} x {dp})"
             )
-        if res and res.gpus is not None and res.gpus < tp:
-            raise ValueError(f"resources.gpus ({res.gpus}) must be >= tensor_parallel_size ({tp})")
         return self
 
 
@@ -393,11 +422,12 @@ class VLLMServerModel(OpenAICompatibleModel):
         command: the vLLM command prefix (string or list); default ``$MEMLENS_VLLM_COMMAND`` or ``vllm serve``.
         host: address the client connects to; bind_host: ``--host`` (``0.0.0.0`` in containers).
         port: ``--port``; 0 picks a free one.
-        tensor_parallel_size, max_model_len, limit_mm_per_prompt, gpu_memory_utilization,
-            trust_remote_code, enable_prefix_caching, extra_args: serve flags.
+        tensor_parallel_size, data_parallel_size, max_model_len, limit_mm_per_prompt,
+            gpu_memory_utilization, trust_remote_code, enable_prefix_caching, extra_args: serve flags.
         env: extra environment for the server (e.g. ``CUDA_VISIBLE_DEVICES``).
         startup_timeout_s, health_interval_s, shutdown_timeout_s, log_file: lifecycle settings.
-        resources: ``{accelerator, gpus, tensor_parallel_size}`` (scheduling; validated).
+        resources: ``{accelerator, gpus, tensor_parallel_size, data_parallel_size, nodes, cpus, mem_gb}``
+            (scheduling; validated against the parallel sizes).
         base_url, model: not accepted (derived from host, port and served_model_name); present only
             to fail with a clear message.
         **client: forwarded to :class:`OpenAICompatibleModel`, whose signature is strict (every client,
@@ -419,6 +449,7 @@ class VLLMServerModel(OpenAICompatibleModel):
         bind_host: str | None,
         port: int,
         tensor_parallel_size: int | None,
+        data_parallel_size: int | None,
         max_model_len: int | None,
         limit_mm_per_prompt: Mapping[str, int] | None,
         gpu_memory_utilization: float | None,
@@ -443,7 +474,7 @@ class VLLMServerModel(OpenAICompatibleModel):
                 f"model {name!r}: vllm_server derives base_url/model from host, port and "
                 "served_model_name; use the openai_compatible backend for an external server"
             )
-        tp = check_resources(resources, tensor_parallel_size)
+        tp, dp = parallel_sizes(resources, tensor_parallel_size, data_parallel_size)
         served = served_model_name or name
         super().__init__(
             name,
@@ -459,6 +490,7 @@ class VLLMServerModel(OpenAICompatibleModel):
             served_model_name=served,
             bind_host=bind_host or host,
             tensor_parallel_size=tp,
+            data_parallel_size=dp,
             max_model_len=max_model_len,
             limit_mm_per_prompt=dict(limit_mm_per_prompt or {}) or None,
             gpu_memory_utilization=gpu_memory_utilization,
@@ -470,6 +502,7 @@ class VLLMServerModel(OpenAICompatibleModel):
             serve_model=str(target),
             served_model_name=served,
             tensor_parallel_size=tp,
+            data_parallel_size=dp,
             max_model_len=max_model_len,
             limit_mm_per_prompt=self.serve["limit_mm_per_prompt"],
             gpu_memory_utilization=gpu_memory_utilization,
