@@ -69,8 +69,10 @@ __all__ = [
     "OntologySettings",
     "ExportSettings",
     "ReportSettings",
+    "LLMLabelSettings",
     "ResourcesSettings",
     "RefuseSettings",
+    "StandinSettings",
     "ChanceSettings",
     "OpenAICompatibleSettings",
     "VLLMServerSettings",
@@ -548,6 +550,26 @@ class ExportSettings(Section):
     huggingface: bool = True
 
 
+class LLMLabelSettings(Section):
+    """``report.llm_labels``: the OpenAI-compatible endpoint that labels wrong answers with the
+    paper's taxonomy (:mod:`memlens.eval.report.llm_labels`); absent: no LLM labels."""
+
+    base_url: str
+    model: str
+    model_id: str | None = None
+    api_key_env: str | None = "MEMLENS_JUDGE_API_KEY"
+    concurrency: PositiveInt = 8
+    max_new_tokens: PositiveInt = 256
+    temperature: NonNegFloat = 0.0
+    timeout_s: PositiveFloat = 300.0
+    max_retries: NonNegInt = 4
+
+    @model_validator(mode="before")
+    @classmethod
+    def _no_api_key(cls, data: Any) -> Any:
+        return _reject_api_key("report.llm_labels", data)
+
+
 class ReportSettings(Section):
     """``report`` (optional): options of the cross-system analyses."""
 
@@ -555,6 +577,8 @@ class ReportSettings(Section):
     hard_threshold: Fraction = 0.2
     hard_reference_length: str | None = None
     degradation_test_direction: Literal["any", "increase", "decrease"] = "any"
+    retention_lengths: Annotated[list[str], Field(min_length=2, max_length=2)] | None = None  # [short, long]
+    llm_labels: LLMLabelSettings | None = None
 
 
 # ------------------------------------------------------------------------------------ models
@@ -579,13 +603,16 @@ class _System(Section):
 
 
 class _Descriptive(_System):
-    """Descriptive keys, kept for the logs and the sweep planner only."""
+    """Descriptive keys, kept for the logs, the sweep planner and the report's system cards only
+    (``params_total_b`` / ``params_active_b``: parameter counts in billions, for retention vs size)."""
 
     hf_id: str | None = None
     context_window: PositiveInt | None = None
     thinking: bool = False
     resources: ResourcesSettings | None = None
     notes: str | None = None
+    params_total_b: PositiveFloat | None = None
+    params_active_b: PositiveFloat | None = None
 
 
 class RefuseSettings(_System):
@@ -778,6 +805,7 @@ class _AgentBase(_Descriptive):
     adapter_options: dict[str, Any] | None = None
     tokenizer: str = "minilm"  # token counter of the budgets: minilm or a tokenizer.json path
     cache_calls: bool = True  # backbone answers cached by request (a resumed run repeats no call)
+    backbone_config: str | None = None  # the model config of the backbone (backbone-matched comparison)
 
     @model_validator(mode="before")
     @classmethod
@@ -864,6 +892,24 @@ class ImportedSettings(_System):
     upstream: Literal["memos", "m2a"] = "memos"
     backbone: str | None = None
     notes: str | None = None
+    params_total_b: PositiveFloat | None = None
+    params_active_b: PositiveFloat | None = None
+    backbone_config: str | None = None  # the model config of the backbone (backbone-matched comparison)
+
+
+class StandinSettings(_System):
+    """``model`` with ``_target_: memlens.eval.systems.standin.PlantedErrors``: a stand-in system with
+    planted error patterns (reads the answer key; for testing the analyses, not a model)."""
+
+    seed: int = 0
+    accuracy: Fraction = 0.6  # share of correct answers at 32K
+    decay_per_doubling: NonNegFloat = 0.05  # lost per doubling of the length
+    patterns: dict[str, NonNegFloat] | None = None  # weights of the planted error kinds; null: all alike
+    subset: Literal["agent_subset_195"] | None = None  # the agent stand-in is evaluated on the agent subset
+    params_total_b: PositiveFloat | None = None
+    params_active_b: PositiveFloat | None = None
+    backbone_config: str | None = None
+    notes: str | None = None
 
 
 # ------------------------------------------------------------------------------------ registry
@@ -880,6 +926,7 @@ MODEL_SCHEMAS: dict[str, type[BaseModel]] = {
     "memlens.eval.agents.hybrid.HybridPixelAgent": HybridSettings,
     "memlens.eval.agents.mem0.Mem0Agent": Mem0Settings,
     "memlens.eval.agents.exchange.ImportedAnswers": ImportedSettings,
+    "memlens.eval.systems.standin.PlantedErrors": StandinSettings,
 }
 JUDGE_SCHEMAS: dict[str, type[BaseModel]] = {
     "memlens.eval.judge.judges.DeterministicJudge": DeterministicJudgeSettings,

@@ -196,9 +196,21 @@ class ImportedAnswers(Model):
         backbone: str | None = None,
         notes: str | None = None,
         kind: str | None = None,
+        params_total_b: float | None = None,
+        params_active_b: float | None = None,
+        backbone_config: str | None = None,
     ):
         super().__init__(name, kind)
-        self.options.update(dict(answers=answers, upstream=upstream, backbone=backbone))
+        self.options.update(
+            dict(
+                answers=answers,
+                upstream=upstream,
+                backbone=backbone,
+                params_total_b=params_total_b,
+                params_active_b=params_active_b,
+                backbone_config=backbone_config,
+            )
+        )
         self.answers_file = Path(answers)
         self.upstream = upstream
         self._answers: dict[str, str] | None = None

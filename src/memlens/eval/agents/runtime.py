@@ -189,6 +189,9 @@ class MemoryAgent(Model):
         thinking: bool = False,
         resources: dict | None = None,
         notes: str | None = None,
+        params_total_b: float | None = None,
+        params_active_b: float | None = None,
+        backbone_config: str | None = None,
     ):
         from memlens.core.http import OpenAICompatibleConfig
 
@@ -204,6 +207,9 @@ class MemoryAgent(Model):
                 tokenizer=tokenizer,
                 cache_calls=cache_calls,
                 hf_id=hf_id,
+                params_total_b=params_total_b,
+                params_active_b=params_active_b,
+                backbone_config=backbone_config,
             ),
         )
         if self.ADAPTERS is not None and adapter not in self.ADAPTERS:

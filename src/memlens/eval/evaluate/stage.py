@@ -99,6 +99,10 @@ OPERATIONAL_KEYS = frozenset(
         "worker_python",
         "worker_timeout_s",
         "worker_reuse",
+        # the report's system card (sizes, the backbone's config): descriptive, never what is answered
+        "params_total_b",
+        "params_active_b",
+        "backbone_config",
     }
 )
 
