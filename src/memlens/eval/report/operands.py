@@ -27,7 +27,7 @@ from itertools import combinations
 
 from memlens.construction.abilities.derive import evaluate
 from memlens.eval.judge.deterministic import normalize_text
-from memlens.eval.report.trace import canon_date, canon_number, canon_order
+from memlens.eval.report.trace import canon_date, canon_number, canon_order, canon_time
 
 __all__ = [
     "Operand",
@@ -43,6 +43,7 @@ __all__ = [
     "is_slip",
     "near_number",
     "near_date",
+    "near_time",
     "near_text",
     "result_key",
 ]
@@ -146,6 +147,9 @@ def result_key(v) -> tuple[str, object] | None:
     d = canon_date(s)
     if d:
         return ("date", d)
+    t = canon_time(s)
+    if t:
+        return ("time", t)
     n = canon_number(s)
     if n is not None:
         return ("number", n)
@@ -344,6 +348,16 @@ def near_date(got: str, want: str) -> bool:
     if sum(x != y for x, y in zip(g, w)) == 1:
         return True
     return g[0] == w[0] and g[1] == w[2] and g[2] == w[1]
+
+
+def near_time(got: str, want: str) -> bool:
+    """The hour or the minute read wrong (the other right), or one digit off."""
+    if got == want:
+        return False
+    (gh, gm), (wh, wm) = got.split(":"), want.split(":")
+    if gh == wh or gm == wm:
+        return True
+    return sum(a != b for a, b in zip(got, want)) == 1
 
 
 def _edit_distance(a: str, b: str, cap: int = 3) -> int:

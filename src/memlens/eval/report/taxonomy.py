@@ -54,7 +54,7 @@ from memlens.core.schema import Question
 from memlens.core.tasks import MSR_YESNO, TR_DURATION
 from memlens.eval.judge.deterministic import normalize_text
 from memlens.eval.report import operands as ops
-from memlens.eval.report.trace import HistoryIndex, Value, canon_date, canon_number, canon_order
+from memlens.eval.report.trace import HistoryIndex, Value, canon_date, canon_number, canon_order, canon_time, times_in
 
 __all__ = [
     "LABELS",
@@ -136,8 +136,8 @@ def commitment_of(verdict: dict, question: Question | None = None, answer: str |
 
 
 # ------------------------------------------------------------------------------------ committed forms
-_NUM_TOKEN_RE = re.compile(r"^-?\d+(?:\.\d+)?$")
-_NORM_DATE_RE = re.compile(r"(?<!\d)(\d{4}) (\d{1,2}) (\d{1,2})(?!\d)")
+_NUM_TOKENS_RE = re.compile(r"(?<![\w.:/])-?\d+(?:\.\d+)?(?![\w:/]|\.\d)")
+_NORM_DATE_RE = re.compile(r"(?<!\d)(\d{4})[/ .-](\d{1,2})[/ .-](\d{1,2})(?!\d)")
 
 
 #: a text answer is traced to a text value only when that value covers this share of the answer's
@@ -147,15 +147,16 @@ TEXT_COVERAGE = 0.6
 
 @dataclass(frozen=True)
 class _Committed:
-    kind: str  # number | date | order | text
+    kind: str  # number | date | time | order | text
     key: object
     text: str  # normalised text
     numbers: frozenset
     dates: frozenset
     residual: frozenset = frozenset()  # the answer's own words (text answers)
+    times: frozenset = frozenset()
 
     def matches(self, v: Value, *, coverage: float = TEXT_COVERAGE) -> bool:
-        if self.kind in ("number", "date"):
+        if self.kind in ("number", "date", "time"):
             return v.kind == self.kind and v.key == self.key
         if self.kind != "text":
             return False
@@ -163,6 +164,8 @@ class _Committed:
             return v.key in self.numbers
         if v.kind == "date":
             return v.key in self.dates
+        if v.kind == "time":
+            return v.key in self.times
         if not (v.distinctive and f" {v.key} " in f" {self.text} "):
             return False
         if not self.residual or coverage <= 0:
@@ -235,14 +238,17 @@ def _committed(value: str, question: str = "") -> _Committed:
     d = canon_date(value)
     if d and d == canon_date(value.split()[0]):
         return _Committed("date", d, text, frozenset(), frozenset({d}))
+    t = canon_time(value)
+    if t:
+        return _Committed("time", t, text, frozenset(), frozenset(), times=frozenset({t}))
     n = canon_number(value)
     if n is not None:
         return _Committed("number", n, text, frozenset({n}), frozenset())
-    nums = frozenset(Decimal(t).normalize() for t in text.split() if _NUM_TOKEN_RE.match(t))
+    nums = frozenset(Decimal(t).normalize() for t in _NUM_TOKENS_RE.findall(_NORM_DATE_RE.sub(" ", text)))
     dates = frozenset(f"{int(y):04d}/{int(m):02d}/{int(dd):02d}" for y, m, dd in _NORM_DATE_RE.findall(text))
     asked = set(normalize_text(question).split())
     residual = frozenset(w for w in text.split() if w not in asked and w not in _STOP)
-    return _Committed("text", text, text, nums, dates, residual)
+    return _Committed("text", text, text, nums, dates, residual, frozenset(times_in(value)))
 
 
 def _value_of(raw, where: str = "image", ref: str = "") -> list[Value]:
@@ -313,24 +319,28 @@ def _first(com: _Committed, values) -> Value | None:
     return None
 
 
-def _find(com: _Committed, indexes) -> Value | None:
-    """The first index holding the committed value; for a text answer the longest text it holds."""
+def _find(com: _Committed, indexes, *, specific: bool = False) -> Value | None:
+    """The first index holding the committed value; for a text answer the longest text it holds.
+    ``specific``: only values specific enough for a history-wide search (:meth:`Value.specific`)."""
     for idx in indexes:
-        if com.kind in ("number", "date"):
+        if com.kind in ("number", "date", "time"):
             v = idx.get(com.kind, com.key)
-            if v is not None:
+            if v is not None and (v.specific or not specific):
                 return v
             continue
         if com.kind != "text":
             continue
-        for n in com.numbers:
-            if (v := idx.get("number", n)) is not None:
-                return v
-        for d in com.dates:
-            if (v := idx.get("date", d)) is not None:
+        keyed = (
+            [("time", t) for t in com.times] + [("number", n) for n in com.numbers] + [("date", d) for d in com.dates]
+        )
+        for kind, key in keyed:
+            v = idx.get(kind, key)
+            if v is not None and (v.specific or not specific):
                 return v
         best = None
         for v in idx.texts_with(com.residual or com.text.split()):
+            if specific and not v.specific:
+                continue
             if com.matches(v) and (best is None or len(str(v.key)) > len(str(best.key))):
                 best = v
         if best is not None:
@@ -351,10 +361,14 @@ def _misread(com: _Committed, targets: list) -> object | None:
                 return raw
             if com.kind == "date" and v.kind == "date" and ops.near_date(com.key, v.key):
                 return raw
+            if com.kind == "time" and v.kind == "time" and ops.near_time(com.key, v.key):
+                return raw
             if com.kind == "text":
                 if v.kind == "number" and any(ops.near_number(n, v.key) for n in com.numbers):
                     return raw
                 if v.kind == "date" and any(ops.near_date(d, v.key) for d in com.dates):
+                    return raw
+                if v.kind == "time" and any(ops.near_time(t, v.key) for t in com.times):
                     return raw
                 if v.kind == "text" and ops.near_text(v.key, com.text):
                     return raw
@@ -422,14 +436,14 @@ def classify(
         subs = substitutions() if substitutions is not None else substituted(question, hist)
         did = subs.get(com.key_of()) if com.kind != "text" else _text_substitution(com, subs)
         if did is None:
-            hit = _find(com, hist.image_indexes(hist.distractor_images()))
+            hit = _find(com, hist.image_indexes(hist.distractor_images()), specific=True)
             did = hit.ref if hit is not None else None
         if did is not None:
             return _trace("distractor_image", question, need, commitment.value, did, "image")
         others = [i for i in hist.other_images if i not in set(hist.distractor_images())]
-        hit = _find(com, hist.image_indexes(others))
+        hit = _find(com, hist.image_indexes(others), specific=True)
         if hit is None:
-            hit = _find(com, hist.session_indexes(hist.other_sessions))
+            hit = _find(com, hist.session_indexes(hist.other_sessions), specific=True)
         if hit is None and com.kind == "text":
             hit = _text_in_sessions(com, question, hist, hist.other_sessions)
         if hit is not None:
@@ -461,7 +475,7 @@ def _text_substitution(com: _Committed, subs: dict) -> str | None:
 def _text_in_sessions(com: _Committed, question: Question, hist: HistoryIndex, sessions: list[str]) -> Value | None:
     """A text answer's own words (beyond those of the question) said in one of ``sessions``."""
     words = [w for w in com.text.split() if w in com.residual]
-    if not words or len("".join(words)) < 4:
+    if not words or (len(words) < 2 and len(words[0]) < 6):  # as specific as Value.specific
         return None
     phrase = " ".join(words)
     for s in sessions:

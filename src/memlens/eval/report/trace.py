@@ -4,7 +4,8 @@ A built benchmark knows what every image shows (its ``truth``), what every sessi
 which images and sessions are a question's evidence and which are not. :class:`HistoryIndex` holds,
 for one question at one length, every value of the history in a comparable form:
 
-* **values** (:class:`Value`): a number (``Decimal``), a date (``YYYY/MM/DD``) or a text (the judge's
+* **values** (:class:`Value`): a number (``Decimal``), a date (``YYYY/MM/DD``), a clock time
+  (``HH:MM``) or a text (the judge's
   normalisation, :func:`memlens.eval.judge.deterministic.normalize_text`), each with where it was
   seen: the image (and the path of the truth leaf), or the session;
 * the evidence images in derivation order (``details.image_ids``), the other images of the history
@@ -33,6 +34,8 @@ __all__ = [
     "canon_number",
     "canon_date",
     "canon_order",
+    "canon_time",
+    "times_in",
     "truth_leaves",
     "text_values",
     "ValueIndex",
@@ -80,6 +83,7 @@ _DATE_RES = (
 _TEXT_DATE_RE = re.compile(r"(?<!\d)(\d{4})[/\-.](\d{1,2})[/\-.](\d{1,2})(?!\d)")
 _TEXT_NUM_RE = re.compile(r"(?<![\w.,:])(?:\d{1,3}(?:,\d{3})+|\d+)(?:\.\d+)?(?![\w:]|[.,]\d)")
 _ORDER_RE = re.compile(r"^(?:\(\d+\))+$")
+_TIME_RE = re.compile(r"(?<![\d:])(\d{1,2}):(\d{2})(?::\d{2})?(?![\d:])(?:\s*([ap])\.?\s?m\b\.?)?", re.I)
 
 
 def canon_number(v) -> Decimal | None:
@@ -117,6 +121,28 @@ def canon_date(v) -> str | None:
     return None
 
 
+def times_in(text: str) -> list[str]:
+    """Every clock time written in ``text`` as ``HH:MM`` (24-hour; "7:45 PM" -> "19:45")."""
+    out = []
+    for h, m, ap in _TIME_RE.findall(str(text)):
+        hour, minute = int(h), int(m)
+        if ap:
+            if not 1 <= hour <= 12:
+                continue
+            hour = hour % 12 + (12 if ap.lower() == "p" else 0)
+        if hour < 24 and minute < 60:
+            out.append(f"{hour:02d}:{minute:02d}")
+    return out
+
+
+def canon_time(v) -> str | None:
+    """``HH:MM`` of a time leaf ("19:00", "7:45 PM"); None otherwise."""
+    if not isinstance(v, str):
+        return None
+    found = times_in(v.strip())
+    return found[0] if len(found) == 1 and _TIME_RE.fullmatch(v.strip()) else None
+
+
 def canon_order(v) -> str | None:
     s = str(v or "").replace(" ", "")
     return s if _ORDER_RE.match(s) else None
@@ -127,7 +153,7 @@ class Value:
     """One comparable value and where it was seen (``where``: ``image`` or ``session``; ``ref``: the
     image's SHA-256 or the session id; ``path``: the truth leaf's path for an image)."""
 
-    kind: str  # number | date | text
+    kind: str  # number | date | time | text
     key: object  # Decimal | "YYYY/MM/DD" | normalised text
     where: str
     ref: str
@@ -144,6 +170,23 @@ class Value:
             return len(s) >= 3 and any(c.isalpha() for c in s)
         return True
 
+    @property
+    def specific(self) -> bool:
+        """Rare enough that finding it anywhere in a long history says where an answer came from:
+        a date, a clock time, an amount with decimals or a number of 3+ digits, a text of two or
+        more words or six or more characters. (A two-digit number or a short word turns up in some
+        image or session of a 256K history by chance alone; searched everywhere, such values would
+        make "another session" grow with the length of the history.)"""
+        if not self.distinctive:
+            return False
+        if self.kind == "number":
+            k = self.key
+            return k != k.to_integral_value() or abs(k) >= 100
+        if self.kind == "text":
+            s = str(self.key)
+            return " " in s or len(s) >= 6
+        return True
+
 
 def _leaf_values(v, where: str, ref: str, path: tuple) -> list[Value]:
     out = []
@@ -157,6 +200,9 @@ def _leaf_values(v, where: str, ref: str, path: tuple) -> list[Value]:
         d = canon_date(v)
         if d is not None:
             out.append(Value("date", d, where, ref, path))
+        t = canon_time(v)
+        if t is not None:
+            out.append(Value("time", t, where, ref, path))
         t = normalize_text(v)
         if t:
             out.append(Value("text", t, where, ref, path))
@@ -188,7 +234,7 @@ def text_values(text: str, where: str, ref: str) -> list[Value]:
     out = [
         Value("date", f"{int(y):04d}/{int(m):02d}/{int(d):02d}", where, ref) for y, m, d in _TEXT_DATE_RE.findall(text)
     ]
-    for m in _TEXT_NUM_RE.finditer(_TEXT_DATE_RE.sub(" ", text)):
+    for m in _TEXT_NUM_RE.finditer(_TIME_RE.sub(" ", _TEXT_DATE_RE.sub(" ", text))):
         n = canon_number(m.group(0))
         if n is not None:
             out.append(Value("number", n, where, ref))
