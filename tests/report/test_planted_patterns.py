@@ -100,7 +100,9 @@ def test_label_shares_match_the_planted_shares(planted):
     errors, totals, truth = planted
     planted_labels = Counter(SOURCES[EXPECTED_SOURCE[p]] for p in truth.values())
     total = sum(planted_labels.values())
-    pooled = {r["length"]: r for r in taxonomy_records(errors) if r["system"] == "all systems" and r["level"] == "overall"}
+    pooled = {
+        r["length"]: r for r in taxonomy_records(errors) if r["system"] == "all systems" and r["level"] == "overall"
+    }
     n_errors = sum(r["n_errors"] for r in pooled.values())
     assert n_errors == total
     for label, k in planted_labels.items():

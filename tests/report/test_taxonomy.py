@@ -35,7 +35,10 @@ SUM = {
 
 
 def question(qtype, subtype, answer, derivation=None, images=(EV1, EV2), **kw) -> Question:
-    ev = [Evidence(session_id=f"s_ev{i + 1}", date=DATE, fact="x <image>", image_ids=[img]) for i, img in enumerate(images)]
+    ev = [
+        Evidence(session_id=f"s_ev{i + 1}", date=DATE, fact="x <image>", image_ids=[img])
+        for i, img in enumerate(images)
+    ]
     return Question(
         question_id="q1",
         question_type=qtype,
@@ -145,7 +148,8 @@ def test_binary_choices_are_untraceable_and_orders_slip():
     order = {
         "op": "order",
         "key": "date",
-        "args": [{"op": "get", "img": i, "path": ["date"]} for i in range(2)] + [{"op": "const", "value": "2024/06/30"}],
+        "args": [{"op": "get", "img": i, "path": ["date"]} for i in range(2)]
+        + [{"op": "const", "value": "2024/06/30"}],
     }
     q = question(TR, "order_ranking", "(1)(2)(3)", order)
     assert trace(q, "(2)(1)(3)", "TR_OrderRanking").source == "arithmetic_slip"
