@@ -124,7 +124,7 @@ lint: install
 # a folder outside the repository that `~` makes valid for every user and clone, so `dvc push` and
 # `dvc pull` work at once. This creates the default remote's folder when it is a local path (idempotent);
 # `make remote DVC_REMOTE_DIR=/mnt/team/memlens` moves `local` for this clone only (.dvc/config.local,
-# git-ignored; `dvc remote modify --local --unset local url` goes back). S3, GCS, SSH: README.md.
+# git-ignored; `dvc remote modify --local --unset local url` goes back). S3, GCS, SSH: docs/workflow.md.
 remote: install
 	@if [ -n "$(DVC_REMOTE_DIR)" ]; then dvc remote modify --local local url "$(DVC_REMOTE_DIR)"; fi
 	@name=$$(dvc remote default 2>/dev/null) || true; \

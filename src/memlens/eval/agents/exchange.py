@@ -147,7 +147,7 @@ def load_answers(path: Path) -> dict[str, str]:
     """``id -> answer`` of an upstream answer file (JSONL or a JSON list); errors name the record."""
     path = Path(path)
     if not path.is_file():
-        raise DataError(f"{path}: answer file not found (the upstream runner's output; see README, Memory agents)")
+        raise DataError(f"{path}: answer file not found (the upstream runner's output; see docs/agents.md)")
     text = path.read_text(encoding="utf-8")
     records: list[tuple[str, Any]] = []
     stripped = text.lstrip()
