@@ -189,3 +189,38 @@ def test_near_variants():
     assert not ops.near_date("2023/06/02", "2024/05/01")
     assert ops.near_text("copper coffee", "copper cofee") and ops.near_text("ab12 xyz", "ab13 xyz")
     assert not ops.near_text("copper coffee", "bluebird diner")
+
+
+def test_history_wide_search_needs_specific_values():
+    """A two-digit number or a short word turns up somewhere in a long history by chance: only
+    specific values (dates, times, decimals, 3+ digits, longer texts) are traced by a history-wide search."""
+    q = question(IE, "entity", "15", {"op": "get", "img": 0, "path": ["count"]}, images=(EV1,))
+    ground = Ground({**TRUTHS, EV1: {"count": 15}, CLOCK: {"floor": 33, "serial": 4821}}, FAMILIES, TEXTS)
+    hist = history((EV1,))
+    hist.ground = ground
+    assert classify(q, Commitment(False, "33"), hist, "IE_Entity").source == "not_in_history"
+    assert classify(q, Commitment(False, "4821"), hist, "IE_Entity").source == "other_session"
+    assert classify(q, Commitment(False, "16"), hist, "IE_Entity").source == "asked_fact_misread"
+
+
+def test_a_word_of_a_value_does_not_explain_a_longer_answer():
+    q = question(
+        IE, "entity", "green ball", {"op": "get", "img": 0, "path": ["pick"]}, images=(EV1,), text="Which toy?"
+    )
+    ground = Ground({**TRUTHS, EV1: {"pick": "green ball", "other": "red"}}, FAMILIES, TEXTS)
+    hist = history((EV1,))
+    hist.ground = ground
+    # "red" covers one of the answer's two words: not enough to call it the evidence image's value
+    assert classify(q, Commitment(False, "red bottle"), hist, "IE_Entity").source == "not_in_history"
+    assert classify(q, Commitment(False, "red"), hist, "IE_Entity").source == "evidence_other_value"
+
+
+def test_clock_times_are_values():
+    q = question(IE, "entity", "19:00", {"op": "get", "img": 0, "path": ["time"]}, images=(EV1,), text="When?")
+    ground = Ground({**TRUTHS, EV1: {"time": "19:00"}, DIS: {"time": "19:30"}}, FAMILIES, TEXTS)
+    hist = history((EV1,))
+    hist.ground = ground
+    assert classify(q, Commitment(False, "19:30"), hist, "IE_Entity").source == "distractor_image"
+    assert classify(q, Commitment(False, "we met at 7:30 pm"), hist, "IE_Entity").source == "distractor_image"
+    assert classify(q, Commitment(False, "19:05"), hist, "IE_Entity").source == "asked_fact_misread"
+    assert classify(q, Commitment(False, "03:40"), hist, "IE_Entity").source == "not_in_history"
