@@ -26,8 +26,7 @@ from decimal import Decimal
 from itertools import combinations
 
 from memlens.construction.abilities.derive import evaluate
-from memlens.eval.judge.deterministic import normalize_text
-from memlens.eval.report.trace import canon_date, canon_number, canon_order, canon_time
+from memlens.eval.report.trace import canon_date, canon_number, canon_order, canon_text, canon_time
 
 __all__ = [
     "Operand",
@@ -153,7 +152,7 @@ def result_key(v) -> tuple[str, object] | None:
     n = canon_number(s)
     if n is not None:
         return ("number", n)
-    t = normalize_text(s)
+    t = canon_text(s)
     return ("text", t) if t else None
 
 
@@ -374,24 +373,34 @@ def _edit_distance(a: str, b: str, cap: int = 3) -> int:
     return min(prev[-1], cap)
 
 
+def _near_word(a: str, b: str) -> bool:
+    na, nb = canon_number(a), canon_number(b)
+    if na is not None and nb is not None:
+        return near_number(na, nb)
+    return len(a) >= 3 and _edit_distance(a, b) <= 2
+
+
 def near_text(want: str, got: str) -> bool:
     """``got`` (normalised text) holds a misreading of ``want``: a window of as many words with
-    exactly one word different (multi-word values), or a span within two characters of it,
-    spaces ignored (codes, plates, single words of 4+ characters)."""
+    exactly one word different and that word misread (a near number, or two characters off), or a
+    span within two characters of it, spaces ignored (codes, plates, single words of 4+ characters).
+    "green bottle" is no misreading of "green ball", "9151 kg" none of "2 kg"."""
     wt, gt = want.split(), got.split()
     if not wt or not gt:
         return False
     n = len(wt)
     if n >= 2:
         for i in range(len(gt) - n + 1):
-            if sum(x != y for x, y in zip(wt, gt[i : i + n])) == 1:
+            diff = [(x, y) for x, y in zip(wt, gt[i : i + n]) if x != y]
+            if len(diff) == 1 and _near_word(*diff[0]):
                 return True
     w = "".join(wt)
     if len(w) < 4:
         return False
+    budget = max(1, min(2, len(w) // 5))  # two characters off only for values of 10+ characters
     for i in range(len(gt)):
         for j in range(i + 1, min(len(gt), i + n + 2) + 1):
             span = "".join(gt[i:j])
-            if span != w and abs(len(span) - len(w)) <= 2 and _edit_distance(span, w) <= 2:
+            if span != w and abs(len(span) - len(w)) <= 1 and _edit_distance(span, w) <= budget:
                 return True
     return False

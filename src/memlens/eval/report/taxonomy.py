@@ -52,9 +52,18 @@ from decimal import Decimal
 from memlens.core.constants import AR, KU
 from memlens.core.schema import Question
 from memlens.core.tasks import MSR_YESNO, TR_DURATION
-from memlens.eval.judge.deterministic import normalize_text
 from memlens.eval.report import operands as ops
-from memlens.eval.report.trace import HistoryIndex, Value, canon_date, canon_number, canon_order, canon_time, times_in
+from memlens.eval.report.trace import (
+    HistoryIndex,
+    Value,
+    canon_date,
+    canon_number,
+    canon_order,
+    canon_text,
+    canon_time,
+    excluded,
+    times_in,
+)
 
 __all__ = [
     "LABELS",
@@ -231,7 +240,7 @@ _STOP = frozenset(
 
 
 def _committed(value: str, question: str = "") -> _Committed:
-    text = normalize_text(value)
+    text = canon_text(value)
     order = canon_order(value)
     if order:
         return _Committed("order", order, text, frozenset(), frozenset())
@@ -246,7 +255,7 @@ def _committed(value: str, question: str = "") -> _Committed:
         return _Committed("number", n, text, frozenset({n}), frozenset())
     nums = frozenset(Decimal(t).normalize() for t in _NUM_TOKENS_RE.findall(_NORM_DATE_RE.sub(" ", text)))
     dates = frozenset(f"{int(y):04d}/{int(m):02d}/{int(dd):02d}" for y, m, dd in _NORM_DATE_RE.findall(text))
-    asked = set(normalize_text(question).split())
+    asked = set(canon_text(question).split())
     residual = frozenset(w for w in text.split() if w not in asked and w not in _STOP)
     return _Committed("text", text, text, nums, dates, residual, frozenset(times_in(value)))
 
@@ -286,7 +295,8 @@ def _modality(label: str, need: str, where_kind: str) -> str:
 def _trace(source: str, question: Question, need: str, matched="", where="", where_kind="") -> Trace:
     label = SOURCES[source]
     modality = "" if question.question_type == AR else _modality(label, need, where_kind)
-    return Trace(source, label, GROUPS[label], modality, str(matched), where)
+    shown = format(matched, "f") if isinstance(matched, Decimal) else str(matched)
+    return Trace(source, label, GROUPS[label], modality, shown, where)
 
 
 def _evidence(question: Question) -> list[str]:
@@ -305,7 +315,7 @@ def _stale_values(question: Question) -> list[str]:
     vals = [str(x) for x in chain[:-1]] if isinstance(chain, list) and len(chain) > 1 else []
     if question.old_answer and question.old_answer not in vals:
         vals.append(str(question.old_answer))
-    return [v for v in vals if v and normalize_text(v) != normalize_text(question.answer)]
+    return [v for v in vals if v and canon_text(v) != canon_text(question.answer)]
 
 
 def _hits(com: _Committed, raw, coverage: float = TEXT_COVERAGE) -> bool:
@@ -319,13 +329,17 @@ def _first(com: _Committed, values) -> Value | None:
     return None
 
 
-def _find(com: _Committed, indexes, *, specific: bool = False) -> Value | None:
+def _find(com: _Committed, indexes, *, specific: bool = False, exclude: tuple = ()) -> Value | None:
     """The first index holding the committed value; for a text answer the longest text it holds.
-    ``specific``: only values specific enough for a history-wide search (:meth:`Value.specific`)."""
+    ``specific``: only values specific enough for a history-wide search (:meth:`Value.specific`);
+    ``exclude``: truth paths not to look at (the parts of a formatted answer)."""
+
+    def ok(v: Value | None) -> bool:
+        return v is not None and (v.specific or not specific)
+
     for idx in indexes:
         if com.kind in ("number", "date", "time"):
-            v = idx.get(com.kind, com.key)
-            if v is not None and (v.specific or not specific):
+            if ok(v := idx.get(com.kind, com.key, exclude)):
                 return v
             continue
         if com.kind != "text":
@@ -334,14 +348,13 @@ def _find(com: _Committed, indexes, *, specific: bool = False) -> Value | None:
             [("time", t) for t in com.times] + [("number", n) for n in com.numbers] + [("date", d) for d in com.dates]
         )
         for kind, key in keyed:
-            v = idx.get(kind, key)
-            if v is not None and (v.specific or not specific):
+            if ok(v := idx.get(kind, key, exclude)):
                 return v
         best = None
         for v in idx.texts_with(com.residual or com.text.split()):
-            if specific and not v.specific:
+            if not ok(v) or excluded(v, exclude) or not com.matches(v):
                 continue
-            if com.matches(v) and (best is None or len(str(v.key)) > len(str(best.key))):
+            if best is None or len(str(v.key)) > len(str(best.key)):
                 best = v
         if best is not None:
             return best
@@ -352,7 +365,7 @@ def _contains_reference(com: _Committed, question: Question) -> bool:
     return com.kind == "text" and _hits(com, question.answer, coverage=0.0)
 
 
-def _misread(com: _Committed, targets: list) -> object | None:
+def _near_value(com: _Committed, targets: list) -> object | None:
     for raw in targets:
         for v in _value_of(raw):
             if v.kind != com.kind and com.kind != "text":
@@ -373,6 +386,117 @@ def _misread(com: _Committed, targets: list) -> object | None:
                 if v.kind == "text" and ops.near_text(v.key, com.text):
                     return raw
     return None
+
+
+@dataclass
+class _Case:
+    """One wrong answer being traced, and what its question's derivation reads."""
+
+    question: Question
+    com: _Committed
+    hist: HistoryIndex | None
+    prog: dict | None
+    need: str
+    substitutions: Callable[[], dict] | None = None
+
+    def __post_init__(self) -> None:
+        self.truths = _truths(self.question, self.hist)
+        self.context = {"evidence_dates": [e.date for e in self.question.evidence]}
+        self.evidence = _evidence(self.question)
+        self.found = ops.operands(self.prog, self.truths)
+        self.top = ops.top_op(self.prog)
+        # a formatted answer's parts (an object's colour, kind ...) are no values of their own
+        self.parts = tuple({o.path[:-1] for o in self.found if o.template and o.path})
+        self.session_dates = "fact_date" in str(self.prog)
+
+    def trace(self, source: str, matched="", where="", where_kind="") -> Trace:
+        return _trace(source, self.question, self.need, matched, where, where_kind)
+
+
+def _stale(c: _Case) -> Trace | None:
+    if c.question.question_type == KU:
+        for old in _stale_values(c.question):
+            if _hits(c.com, old):
+                return c.trace("stale_value", old)
+    return None
+
+
+def _hedged(c: _Case) -> Trace | None:
+    return c.trace("hedged", c.question.answer) if _contains_reference(c.com, c.question) else None
+
+
+def _partial(c: _Case) -> Trace | None:
+    stated = ops.consts(c.prog)
+    if c.top not in ops.AGGREGATE_OPS or len(c.found) + len(stated) <= 1:
+        return None
+    for o in c.found:
+        if _hits(c.com, o.value):
+            img = c.evidence[o.img] if o.img < len(c.evidence) else ""
+            return c.trace("evidence_operand", o.value, img, "image")
+    for v in stated:
+        if _hits(c.com, v):
+            return c.trace("evidence_operand", v, "", "session")
+    if c.com.key_of() in ops.subset_results(c.prog, c.truths, c.context):
+        return c.trace("evidence_subset", c.com.key)
+    return None
+
+
+def _slip(c: _Case) -> Trace | None:
+    if c.com.kind != "text" and ops.is_slip(c.prog, c.question.answer, c.com.key_of()):
+        return c.trace("arithmetic_slip", c.com.key)
+    return None
+
+
+def _in_evidence(c: _Case) -> Trace | None:
+    if c.hist is None:
+        return None
+    h = c.hist
+    shown = [Value("text", canon_text(t), "image", c.evidence[i]) for i, t in ops.template_values(c.prog, c.truths)]
+    hit = _first(c.com, shown) or _find(c.com, h.image_indexes(h.evidence_images), exclude=c.parts)
+    if hit is None:
+        hit = _find(c.com, h.session_indexes(h.evidence_sessions, dates=c.session_dates))
+    if hit is None and c.com.kind == "text":
+        hit = _text_in_sessions(c.com, c.question, h, h.evidence_sessions)
+    return None if hit is None else c.trace("evidence_other_value", hit.key, hit.ref, hit.where)
+
+
+def _small_misread(c: _Case) -> Trace | None:
+    """A small count one off the asked one: a miscount, however many same-family images show it."""
+    k = c.com.key
+    if c.com.kind == "number" and k == k.to_integral_value() and abs(k) < 10:
+        return _misread(c)
+    return None
+
+
+def _distractor(c: _Case) -> Trace | None:
+    if c.hist is None:
+        return None
+    subs = c.substitutions() if c.substitutions is not None else substituted(c.question, c.hist)
+    did = subs.get(c.com.key_of()) if c.com.kind != "text" else _text_substitution(c.com, subs)
+    if did is None:
+        hit = _find(c.com, c.hist.image_indexes(c.hist.distractor_images()), specific=True)
+        did = hit.ref if hit is not None else None
+    return None if did is None else c.trace("distractor_image", c.com.key, did, "image")
+
+
+def _elsewhere(c: _Case) -> Trace | None:
+    if c.hist is None:
+        return None
+    h = c.hist
+    near = set(h.distractor_images())
+    hit = _find(c.com, h.image_indexes(i for i in h.other_images if i not in near), specific=True)
+    if hit is None:
+        hit = _find(c.com, h.session_indexes(h.other_sessions, dates=c.session_dates), specific=True)
+    if hit is None and c.com.kind == "text":
+        hit = _text_in_sessions(c.com, c.question, h, h.other_sessions)
+    return None if hit is None else c.trace("other_session", hit.key, hit.ref, hit.where)
+
+
+def _misread(c: _Case) -> Trace | None:
+    if c.top in ops.ARITHMETIC_OPS:
+        return None
+    got = _near_value(c.com, [o.value for o in c.found] or [c.question.answer])
+    return None if got is None else c.trace("asked_fact_misread", got)
 
 
 def classify(
@@ -397,60 +521,11 @@ def classify(
         return _trace("no_commitment", question, need)
     if task_key in _BINARY_KEYS:
         return _trace("binary_choice", question, need, commitment.value)
-    com = _committed(commitment.value, question.question)
-    if question.question_type == KU:
-        for old in _stale_values(question):
-            if _hits(com, old):
-                return _trace("stale_value", question, need, old)
-    if _contains_reference(com, question):
-        return _trace("hedged", question, need, question.answer)
-    truths = _truths(question, hist)
-    context = {"evidence_dates": [e.date for e in question.evidence]}
-    evidence = _evidence(question)
-    found = ops.operands(prog, truths)
-    top = ops.top_op(prog)
-    stated = ops.consts(prog)
-    if top in ops.AGGREGATE_OPS and len(found) + len(stated) > 1:
-        for o in found:
-            if _hits(com, o.value):
-                img = evidence[o.img] if o.img < len(evidence) else ""
-                return _trace("evidence_operand", question, need, o.value, img, "image")
-        for c in stated:
-            if _hits(com, c):
-                return _trace("evidence_operand", question, need, c, "", "session")
-        if com.key_of() in ops.subset_results(prog, truths, context):
-            return _trace("evidence_subset", question, need, commitment.value)
-    if com.kind != "text" and ops.is_slip(prog, question.answer, com.key_of()):
-        return _trace("arithmetic_slip", question, need, commitment.value)
-    if hist is not None:
-        shown = [Value("text", normalize_text(t), "image", evidence[i]) for i, t in ops.template_values(prog, truths)]
-        hit = _first(com, shown)
-        if hit is None:
-            hit = _find(com, hist.image_indexes(hist.evidence_images))
-        if hit is None:
-            hit = _find(com, hist.session_indexes(hist.evidence_sessions))
-        if hit is None and com.kind == "text":
-            hit = _text_in_sessions(com, question, hist, hist.evidence_sessions)
-        if hit is not None:
-            return _trace("evidence_other_value", question, need, hit.key, hit.ref, hit.where)
-        subs = substitutions() if substitutions is not None else substituted(question, hist)
-        did = subs.get(com.key_of()) if com.kind != "text" else _text_substitution(com, subs)
-        if did is None:
-            hit = _find(com, hist.image_indexes(hist.distractor_images()), specific=True)
-            did = hit.ref if hit is not None else None
-        if did is not None:
-            return _trace("distractor_image", question, need, commitment.value, did, "image")
-        others = [i for i in hist.other_images if i not in set(hist.distractor_images())]
-        hit = _find(com, hist.image_indexes(others), specific=True)
-        if hit is None:
-            hit = _find(com, hist.session_indexes(hist.other_sessions), specific=True)
-        if hit is None and com.kind == "text":
-            hit = _text_in_sessions(com, question, hist, hist.other_sessions)
-        if hit is not None:
-            return _trace("other_session", question, need, hit.key, hit.ref, hit.where)
-    targets = [o.value for o in found] or [question.answer]
-    if top not in ops.ARITHMETIC_OPS and _misread(com, targets) is not None:
-        return _trace("asked_fact_misread", question, need, _misread(com, targets))
+    case = _Case(question, _committed(commitment.value, question.question), hist, prog, need, substitutions)
+    for step in (_stale, _hedged, _partial, _slip, _in_evidence, _small_misread, _distractor, _elsewhere, _misread):
+        t = step(case)
+        if t is not None:
+            return t
     return _trace("not_in_history", question, need, commitment.value)
 
 

@@ -35,10 +35,12 @@ __all__ = [
     "canon_date",
     "canon_order",
     "canon_time",
+    "canon_text",
     "times_in",
     "truth_leaves",
     "text_values",
     "ValueIndex",
+    "excluded",
     "Ground",
     "HistoryIndex",
 ]
@@ -84,6 +86,19 @@ _TEXT_DATE_RE = re.compile(r"(?<!\d)(\d{4})[/\-.](\d{1,2})[/\-.](\d{1,2})(?!\d)"
 _TEXT_NUM_RE = re.compile(r"(?<![\w.,:])(?:\d{1,3}(?:,\d{3})+|\d+)(?:\.\d+)?(?![\w:]|[.,]\d)")
 _ORDER_RE = re.compile(r"^(?:\(\d+\))+$")
 _TIME_RE = re.compile(r"(?<![\d:])(\d{1,2}):(\d{2})(?::\d{2})?(?![\d:])(?:\s*([ap])\.?\s?m\b\.?)?", re.I)
+
+
+def canon_text(v: str) -> str:
+    """The judge's text normalisation applied until it no longer changes the text: one form for a
+    raw value and for a value the judge already normalised (its stemmer is not idempotent:
+    "coffee" -> "coffe" -> "coff"), so an answer parsed by the judge meets the raw truth."""
+    s = str(v)
+    for _ in range(6):
+        t = normalize_text(s)
+        if t == s:
+            break
+        s = t
+    return s
 
 
 def canon_number(v) -> Decimal | None:
@@ -167,7 +182,7 @@ class Value:
             return not (k == k.to_integral_value() and abs(k) < 10)
         if self.kind == "text":
             s = str(self.key)
-            return len(s) >= 3 and any(c.isalpha() for c in s)
+            return len(s) >= 3 and (any(c.isalpha() for c in s) or sum(c.isdigit() for c in s) >= 4)
         return True
 
     @property
@@ -203,9 +218,12 @@ def _leaf_values(v, where: str, ref: str, path: tuple) -> list[Value]:
         t = canon_time(v)
         if t is not None:
             out.append(Value("time", t, where, ref, path))
-        t = normalize_text(v)
+        t = canon_text(v)
         if t:
             out.append(Value("text", t, where, ref, path))
+            n = canon_number(t)  # "1150*", "#4492": a number once its marks are gone
+            if n is not None:
+                out.append(Value("number", n, where, ref, path))
     return out
 
 
@@ -241,6 +259,10 @@ def text_values(text: str, where: str, ref: str) -> list[Value]:
     return out
 
 
+def excluded(v: Value, prefixes: tuple) -> bool:
+    return any(v.path[: len(p)] == p for p in prefixes)
+
+
 class ValueIndex:
     """The distinctive values of one image or session, for lookups: by (kind, key), and the texts
     by each of their words (a text answer is searched by the words it has)."""
@@ -248,18 +270,22 @@ class ValueIndex:
     __slots__ = ("keyed", "by_word")
 
     def __init__(self, values: Iterable[Value]):
-        self.keyed: dict[tuple[str, object], Value] = {}
+        self.keyed: dict[tuple[str, object], list[Value]] = {}
         self.by_word: dict[str, list[Value]] = {}
         for v in values:
             if not v.distinctive:
                 continue
-            self.keyed.setdefault((v.kind, v.key), v)
+            self.keyed.setdefault((v.kind, v.key), []).append(v)
             if v.kind == "text":
                 for w in set(str(v.key).split()):
                     self.by_word.setdefault(w, []).append(v)
 
-    def get(self, kind: str, key) -> Value | None:
-        return self.keyed.get((kind, key))
+    def get(self, kind: str, key, exclude: tuple = ()) -> Value | None:
+        """The first value of that kind and key whose path starts with none of ``exclude``."""
+        for v in self.keyed.get((kind, key), ()):
+            if not excluded(v, exclude):
+                return v
+        return None
 
     def texts_with(self, words: Iterable[str]) -> Iterator[Value]:
         seen = set()
@@ -306,7 +332,7 @@ class Ground:
     def session_norm(self, session_id: str) -> str:
         got = self._norms.get(session_id)
         if got is None:
-            got = self._norms[session_id] = normalize_text(self.texts.get(session_id, ""))
+            got = self._norms[session_id] = canon_text(self.texts.get(session_id, ""))
         return got
 
 
@@ -339,11 +365,13 @@ class HistoryIndex:
         for i in ids:
             yield self.ground.image_index(i)
 
-    def session_indexes(self, ids: Iterable[str]) -> Iterator[ValueIndex]:
-        """The values said in each session, and the session's date in this history."""
+    def session_indexes(self, ids: Iterable[str], *, dates: bool = False) -> Iterator[ValueIndex]:
+        """The values said in each session, and with ``dates`` the session's date in this history
+        (only for questions whose answer is a session date: with ~100 sessions over 240 days, any
+        other date is a session's date by chance alone)."""
         for s in ids:
             yield self.ground.session_index(s)
-            d = canon_date(self.session_dates.get(s, ""))
+            d = canon_date(self.session_dates.get(s, "")) if dates else None
             if d:
                 yield ValueIndex([Value("date", d, "session", s, ("date",))])
 
