@@ -233,6 +233,17 @@ NEAR = 6
 NEAR_RANK = 5
 
 
+def balanced_share(n_questions: int, other_slots: float, n_lendable: int, n_haystack: int) -> float:
+    """The share of lent candidates at which an evidence session (its own history plus its
+    borrowers') and a haystack session are expected in as many histories: with ``S`` other-session
+    slots over all histories of a length, ``1 + f S / n_lendable = (1 - f) S / n_haystack``."""
+    slots = n_questions * other_slots
+    if slots <= 0 or n_lendable <= 0 or n_haystack <= 0:
+        return LENT_SHARE
+    f = (slots / n_haystack - 1) / (slots / n_lendable + slots / n_haystack)
+    return min(0.9, max(0.1, f))
+
+
 def shape_targets(shape: dict, length: str) -> tuple[float, float]:
     """(sessions, images) a history of ``length`` aims at: ``data.shape[length]``, else the entry
     nearest in tokens scaled to this length, else the defaults above."""
@@ -300,16 +311,19 @@ class _History:
                 out.append((NEAR_RANK, s))
         return out
 
-    def extend(self, extra: list[str]) -> None:
-        """More candidates from this length on (sessions lent under a wider window): interleaved
-        into the unused haystack candidates as the first lent ones were (:func:`candidate_order`),
-        so the histories already grown are unchanged."""
+    def extend(self, extra: list[str], lent: set[str], share: float) -> None:
+        """More candidates from this length on (sessions lent under a wider window): the unused
+        candidates are interleaved anew, the lent ones (unused earlier ones first, then ``extra``)
+        making ``share`` of them, as in :func:`candidate_order`; the histories already grown are
+        unchanged."""
         new = [s for s in extra if s not in self.avail and s not in self.chosen]
         if not new:
             return
         rest = self.left[0]
-        keyed = [((i + 1) / (1 - LENT_SHARE), 0, s) for i, s in enumerate(rest)]
-        keyed += [((j + 1) / LENT_SHARE, 1, s) for j, s in enumerate(new)]
+        hay = [s for s in rest if s not in lent]
+        borrowed = [s for s in rest if s in lent] + new
+        keyed = [((i + 1) / (1 - share), 0, s) for i, s in enumerate(hay)]
+        keyed += [((j + 1) / share, 1, s) for j, s in enumerate(borrowed)]
         self.left[0] = [s for _, _, s in sorted(keyed)]
         self.avail.update(new)
         self.by_size = sorted(self.avail, key=lambda s: (self.size(s), s))
@@ -441,12 +455,14 @@ def assemble_lengths(
     balance: float = 0.0,
     mean_uses: dict[str, float] | None = None,
     foreign_from: dict[str, dict[str, str]] | None = None,
+    lent_share: dict[str, float] | None = None,
 ) -> dict[str, Instance]:
     """One history per length, shortest first; each longer history extends the shorter one.
     ``foreign``: other questions' evidence sessions this question may take, with their dates;
     ``foreign_from``: per length, more such sessions it may take from that length on (a wider
     lender window for long histories); ``uses``: per length, how many histories hold each session
-    so far (updated with this one's)."""
+    so far (updated with this one's); ``lent_share``: per length of ``foreign_from``, the share of
+    lent sessions among the candidates from there on (:func:`balanced_share`)."""
     foreign = dict(foreign or {})
     rng = derive_rng(seed, "assemble-order", q.question_id)  # same order at every length
     hay = candidate_order(rng, q, pool, list(foreign))
@@ -459,7 +475,8 @@ def assemble_lengths(
         extra = {s: d for s, d in (foreign_from or {}).get(length, {}).items() if s not in foreign}
         if extra:
             later = derive_rng(seed, "assemble-order", q.question_id, length)
-            h.extend(lent_order(later, q, pool, list(extra)))
+            share = (lent_share or {}).get(length, LENT_SHARE)
+            h.extend(lent_order(later, q, pool, list(extra)), set(foreign) | set(extra), share)
             foreign.update(extra)
         h.grow(q, length, length_tokens(length), shape_targets(shape or {}, length), tol)
         out[length] = h.chosen.copy()
@@ -550,6 +567,12 @@ def run(cfg, paths: Paths) -> None:
     )
     lends = tables.get(window, {})
     later = later if tables else {}
+    n_ev = sum(1 for sid in ev_date if sessions[sid].image_ids)
+    ev_per_q = sum(len(q.evidence) for q in questions) / max(1, len(questions))
+    shares = {
+        ln: balanced_share(len(questions), shape_targets(shape, ln)[0] - ev_per_q, n_ev, len(pool.haystack))
+        for ln in later
+    }
     balance = float(xcfg.get("balance", 2.0)) if xcfg.get("enabled", True) else 0.0
     # every history holds its own evidence; the expected histories per candidate session at a length
     uses = {ln: Counter(dict.fromkeys(ev_date, 1)) for ln in lengths} if balance else None
@@ -575,6 +598,7 @@ def run(cfg, paths: Paths) -> None:
             balance=balance,
             mean_uses=mean_uses,
             foreign_from={ln: {s: ev_date[s] for s in tables[w].get(q.question_id, [])} for ln, w in later.items()},
+            lent_share=shares,
         )
         for q in tqdm(order, desc="assemble", unit="q", leave=False)
     ]
