@@ -73,11 +73,11 @@ def planted(tiny_project, tmp_path_factory):
                 truth[(model.name, length, p.question_id)] = p.meta["planted"]
             write_jsonl(vroot / model.name / "standard" / f"{length}.deterministic.jsonl", verdicts)
     errors, totals = trace_errors(vroot, "deterministic", bench.source)
-    return errors, totals, truth
+    return errors, totals, truth, vroot, bench
 
 
 def test_every_planted_pattern_is_recovered(planted):
-    errors, totals, truth = planted
+    errors, _, truth, *_ = planted
     by_key = {(e["system"], e["length"], e["question_id"]): e for e in errors}
     assert len(by_key) == len(truth)  # accuracy 0: every answer is wrong, and every one is traced
     hits, n = Counter(), Counter()
@@ -97,7 +97,7 @@ def test_every_planted_pattern_is_recovered(planted):
 
 
 def test_label_shares_match_the_planted_shares(planted):
-    errors, totals, truth = planted
+    errors, _, truth, *_ = planted
     planted_labels = Counter(SOURCES[EXPECTED_SOURCE[p]] for p in truth.values())
     total = sum(planted_labels.values())
     pooled = {
@@ -127,3 +127,27 @@ def test_stand_in_answers_are_deterministic_and_follow_its_accuracy(tiny_project
     assert out_a == [b.generate(it).text for it in items]
     assert all(a.generate(it).meta["planted"] == "correct" for it in items)
     assert PlantedErrors(accuracy=0.6, decay_per_doubling=0.1).p_correct("128k") == pytest.approx(0.4)
+
+
+def test_traced_files_are_cached_and_follow_their_verdicts(planted, tmp_path, monkeypatch):
+    import shutil
+
+    from memlens.eval.report import errors as err
+
+    *_, vroot, bench = planted
+    src = tmp_path / "v"
+    for s in ("standin-0", "standin-1"):  # two systems' verdicts
+        shutil.copytree(vroot / s, src / s)
+    cache = tmp_path / "cache"
+    first = err.trace_errors(src, "deterministic", bench.source, cache_dir=cache)
+    assert len(list(cache.glob("*.json"))) == 4  # 2 systems x 2 lengths
+    calls = []
+    real = err._Tracer.trace
+    monkeypatch.setattr(err._Tracer, "trace", lambda self, f: calls.append(f.path) or real(self, f))
+    assert err.trace_errors(src, "deterministic", bench.source, cache_dir=cache) == first
+    assert calls == []  # every file read from the cache
+    f = src / "standin-1" / "standard" / "32k.deterministic.jsonl"
+    f.write_text("\n".join(f.read_text().splitlines()[:3]) + "\n")  # a changed verdict file is traced again
+    again = err.trace_errors(src, "deterministic", bench.source, cache_dir=cache)
+    assert calls == [f]
+    assert sum(1 for e in again[1] if e["system"] == "standin-1" and e["length"] == "32k" and e["n"] == 3) == 1

@@ -143,11 +143,12 @@ def build_analyses(
     conf_model_dir: Path | None = None,
     labels_root: Path | None = None,
     retention_lengths: list[str] | None = None,
+    taxonomy_cache: Path | None = None,
 ) -> AnalysisBundle:
     """Compute and write every cross-system analysis (see the module docstring). ``built``: the
     built benchmark (its ground truth: the exact error taxonomy); ``conf_model_dir``: where system
-    cards are looked up for systems without an archived card; ``labels_root``: the LLM error labels
-    (:mod:`memlens.eval.report.diagnosis`)."""
+    cards are looked up for systems without an archived card; ``labels_root``: the LLM error labels;
+    ``taxonomy_cache``: traced verdict files kept between reports (:mod:`memlens.eval.report.diagnosis`)."""
     out_dir = reports / ANALYSIS_DIR
     out_dir.mkdir(parents=True, exist_ok=True)
     files = an.scan_verdicts(verdicts_dir)
@@ -545,6 +546,7 @@ def build_analyses(
         n_resamples=n_resamples,
         seed=seed,
         alpha=alpha,
+        taxonomy_cache=taxonomy_cache,
     )
 
     sp_path = out_dir / "summary.json"

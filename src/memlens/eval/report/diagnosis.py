@@ -312,16 +312,22 @@ def add_diagnostics(
     n_resamples: int = 1000,
     seed: int = 0,
     alpha: float = 0.05,
+    taxonomy_cache: Path | None = None,
 ) -> dict[str, Any]:
     """Every section of this module; returns their records for ``summary.json``. ``built``: the
     built benchmark whose ground truth the taxonomy traces (None: no taxonomy); ``labels_root``:
-    where the LLM error labels are kept (:func:`memlens.eval.report.llm_labels.labels_dir`)."""
+    where the LLM error labels are kept (:func:`memlens.eval.report.llm_labels.labels_dir`);
+    ``taxonomy_cache``: where traced verdict files are kept (:func:`memlens.eval.report.errors.trace_errors`)."""
     from dataclasses import asdict
 
     from memlens.eval.report.cards import load_cards
     from memlens.eval.report.llm_labels import agreement, read_labels
 
-    errors, totals = ([], []) if built is None else err.trace_errors(verdicts_dir, judge, built, mode=mode, files=files)
+    errors, totals = (
+        ([], [])
+        if built is None
+        else err.trace_errors(verdicts_dir, judge, built, mode=mode, files=files, cache_dir=taxonomy_cache)
+    )
     labels = read_labels(labels_root, mode) if labels_root is not None else {}
     agree = agreement(errors, labels) if labels and errors else None
     out = error_sections(bundle, reports, out_dir, errors, totals, agree)

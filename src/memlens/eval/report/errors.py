@@ -18,13 +18,14 @@ The committed value of a verdict is its ``parsed`` field (the judge's parse); a 
 from __future__ import annotations
 
 import functools
+import sys
 from collections import Counter, defaultdict
 from pathlib import Path
 from typing import Any
 
 from memlens.core.config import length_tokens
 from memlens.core.constants import TYPE_ORDER
-from memlens.core.io import enumerate_jsonl
+from memlens.core.io import enumerate_jsonl, read_json, write_json
 from memlens.core.schema import TYPE_ABBREV
 from memlens.eval.report.analyses import VerdictFile, scan_verdicts
 from memlens.eval.report.metrics import subtype_labels
@@ -90,33 +91,124 @@ def _parses(files: list[VerdictFile], mode: str) -> dict[tuple[str, str], dict[s
 
 
 def trace_errors(
-    verdicts_dir: str | Path, judge: str, built, *, mode: str = "standard", files: list[VerdictFile] | None = None
+    verdicts_dir: str | Path,
+    judge: str,
+    built,
+    *,
+    mode: str = "standard",
+    files: list[VerdictFile] | None = None,
+    cache_dir: Path | None = None,
 ) -> tuple[list[dict], list[dict]]:
     """``(errors, totals)``: one row per wrong verdict, and per (system, length) the number of
-    verdicts, wrong ones and failed ones. ``built`` is a :class:`memlens.core.items.BuiltBenchmark`."""
+    verdicts, wrong ones and failed ones. ``built`` is a :class:`memlens.core.items.BuiltBenchmark`.
+    ``cache_dir``: each verdict file's rows are kept there under the hash of everything they follow
+    from (the file, the deterministic parses it borrows, the benchmark's manifests, the taxonomy's
+    code), so a report traces only the files that changed since the last one."""
     files = scan_verdicts(verdicts_dir) if files is None else files
     sel = [f for f in files if f.judge == judge and f.mode == mode]
     if not sel:
         return [], []
-    questions = built.questions
-    ground = Ground.of_benchmark(built)
-    sessions = built.sessions
-    parses = _parses(files, mode) if judge != "deterministic" else {}
-    instances: dict[str, dict] = {}
-    histories: dict[tuple[str, str], tuple] = {}
-    qids = sorted(questions)
-    types = [TYPE_ABBREV.get(questions[q].question_type, questions[q].question_type) for q in qids]
-    sub_of = dict(zip(qids, subtype_labels(types, [questions[q].question_subtype or "" for q in qids])))
+    tracer = _Tracer(built, _parses(files, mode) if judge != "deterministic" else {})
     errors, totals = [], []
     for f in sorted(sel, key=lambda f: (f.system, length_tokens(f.length))):
-        if f.length not in instances:
+        cached = _cache_path(cache_dir, f, tracer, files, mode) if cache_dir is not None else None
+        got = read_json(cached) if cached is not None and cached.is_file() else None
+        if not isinstance(got, dict) or "errors" not in got:
+            got = tracer.trace(f)
+            if cached is not None:
+                write_json(cached, got)
+        errors += got["errors"]
+        totals.append(got["total"])
+    return errors, totals
+
+
+def _digest(*parts: bytes | str) -> str:
+    import hashlib
+
+    h = hashlib.sha256()
+    for p in parts:
+        h.update(hashlib.sha256(p.encode() if isinstance(p, str) else p).digest())
+    return h.hexdigest()
+
+
+def _code_digest() -> str:
+    """The source of everything a traced row follows from (the taxonomy, the judge's normalisation,
+    the derivations)."""
+    import inspect
+
+    from memlens.construction.abilities import derive
+    from memlens.eval.judge import deterministic
+    from memlens.eval.report import operands, taxonomy, trace
+
+    mods = (derive, deterministic, operands, taxonomy, trace, sys.modules[__name__])
+    return _digest(*(Path(inspect.getsourcefile(m)).read_bytes() for m in mods))
+
+
+def _cache_path(cache_dir: Path, f: VerdictFile, tracer: _Tracer, files: list[VerdictFile], mode: str) -> Path:
+    borrowed = [
+        g.path.read_bytes()
+        for g in files
+        if tracer.parses
+        and g.judge == "deterministic"
+        and g.mode == mode
+        and (g.system, g.length) == (f.system, f.length)
+    ]
+    key = _digest(f.path.read_bytes(), *borrowed, tracer.benchmark_digest(), tracer.code_digest())
+    return Path(cache_dir) / f"{key}.json"
+
+
+class _Tracer:
+    """Traces the wrong verdicts of verdict files against one built benchmark (histories, their
+    substitution results and the ground's value indexes are shared by every file)."""
+
+    def __init__(self, built, parses: dict):
+        self.built, self.parses = built, parses
+        self.questions = built.questions
+        self._ground: Ground | None = None
+        self._instances: dict[str, dict] = {}
+        self._histories: dict[tuple[str, str], tuple] = {}
+        self._digests: dict[str, str] = {}
+        qids = sorted(self.questions)
+        types = [TYPE_ABBREV.get(self.questions[q].question_type, self.questions[q].question_type) for q in qids]
+        subs = subtype_labels(types, [self.questions[q].question_subtype or "" for q in qids])
+        self.sub_of = dict(zip(qids, subs))
+
+    def benchmark_digest(self) -> str:
+        if "bench" not in self._digests:
+            gen, inst = self.built.paths.generated, self.built.paths.instances
+            parts = [p.read_bytes() for p in (gen / "manifest.json", inst / "manifest.json") if p.is_file()]
+            self._digests["bench"] = _digest(*parts) if parts else ""
+        return self._digests["bench"]
+
+    def code_digest(self) -> str:
+        if "code" not in self._digests:
+            self._digests["code"] = _code_digest()
+        return self._digests["code"]
+
+    def instances(self, length: str) -> dict:
+        if length not in self._instances:
             try:
-                instances[f.length] = {i.question_id: i for i in built.instances(f.length)}
+                self._instances[length] = {i.question_id: i for i in self.built.instances(length)}
             except Exception:  # a length the benchmark no longer has: nothing to trace there
-                instances[f.length] = {}
-        n = wrong = failed = 0
+                self._instances[length] = {}
+        return self._instances[length]
+
+    def history(self, q, length: str):
+        inst = self.instances(length).get(q.question_id)
+        if inst is None:
+            return None, None
+        key = (q.question_id, length)
+        if key not in self._histories:
+            if self._ground is None:
+                self._ground = Ground.of_benchmark(self.built)
+            h = history_index(q, inst, self._ground, self.built.sessions)
+            self._histories[key] = (h, functools.cache(functools.partial(substituted, q, h)))
+        return self._histories[key]
+
+    def trace(self, f: VerdictFile) -> dict:
+        errors, n, wrong, failed = [], 0, 0, 0
         for r in _rows(f.path):
-            q = questions.get(r["question_id"])
+            q = self.questions.get(r["question_id"])
             if q is None:
                 continue
             n += 1
@@ -126,16 +218,9 @@ def trace_errors(
             if r.get("correct"):
                 continue
             wrong += 1
-            det = parses.get((f.system, f.length), {}).get(r.get("request_key") or r["question_id"])
+            det = self.parses.get((f.system, f.length), {}).get(r.get("request_key") or r["question_id"])
             com = commitment_of(det if (r.get("parsed") is None and det) else r)
-            inst = instances[f.length].get(q.question_id)
-            hist, subs = None, None
-            if inst is not None:
-                key = (q.question_id, f.length)
-                if key not in histories:
-                    h = history_index(q, inst, ground, sessions)
-                    histories[key] = (h, functools.cache(functools.partial(substituted, q, h)))
-                hist, subs = histories[key]
+            hist, subs = self.history(q, f.length)
             t = classify(q, com, hist, r.get("task_key") or "", substitutions=subs)
             errors.append(
                 {
@@ -143,7 +228,7 @@ def trace_errors(
                     "length": f.length,
                     "question_id": q.question_id,
                     "type": TYPE_ABBREV.get(q.question_type, q.question_type),
-                    "subtype": sub_of.get(q.question_id, ""),
+                    "subtype": self.sub_of.get(q.question_id, ""),
                     "task_key": r.get("task_key") or "",
                     "request_key": r.get("request_key") or "",
                     "source": t.source,
@@ -155,8 +240,8 @@ def trace_errors(
                     "where": t.where,
                 }
             )
-        totals.append({"system": f.system, "length": f.length, "n": n, "n_wrong": wrong, "n_failed": failed})
-    return errors, totals
+        total = {"system": f.system, "length": f.length, "n": n, "n_wrong": wrong, "n_failed": failed}
+        return {"errors": errors, "total": total}
 
 
 # ------------------------------------------------------------------------------------ breakdowns

@@ -551,6 +551,7 @@ def run(cfg, paths: Paths) -> None:
             conf_model_dir=paths.root / "conf" / "model",
             labels_root=labels,
             retention_lengths=_report_option(cfg, "retention_lengths", None),
+            taxonomy_cache=paths.cache / "taxonomy",
         )
         bar.update()
 
