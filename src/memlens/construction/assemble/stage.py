@@ -602,6 +602,8 @@ def run(cfg, paths: Paths) -> None:
         )
         for q in tqdm(order, desc="assemble", unit="q", leave=False)
     ]
+    for stale in sorted(set(out.glob("*.jsonl")) - {out / f"{ln}.jsonl" for ln in lengths}):
+        stale.unlink()  # a length not assembled now is not part of this benchmark (its manifest)
     for length in lengths:
         insts = [d[length] for d in per_q]
         write_jsonl(out / f"{length}.jsonl", sorted(insts, key=lambda i: i.question_id))
