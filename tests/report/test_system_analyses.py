@@ -67,6 +67,14 @@ def test_retention_by_hand():
     assert summ["rho_total"] == pytest.approx(0.9)
     ref = sps.spearmanr([2, 8, 30, 72, 235], [0.5, 0.6, 0.8, 0.7, 0.9])
     assert summ["p_total"] == pytest.approx(ref.pvalue)
+    # exact: of the 120 orders of 5 ranks, those with |rho| >= 0.9 (sum d^2 <= 2): 1 + 4 each way
+    assert summ["p_total_exact"] == pytest.approx(10 / 120)
+    exact = sps.permutation_test(
+        ([2, 8, 30, 72, 235],),
+        lambda y: sps.spearmanr([0.5, 0.6, 0.8, 0.7, 0.9], y).statistic,
+        permutation_type="pairings",
+    )
+    assert summ["p_total_exact"] == pytest.approx(exact.pvalue)
 
 
 def test_retention_needs_five_sized_systems():

@@ -233,6 +233,7 @@ def system_sections(
     if ret:
         stat = (
             f"Spearman rho (retention vs total parameters) = {summ['rho_total']:.3f}, p = {summ['p_total']:.3g}"
+            + (f" (exact: {summ['p_total_exact']:.3g})" if summ.get("p_total_exact") is not None else "")
             + (
                 f"; vs active parameters rho = {summ['rho_active']:.3f}, p = {summ['p_active']:.3g}"
                 if summ.get("rho_active") is not None
