@@ -230,8 +230,9 @@ def substituted_results(
     prog: dict | None, truths: list, distractors: dict[str, dict], context=None, *, max_distractors: int = 400
 ) -> dict[tuple[str, object], str]:
     """``{result: distractor id}``: the answer with one evidence image replaced by a distractor (its
-    same field; for a ``format`` leaf every element of the same list), and, for a sum or count, with
-    the distractor added as one more operand."""
+    same field: for a ``format`` leaf, the element at the same place of the same list), and, for a
+    sum or count, with the distractor added as one more operand. (Every element of every
+    distractor's list would match a random "colour kind" answer in a long history by chance.)"""
     if not isinstance(prog, dict) or not distractors:
         return {}
     p = _unwrap(prog)
@@ -243,20 +244,6 @@ def substituted_results(
         path = tuple(leaf.get("path") or ())
         for did in ids:
             dt = distractors[did]
-            if leaf["op"] == "format" and path:
-                try:
-                    seq = _get(dt, path[:-1])
-                except (KeyError, IndexError, TypeError):
-                    continue
-                if isinstance(seq, list):
-                    for obj in seq:
-                        try:
-                            got = result_key(leaf["template"].format(**obj))
-                        except (KeyError, IndexError, TypeError, ValueError):
-                            continue
-                        if got:
-                            out.setdefault(got, did)
-                continue
             try:
                 _get(dt, path)
             except (KeyError, IndexError, TypeError):

@@ -45,9 +45,11 @@ from memlens.core.settings import StandinSettings
 from memlens.core.store import derive_rng
 from memlens.eval.systems.base import Model, ModelOutput
 
-__all__ = ["PlantedErrors", "PATTERNS", "EXPECTED_SOURCE"]
+__all__ = ["PlantedErrors", "PATTERNS", "EXPECTED_SOURCE", "STANDIN_VERSION"]
 
 PATTERNS = ("stale", "decoy", "slip", "refusal", "fabricate", "misread", "operand", "flip")
+#: part of a stand-in's identity: bump it when the answers change, so stored answers are not reused
+STANDIN_VERSION = "2"
 #: the exact taxonomy source each planted pattern must be found as (refusal items: fabricate)
 EXPECTED_SOURCE = {
     "stale": "stale_value",
@@ -111,6 +113,9 @@ class PlantedErrors(Model):
         images = benchmark.source.images
         self.truths = {k: r.truth for k, r in images.items()}
         self.families = {k: r.family for k, r in images.items()}
+
+    def identity_extra(self) -> dict:
+        return {"standin_version": STANDIN_VERSION}
 
     def p_correct(self, length: str) -> float:
         doublings = math.log2(length_tokens(length) / length_tokens("32k"))
@@ -262,15 +267,13 @@ class PlantedErrors(Model):
 
     @staticmethod
     def _values_at(truth: dict, prog: dict, path: list) -> list:
+        """The value at the asked field (for a formatted answer, the element at the same place)."""
         try:
-            if prog["op"] == "format":
-                seq = truth
-                for k in path[:-1]:
-                    seq = seq[k]
-                return [prog["template"].format(**o) for o in seq] if isinstance(seq, list) else []
             v = truth
             for k in path:
                 v = v[k]
+            if prog["op"] == "format":
+                return [prog["template"].format(**v)]
             return [v] if isinstance(v, (str, int, float)) and not isinstance(v, bool) else []
         except (KeyError, IndexError, TypeError, ValueError):
             return []
