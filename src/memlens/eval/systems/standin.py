@@ -35,6 +35,8 @@ choice derives from (``seed``, question, length): the same config gives the same
 from __future__ import annotations
 
 import math
+import re
+from decimal import Decimal, InvalidOperation
 from typing import Any
 
 from memlens.core.config import length_tokens
@@ -49,7 +51,7 @@ __all__ = ["PlantedErrors", "PATTERNS", "EXPECTED_SOURCE", "STANDIN_VERSION"]
 
 PATTERNS = ("stale", "decoy", "slip", "refusal", "fabricate", "misread", "operand", "flip")
 #: part of a stand-in's identity: bump it when the answers change, so stored answers are not reused
-STANDIN_VERSION = "2"
+STANDIN_VERSION = "3"
 #: the exact taxonomy source each planted pattern must be found as (refusal items: fabricate)
 EXPECTED_SOURCE = {
     "stale": "stale_value",
@@ -168,21 +170,19 @@ class PlantedErrors(Model):
 
     def _operand(self, q) -> str | None:
         from memlens.construction.abilities.derive import money
-        from memlens.eval.report.operands import operands
 
         prog = self._prog(q)
         if not prog or prog.get("op") != "sum" or prog.get("fmt") != "money":
             return None
-        found = [o for o in operands(prog, self._evidence_truths(q)) if o.value not in (None, "")]
+        found = [v for v in _operand_values(prog, self._evidence_truths(q)) if v not in (None, "")]
         if len(found) + sum(1 for a in prog.get("args", []) if a.get("op") == "const") < 2 or not found:
             return None
-        return money(found[0].value, prog.get("currency"))
+        return money(found[0], prog.get("currency"))
 
     def _slip(self, q) -> str | None:
         from decimal import Decimal
 
         from memlens.construction.abilities.derive import money
-        from memlens.eval.report.trace import canon_number, canon_order
 
         prog = self._prog(q)
         op = (prog or {}).get("op")
@@ -199,8 +199,6 @@ class PlantedErrors(Model):
         return None
 
     def _fabricate(self, q) -> str | None:
-        from memlens.eval.report.trace import canon_date, canon_number, canon_order
-
         ans = str(q.answer)
         if canon_order(ans) or ans in ("A", "B", "Yes", "No"):
             return None
@@ -213,8 +211,6 @@ class PlantedErrors(Model):
 
     def _misread(self, q) -> str | None:
         import datetime as dt
-
-        from memlens.eval.report.trace import canon_date, canon_number
 
         prog = self._prog(q)
         if not prog or prog.get("op") not in ("get", "format"):
@@ -241,9 +237,6 @@ class PlantedErrors(Model):
 
     def _decoy(self, q, item: EvalItem, rng) -> str | None:
         """The asked field of a same-family image of this history that is not evidence."""
-        from memlens.eval.judge.deterministic import normalize_text
-        from memlens.eval.report.trace import truth_leaves
-
         prog = self._prog(q)
         if prog and prog.get("op") == "last":
             prog = prog["args"][-1] if prog.get("args") else None
@@ -253,15 +246,14 @@ class PlantedErrors(Model):
         if prog["img"] >= len(evidence):
             return None
         fam = self.families.get(evidence[prog["img"]])
-        shown = {v.key for i in evidence for v in truth_leaves(self.truths.get(i), i)}
-        banned = shown | {normalize_text(str(q.answer))} | {normalize_text(str(x)) for x in [q.old_answer] if x}
+        shown = {_plain(v) for i in evidence for v in _leaves(self.truths.get(i))}
+        banned = shown | {_plain(q.answer)} | {_plain(x) for x in [q.old_answer] if x}
         path = list(prog.get("path") or [])
         pool = sorted({i for i in item.image_ids if i not in evidence and self.families.get(i) == fam})
         rng.shuffle(pool)
         for img in pool:
             for value in self._values_at(self.truths.get(img) or {}, prog, path):
-                got = {v.key for v in truth_leaves({"v": value}, img)}
-                if got and not (got & banned):
+                if _plain(value) and _plain(value) not in banned:
                     return str(value)
         return None
 
@@ -277,3 +269,63 @@ class PlantedErrors(Model):
             return [v] if isinstance(v, (str, int, float)) and not isinstance(v, bool) else []
         except (KeyError, IndexError, TypeError, ValueError):
             return []
+
+
+# ---------------------------------------------------------------------------------- small helpers
+# (kept here: a system must not depend on the report code that judges it)
+_ORDER_RE = re.compile(r"^(?:\(\d+\))+$")
+_DATE_RE = re.compile(r"^(\d{4})[/-](\d{1,2})[/-](\d{1,2})")
+
+
+def canon_number(v) -> Decimal | None:
+    s = str(v).strip().lstrip("$€£¥")
+    s = re.sub(r"\s*(?:[A-Z]{3}|kr\.?)$", "", s).replace(",", "")
+    try:
+        return Decimal(s) if re.fullmatch(r"-?\d+(?:\.\d+)?", s) else None
+    except InvalidOperation:
+        return None
+
+
+def canon_date(v) -> str | None:
+    m = _DATE_RE.match(str(v).strip())
+    return f"{int(m[1]):04d}/{int(m[2]):02d}/{int(m[3]):02d}" if m else None
+
+
+def canon_order(v) -> str | None:
+    s = str(v or "").replace(" ", "")
+    return s if _ORDER_RE.match(s) else None
+
+
+def _plain(v) -> str:
+    """A value for comparing what images show: casefolded, punctuation and spaces collapsed."""
+    return " ".join(re.sub(r"[^\w]+", " ", str(v).casefold()).split())
+
+
+def _leaves(x) -> list:
+    if isinstance(x, dict):
+        return [v for k, y in x.items() if k not in ("photo", "seed", "size") for v in _leaves(y)]
+    if isinstance(x, (list, tuple)):
+        return [v for y in x for v in _leaves(y)]
+    return [] if x is None or isinstance(x, bool) else [x]
+
+
+def _operand_values(prog, truths) -> list:
+    """The values a derivation reads off the evidence images (``get`` leaves), in program order."""
+    out = []
+    if isinstance(prog, dict):
+        if prog.get("op") == "get":
+            i = prog.get("img")
+            try:
+                v = truths[i]
+                for k in prog.get("path") or []:
+                    v = v[k]
+                out.append(v)
+            except (IndexError, KeyError, TypeError):
+                pass
+            return out
+        for v in prog.values():
+            out += _operand_values(v, truths)
+    elif isinstance(prog, list):
+        for v in prog:
+            out += _operand_values(v, truths)
+    return out
