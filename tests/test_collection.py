@@ -61,8 +61,22 @@ def test_the_check_sees_a_skipped_folder(tmp_path):
     (tmp_path / "test_seen.py").write_text("def test_y():\n    assert 2 * 2 == 4\n")
     (tmp_path / "conftest.py").write_text("")
     proc = subprocess.run(
-        [sys.executable, "-m", "pytest", "--collect-only", "-q", "-p", "no:xdist", "-p", "no:cacheprovider",
-         "--rootdir", str(tmp_path), "-c", os.devnull, str(tmp_path)],
+        [
+            sys.executable,
+            "-m",
+            "pytest",
+            "--collect-only",
+            "-q",
+            "-p",
+            "no:xdist",
+            "-p",
+            "no:cacheprovider",
+            "--rootdir",
+            str(tmp_path),
+            "-c",
+            os.devnull,
+            str(tmp_path),
+        ],
         cwd=tmp_path,
         capture_output=True,
         text=True,

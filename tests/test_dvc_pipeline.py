@@ -46,7 +46,8 @@ def sh(cmd, cwd, check=True, **env_extra):
     env.pop("DVC_ROOT", None)
     for k in ("MAKEFLAGS", "MFLAGS", "MAKELEVEL"):  # not a sub-make of `make test`: no "Entering directory"
         env.pop(k, None)
-    r = subprocess.run(cmd, cwd=cwd, shell=True, capture_output=True, text=True, env=env, timeout=900)
+    timeout = float(os.environ.get("MEMLENS_TEST_SH_TIMEOUT", "900"))  # a loaded machine: more
+    r = subprocess.run(cmd, cwd=cwd, shell=True, capture_output=True, text=True, env=env, timeout=timeout)
     if check and r.returncode != 0:
         raise AssertionError(f"{cmd} failed ({r.returncode}):\n{r.stdout[-3000:]}\n{r.stderr[-3000:]}")
     return r
@@ -256,3 +257,81 @@ def test_switching_systems_keeps_every_answer_and_a_killed_experiment_resumes(bu
     total = 50  # tiny: 25 questions at 32k and 64k
     assert killed_at < total
     assert total - killed_at <= resumed <= total - killed_at + 2 * 2  # only in-flight requests repeat
+
+
+def _exp_file(root: Path, name: str, path: str) -> str:
+    refs = sh("git for-each-ref --format='%(refname)' refs/exps", root).stdout.split()
+    ref = next(r for r in refs if r.endswith(f"/{name}"))
+    return sh(f"git show {ref}:{path}", root).stdout
+
+
+def test_queued_experiments_run_two_systems_at_once_into_the_shared_store_and_temp_ones_stay_apart(built):
+    """`dvc queue start -j 2`: two systems at once, each in its own executor under .dvc/tmp/exps/, each
+    evaluating its own parameters into the one results store of the main repository (no MEMLENS_CACHE
+    set): every answer kept, none mixed; `--temp` likewise; the workspace is untouched."""
+    from tests.support.fake_openai import FakeOpenAIServer
+
+    root, _ = built
+    seen: list[tuple[str, float]] = []
+
+    def responder(body):
+        seen.append((body["model"], time.monotonic()))
+        return f"answer of {body['model']}"
+
+    workspace = {p: (root / p).read_bytes() for p in ("params.yaml", "dvc.lock", "reports/metrics.json")}
+    views = files_under(root / "data" / "predictions")
+    with FakeOpenAIServer(latency_s=0.3, responder=responder, record_requests=False) as server:
+        common = f"-S model=openai_compatible -S model.base_url={server.base_url} -S model.concurrency=1"
+        for name in ("sys-a", "sys-b"):
+            sh(f"dvc exp run --queue {common} -S model.model={name} -n q-{name}", root)
+        sh("dvc queue start -j 2", root)
+        t0 = time.monotonic()
+        while True:
+            status = sh("dvc queue status", root).stdout
+            if status.count("Success") >= 2 or "Failed" in status:
+                break
+            assert time.monotonic() - t0 < 900, status
+            time.sleep(2)
+        assert status.count("Success") >= 2, status + sh("dvc queue logs q-sys-a", root, check=False).stdout[-3000:]
+        sh("dvc exp run --temp -S model=chance -n t-chance", root)
+    # the two systems ran at once
+    span = {m: (min(t for n, t in seen if n == m), max(t for n, t in seen if n == m)) for m in ("sys-a", "sys-b")}
+    assert span["sys-a"][0] < span["sys-b"][1] and span["sys-b"][0] < span["sys-a"][1], span
+    # each experiment evaluated its own system and recorded only its own outputs
+    for name, system in (("q-sys-a", "sys-a"), ("q-sys-b", "sys-b"), ("t-chance", "chance")):
+        assert f"name: {system}" in _exp_file(root, name, "params.yaml")
+        assert json.loads(_exp_file(root, name, "reports/metrics.json"))["system"] == system
+    # one shared store in the main repository: 50 answers per system, each the answer of its own system
+    answers: dict[str, list[dict]] = {}
+    for f in (root / ".memlens_cache" / "results").glob("*/answers.jsonl"):
+        ident = json.loads((f.parent / "system.json").read_text())["identity"]
+        answers[ident.get("model", ident["_target_"].rsplit(".", 1)[-1])] = [
+            json.loads(x) for x in f.read_text().splitlines()
+        ]
+    for system in ("sys-a", "sys-b"):
+        recs = answers[system]
+        assert len({r["key"] for r in recs if r["ok"]}) == 50, system
+        assert {r["text"] for r in recs if r["ok"]} == {f"answer of {system}"}, system
+    assert not any((root / ".dvc" / "tmp" / "exps").glob("**/.memlens_cache")), "no store inside an executor"
+    # MLflow: one store, every system's runs in it
+    with sqlite3.connect(root / "mlflow.db") as db:
+        names = {r[0] for r in db.execute("select name from runs")}
+    assert any(n.startswith("sys-a") for n in names) and any(n.startswith("sys-b") for n in names)
+    assert any(n.startswith("chance") for n in names)
+    # the workspace is as it was
+    assert {p: (root / p).read_bytes() for p in workspace} == workspace
+    assert files_under(root / "data" / "predictions") == views
+
+
+def test_a_refused_key_leaves_params_yaml_and_every_ref_without_it(built):
+    root, _ = built
+    import hashlib
+
+    key = "sk-proj-" + hashlib.sha256(b"a key never written").hexdigest()[:24]  # not in any committed file
+    before = (root / "params.yaml").read_bytes()
+    for how in (f"-S +model.api_key={key}", f"-S model.api_key_env={key}", f"--queue -S model.api_key_env={key}"):
+        r = sh(f"dvc exp run {how}", root, check=False)
+        assert r.returncode != 0 and "api_key" in r.stdout + r.stderr
+        assert (root / "params.yaml").read_bytes() == before
+    assert key not in sh("git log --all -p --no-color", root).stdout
+    assert key not in sh("git stash list -p", root, check=False).stdout

@@ -14,6 +14,7 @@ so they are no part of a stage's code (its DVC deps and code hash).
 from __future__ import annotations
 
 import argparse
+import contextlib
 import importlib
 import inspect
 import logging
@@ -60,6 +61,8 @@ EXTRA: dict[str, str] = {
 }
 #: stage name -> "module:function(cfg, paths, *, chars)" run by ``--dry-run`` instead of the stage
 DRY_RUN: dict[str, str] = {"evaluate": "memlens.eval.evaluate.dryrun:run"}
+#: stage name -> "module:function(cfg, paths)" run by ``--selftest`` instead of the stage
+SELFTEST: dict[str, str] = {"judge": "memlens.eval.judge.selftest:run"}
 #: what ``memlens <stage> --help`` runs (a stage's config keys, generated from dvc.yaml and the schema)
 HELP = "memlens.clihelp:stage_help"
 #: HTTP client loggers (a line per request or retry): shown below WARNING only with -v
@@ -94,7 +97,8 @@ def build_parser() -> argparse.ArgumentParser:
         + ", ".join(EXTRA)
         + "\n\nmemlens <command> --help: that command (a stage: its config keys with values and descriptions)"
         + "\nmemlens list models|agents|judges|types|images: what there is to choose from"
-        + "\nmemlens evaluate --dry-run: the rendered prompt of one item and its request key, nothing sent",
+        + "\nmemlens evaluate --dry-run: the rendered prompt of one item and its request key, nothing sent"
+        + "\nmemlens judge --selftest: the judge's false-accept / false-reject rates on this build",
     )
     p.add_argument("command", nargs="?", choices=[*STAGES, *EXTRA], metavar="command", help="a stage or extra command")
     p.add_argument("overrides", nargs="*", help="Hydra overrides, e.g. model=chance data.lengths=[32k]")
@@ -105,13 +109,22 @@ def build_parser() -> argparse.ArgumentParser:
         default=None,
         help="read the composed config from this file (DVC stages use params.yaml) instead of conf/",
     )
-    p.add_argument("--root", default=None, help="project folder (default: $DVC_ROOT or the nearest folder with conf/)")
+    p.add_argument(
+        "--root",
+        default=None,
+        help="project folder (default: the nearest folder above the working directory with conf/)",
+    )
     p.add_argument("--write", action="store_true", help="deps: write the stages' code deps into dvc.yaml")
     p.add_argument("--check", action="store_true", help="deps: exit 1 when dvc.yaml's code deps are out of date")
     p.add_argument(
         "--dry-run",
         action="store_true",
         help=f"{', '.join(DRY_RUN)}: print the prompt of the first item and its request key; build no client, send nothing",
+    )
+    p.add_argument(
+        "--selftest",
+        action="store_true",
+        help=f"{', '.join(SELFTEST)}: the judge self-test on this build (false-accept / false-reject per task key)",
     )
     p.add_argument(
         "--chars",
@@ -170,11 +183,50 @@ def command_help(parser: argparse.ArgumentParser, args) -> int:
     return 0
 
 
+#: exit statuses (README: "Exit statuses")
+EXIT_OK, EXIT_FAILED_ITEMS, EXIT_BAD_INPUT, EXIT_STORAGE, EXIT_INTERNAL, EXIT_INTERRUPTED = 0, 1, 2, 3, 4, 130
+
+
+def storage_message(exc: OSError) -> str:
+    """One line for a file-system error: the path, what happened and what to do."""
+    import errno
+
+    path = exc.filename or "a file"
+    hint = {
+        errno.ENOSPC: "the disk is full: free space (or point MEMLENS_CACHE at a larger disk) and re-run",
+        errno.EDQUOT: "the disk quota is used up: free space and re-run",
+        errno.EROFS: "the file system is read-only: point MEMLENS_CACHE (or the project) at a writable folder",
+        errno.EACCES: "permission denied: make it writable for this user, or point MEMLENS_CACHE elsewhere",
+        errno.EPERM: "operation not permitted: make it writable for this user, or point MEMLENS_CACHE elsewhere",
+        errno.ENOTDIR: "a file is in the way where a folder is expected: remove or move it",
+        errno.EEXIST: "a file is in the way where a folder is expected: remove or move it",
+        errno.EISDIR: "a folder is in the way where a file is expected: remove or move it",
+    }.get(exc.errno or 0, "check the path, its permissions and the free space")
+    return f"{path}: {exc.strerror or exc}; {hint}. Finished work is kept, re-run to resume"
+
+
+def run_command(args) -> int:
+    """Run the parsed command (a stage runs inside :func:`memlens.core.outputs.guard_outputs`)."""
+    from memlens.core.config import Paths, load_config
+    from memlens.core.outputs import guard_outputs
+
+    if args.command in EXTRA:
+        return int(resolve_target(EXTRA[args.command])(args) or 0)
+    cfg = load_config(args.overrides, params=args.params, root=args.root)
+    paths = Paths.from_cfg(cfg, root=args.root)
+    if args.dry_run:
+        return int(resolve_target(DRY_RUN[args.command])(cfg, paths, chars=args.chars) or 0)
+    if args.selftest:
+        return int(resolve_target(SELFTEST[args.command])(cfg, paths) or 0)
+    with guard_outputs(args.command, paths.root, cfg):
+        resolve_target(STAGES[args.command])(cfg, paths)
+    return EXIT_OK
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_intermixed_args(argv)
     setup_logging(args.verbose)
-    from memlens.core.config import Paths, load_config
 
     t0 = time.perf_counter()
     try:
@@ -183,25 +235,42 @@ def main(argv: list[str] | None = None) -> int:
         if args.command is None:
             parser.print_usage(sys.stderr)
             print("memlens: error: name a command (memlens --help lists them)", file=sys.stderr)
-            return 2
+            return EXIT_BAD_INPUT
         if args.dry_run and args.command not in DRY_RUN:
             print(f"memlens {args.command}: error: --dry-run is only for: {', '.join(DRY_RUN)}", file=sys.stderr)
-            return 2
-        if args.command in EXTRA:
-            return int(resolve_target(EXTRA[args.command])(args) or 0)
-        cfg = load_config(args.overrides, params=args.params, root=args.root)
-        paths = Paths.from_cfg(cfg, root=args.root)
-        if args.dry_run:
-            return int(resolve_target(DRY_RUN[args.command])(cfg, paths, chars=args.chars) or 0)
-        resolve_target(STAGES[args.command])(cfg, paths)
+            return EXIT_BAD_INPUT
+        if args.selftest and args.command not in SELFTEST:
+            print(f"memlens {args.command}: error: --selftest is only for: {', '.join(SELFTEST)}", file=sys.stderr)
+            return EXIT_BAD_INPUT
+        from memlens.core.progress import plain_progress
+
+        with plain_progress():  # outside a terminal: progress as occasional plain lines, no \r frames
+            status = run_command(args)
+        if args.command in EXTRA or args.dry_run or args.selftest:
+            return status
     except MemLensError as exc:
         print(f"memlens {args.command}: error: {exc}", file=sys.stderr)
-        return int(getattr(exc, "exit_code", 2))
+        return int(getattr(exc, "exit_code", EXIT_BAD_INPUT))
     except KeyboardInterrupt:
         print(f"memlens {args.command}: interrupted; finished work is kept, re-run to resume", file=sys.stderr)
-        return 130
+        return EXIT_INTERRUPTED
+    except BrokenPipeError:  # the reader of stdout went away (`memlens ... | head`): nothing more to say
+        with contextlib.suppress(OSError):
+            os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return EXIT_OK
+    except OSError as exc:
+        print(f"memlens {args.command}: error: {storage_message(exc)}", file=sys.stderr)
+        return EXIT_STORAGE
+    except Exception as exc:  # a bug: one line, the traceback with -v
+        log.debug("internal error", exc_info=True)
+        print(
+            f"memlens {args.command}: internal error: {type(exc).__name__}: {exc} "
+            "(a bug in memlens; -v shows the traceback; finished work is kept)",
+            file=sys.stderr,
+        )
+        return EXIT_INTERNAL
     log.info("%s done in %.1f s", args.command, time.perf_counter() - t0)
-    return 0
+    return EXIT_OK
 
 
 def compose(args) -> int:

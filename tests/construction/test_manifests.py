@@ -26,7 +26,12 @@ def test_code_hash_is_the_closure_of_the_stage_module():
     files = codegraph.code_files(["memlens.construction.generate.stage"])
     names = {str(f.relative_to(codegraph.PKG)) for f in files}
     # what generate really runs: its question-type modules, the text bank and its data, core
-    assert {"construction/generate/stage.py", "construction/abilities/tr.py", "construction/text/textbank.py", "core/io.py"} <= names
+    assert {
+        "construction/generate/stage.py",
+        "construction/abilities/tr.py",
+        "construction/text/textbank.py",
+        "core/io.py",
+    } <= names
     assert any(n.startswith("construction/text/data/") for n in names)
     assert not any(n.startswith("eval/") for n in names)
 

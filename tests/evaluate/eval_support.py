@@ -45,6 +45,21 @@ def call_stats(root: Path, system: str, mode: str = "standard") -> dict[str, lis
     return out
 
 
+def store_records(root: Path, mode: str = "standard") -> dict[str, dict[str, dict]]:
+    """``{length: {question_id: record}}`` of every results-store record (an answer wins over a failure,
+    else the last record): what was asked, whether or not a view was written."""
+    out: dict[str, dict[str, dict]] = {}
+    for p in sorted((root / ".memlens_cache" / "results").glob("*/answers.jsonl")):
+        for line in p.read_text().splitlines():
+            rec = json.loads(line)
+            if rec["mode"] != mode:
+                continue
+            prev = out.setdefault(rec["length"], {}).get(rec["question_id"])
+            if prev is None or rec["ok"] or not prev["ok"]:
+                out[rec["length"]][rec["question_id"]] = rec
+    return out
+
+
 def request_key(body: dict) -> str:
     """The question text of a recorded chat request (its last user message)."""
     last = body["messages"][-1]["content"]

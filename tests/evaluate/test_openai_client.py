@@ -533,3 +533,36 @@ def test_config_validation():
         OpenAICompatibleConfig(base_url="http://x/v1", model="m", image_transport="ftp")
     with pytest.raises(ValueError):
         OpenAICompatibleConfig(base_url="http://x/v1", model="m", concurrency=0)
+
+
+# ---------------------------------------------------------------------------- deadline and size cap
+def test_a_trickling_server_is_cut_at_the_total_deadline_not_the_read_timeout():
+    """Each byte arrives well within ``timeout_s``, the whole answer would take minutes: the attempt
+    ends at ``deadline_s`` and the failure names the deadline."""
+    with FakeOpenAIServer(faults=[Fault("trickle", sleep_s=0.05)] * 4) as srv:
+        t0 = time.perf_counter()
+        result = complete(make_client(srv, timeout_s=3.0, deadline_s=0.6, max_retries=1), msgs())
+        elapsed = time.perf_counter() - t0
+    assert not result.ok and result.attempts == 2
+    assert "DeadlineExceeded" in result.error and "deadline_s=0.6" in result.error
+    assert elapsed < 3.5
+
+
+def test_an_oversized_answer_is_cut_recorded_and_not_retried():
+    big = "x" * (3 * 1024 * 1024)
+    with FakeOpenAIServer(responder=lambda body: big) as srv:
+        result = complete(make_client(srv, max_response_mb=1, max_retries=3), msgs())
+        assert srv.request_count == 1  # not asked again: the server would send it again
+    assert not result.ok and result.text is None
+    assert "ResponseTooLargeError" in result.error and "max_response_mb=1" in result.error
+    with FakeOpenAIServer(responder=lambda body: big) as srv:  # under a larger cap the answer is kept whole
+        kept = complete(make_client(srv, max_response_mb=8), msgs())
+    assert kept.ok and kept.text == big
+
+
+def test_deadline_and_cap_defaults_fit_thinking_models():
+    c = OpenAICompatibleConfig(base_url="http://127.0.0.1:1/v1", model="m")
+    assert c.deadline_s >= 1200 and c.max_response_mb >= 4  # 16,384 tokens of thinking at ~10 tokens/s
+    for bad in ({"deadline_s": 0}, {"max_response_mb": -1}):
+        with pytest.raises(ValueError):
+            OpenAICompatibleConfig(base_url="http://127.0.0.1:1/v1", model="m", **bad)

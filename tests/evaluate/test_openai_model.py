@@ -15,7 +15,7 @@ from memlens.core.schema import Question, Turn
 from memlens.eval.prompt import build_messages
 from memlens.eval.systems.openai_model import OpenAICompatibleModel, prefix_ordered, run_items
 from tests.conftest import run_stage
-from tests.evaluate.eval_support import TINY, call_stats, openai_overrides, predictions, request_key
+from tests.evaluate.eval_support import TINY, call_stats, openai_overrides, predictions, request_key, store_records
 from tests.support.fake_openai import FakeOpenAIServer, default_responder
 
 
@@ -78,18 +78,20 @@ def test_faults_retries_failure_records_and_retry_on_rerun(tiny_copy):
         ov = openai_overrides(
             server, "model.max_retries=3", "model.timeout_s=2", "model.concurrency=4", "eval.lengths=[32k]"
         )
-        # 2 of 25 requests fail for good: 8% > eval.max_failure_rate (5%), so the stage exits 1 ...
+        # 2 of 25 requests fail for good: 8% > eval.max_failure_rate (5%), so the stage exits 1 and
+        # leaves the previous outputs (none: no view) as they were ...
         assert run_stage(root, "evaluate", *TINY, *ov) == 1
+        assert not (root / "data" / "predictions" / "fake-vl").exists()
         by_q = {i.question.question: i.question_id for i in _questions(root)}
-        rows = predictions(root, "fake-vl")["32k"]
-        attempts = {r["question_id"]: r["attempts"] for r in call_stats(root, "fake-vl")["32k"]}
+        rows = store_records(root)["32k"]
+        attempts = {q: r["attempts"] for q, r in rows.items()}
         assert rows[by_q[qs[0]]]["ok"] and attempts[by_q[qs[0]]] == 3
         assert rows[by_q[qs[1]]]["ok"] and attempts[by_q[qs[1]]] == 4
         assert rows[by_q[qs[2]]]["ok"] and attempts[by_q[qs[2]]] == 2
         assert rows[by_q[qs[5]]]["ok"] and attempts[by_q[qs[5]]] == 2
         bad400, bad503 = rows[by_q[qs[3]]], rows[by_q[qs[4]]]
         assert not bad400["ok"] and "400" in bad400["error"] and attempts[by_q[qs[3]]] == 1
-        assert bad400["raw_prediction"] is None and bad400["prediction"] is None
+        assert bad400["text"] is None
         assert not bad503["ok"] and "503" in bad503["error"] and attempts[by_q[qs[4]]] == 4
         n_before = server.request_count
         # ... with every answer and failure record kept: a re-run skips finished items and retries

@@ -352,3 +352,67 @@ def test_last_refusal_span_points_at_last_phrase():
     assert text[start:end] == "no information"
     assert last_refusal_span("Paris") is None
     assert last_refusal_span("unknown") == (0, 7)
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        # 1 insufficiency
+        "There aren't enough details to say.",
+        "That information isn't available to me.",
+        # 2 inability
+        "I can't compare them.",
+        "I cannot count them from what you shared.",
+        "I can't work out which was longer.",
+        "There's no way to tell.",
+        "Hard to say from the photos.",
+        # 3 not known
+        "I have no idea.",
+        "I don't remember you telling me.",
+        # 4 not had or seen
+        "I don't have a date for that.",
+        "I don't see any photo of that in our chats.",
+        "I have no photos of those.",
+        "I have no timing for the stew.",
+        # 5 never said
+        "You never told me when that was.",
+        "You didn't share enough for me to work that out.",
+        "You haven't told me which hotel you book.",
+        "I don't think you ever showed me that.",
+        "It never came up.",
+        # 6 not mentioned
+        "Nothing was mentioned about it.",
+        # 7 nothing there
+        "There's nothing in our conversations about that.",
+        "Nothing you've shared covers that.",
+        "I have dates for one of them, but nothing about the other.",
+        "Nothing in our conversations says which one.",
+        "The bookshelf took 50 minutes, but I have nothing on how long the stew took.",
+        # 8 not in the record
+        "There's no record of that photo.",
+        "It isn't in our conversation history.",
+        "It's unclear from the conversation.",
+    ],
+)
+def test_refusal_by_meaning(text):
+    assert is_refusal(text), text
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "I can't be completely sure, but I think it was 5.",  # a hedge about certainty, then an answer
+        "You mentioned it on May 3.",
+        "You told me it was 5.",
+        "There were no orange bottles.",
+        "I see 3 photos of that shelf.",
+        "Nothing else was on the shelf but a green mug.",
+    ],
+)
+def test_answers_are_not_refusals(text):
+    assert not is_refusal(text), text
+
+
+def test_refusal_scan_sees_overlapping_guards():
+    # "can't" holds the guards "can" and "n't"; both families must run
+    assert is_refusal("You can't have told me that, you never mentioned it.")

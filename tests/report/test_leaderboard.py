@@ -64,7 +64,7 @@ def test_only_this_benchmark_and_complete_runs_are_ranked():
     md = render_markdown(board, note="Benchmark `aaaa`.")
     ranked, partial = md.split("## Incomplete runs")
     assert "old-build" not in md and "| partial |" not in ranked
-    assert "| high | standard | deterministic | 32k | 25 | 60.0 [50.0, 70.0] | 60.0 [40.0, 80.0] |" in ranked
+    assert "| high | standard | deterministic | all | 32k | 25 | 60.0 [50.0, 70.0] | 60.0 [40.0, 80.0] |" in ranked
     assert (
         "| partial | standard | deterministic | 32k | 12.0% | 3 / 25 | eval.max_items=3; 3 of 25 items judged |"
         in partial
@@ -72,7 +72,7 @@ def test_only_this_benchmark_and_complete_runs_are_ranked():
     # a failure rate above 5% is flagged and explained
     assert FAILURE_FLAG == 0.05
     flagged = [x for x in ranked.splitlines() if "⚠" in x]
-    assert len(flagged) == 2 and "| high | standard | deterministic | 64k |" in flagged[0]
+    assert len(flagged) == 2 and "| high | standard | deterministic | all | 64k |" in flagged[0]
     assert "more than 5% of the items failed" in flagged[1]
     table = list(csv.DictReader(io.StringIO(render_csv(board["complete"]))))
     assert [(r["system"], r["length"], r["flagged"]) for r in table] == [
@@ -180,3 +180,15 @@ def test_gaps_carry_their_minimum_detectable_effect():
         ("a", "true", "paired"),
         ("b", "false", "unpaired"),
     ]
+
+
+def test_no_gap_between_runs_of_different_questions():
+    """An agent's run on its subset is ranked among subset runs: no gap to a run on all questions."""
+    rows = [row("lvlm", "32k", 0.60), row("agent", "32k", 0.50), row("agent2", "32k", 0.30)]
+    for r in rows[1:]:
+        r["tags"]["memlens.subset"] = "agent_subset_195"
+    board = leaderboard_rows(rows, DS)
+    annotate_resolution(board["complete"])
+    res = {r["system"]: r.get("resolution") for r in board["complete"]}
+    assert res["lvlm"] is None  # the only run on all questions
+    assert res["agent"]["next"] == "agent2" and res["agent"]["gap"] == pytest.approx(0.20)

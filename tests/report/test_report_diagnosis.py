@@ -76,3 +76,6 @@ def test_report_carries_the_diagnostics(tiny_copy):
     runs = [r for r in Tracker(root, cfg.tracking, ds).runs(dataset_hash=ds) if r["system"] == "standin-8b"]
     assert runs and all("err_near_miss" in r["metrics"] and "err__false_refusal" in r["metrics"] for r in runs)
     assert all("err_modality__Visual" in r["metrics"] for r in runs)
+    # and nothing that overwrites a run metric (a run's coverage is its completeness) or is a count column
+    assert all(r["metrics"]["err_count"] > 0 and r["metrics"]["coverage"] == 1.0 for r in runs)
+    assert not any(k.endswith("_n") for r in runs for k in r["metrics"])

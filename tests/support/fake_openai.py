@@ -42,8 +42,9 @@ Fault kinds: ``ok``, ``429`` (with ``Retry-After``), ``500``, ``503`` and any ot
 3-digit status code (``400``, ``401``, ``404`` ...), ``timeout`` (sleep for
 ``timeout_sleep_s`` before answering), ``malformed`` (200 with an invalid JSON body),
 ``truncated`` (``Content-Length`` larger than the body, then the connection is closed),
-``empty_choices`` (valid JSON, ``"choices": []``) and ``disconnect`` (close without
-any answer).
+``empty_choices`` (valid JSON, ``"choices": []``), ``disconnect`` (close without
+any answer) and ``trickle`` (the headers at once, then the body one byte every ``sleep_s``
+(default 0.2 s): each read is quick, the whole answer is not).
 
 ``refuse_connections=True`` makes the server reset every TCP connection as soon as it is
 accepted, before reading a byte (what a client sees from a server that is going down);
@@ -82,7 +83,9 @@ __all__ = [
 ]
 
 #: Named fault kinds; any 3-digit HTTP status code given as a string is accepted as well.
-FAULT_KINDS = frozenset({"ok", "429", "500", "503", "timeout", "malformed", "truncated", "empty_choices", "disconnect"})
+FAULT_KINDS = frozenset(
+    {"ok", "429", "500", "503", "timeout", "malformed", "truncated", "empty_choices", "disconnect", "trickle"}
+)
 
 _REASONS = {
     200: "OK",
@@ -797,6 +800,8 @@ class FakeOpenAIServer:
             completion["choices"] = []
             await self._write(writer, 200, completion, keep_alive=keep_alive)
             return keep_alive
+        if kind == "trickle":
+            return await self._trickle(writer, _dumps(completion), fault.sleep_s or 0.2)
         if kind == "truncated":
             data = _dumps(completion)
             await self._write(
@@ -806,6 +811,22 @@ class FakeOpenAIServer:
             return False
         await self._write(writer, 200, completion, keep_alive=keep_alive)
         return keep_alive
+
+    async def _trickle(self, writer: asyncio.StreamWriter, data: bytes, every_s: float) -> bool:
+        head = (
+            f"HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: {len(data)}\r\n"
+            "connection: close\r\n\r\n"
+        ).encode("latin-1")
+        try:
+            writer.write(head)
+            await writer.drain()
+            for i in range(len(data)):
+                writer.write(data[i : i + 1])
+                await writer.drain()
+                await asyncio.sleep(every_s)
+        except (ConnectionError, RuntimeError):
+            pass
+        return False
 
     def _completion(self, body: dict[str, Any] | None) -> dict[str, Any]:
         answer = self.responder(body)

@@ -31,10 +31,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+import yaml
 from omegaconf import DictConfig, OmegaConf
 
 from memlens.core.constants import LENGTH_TOKENS
 from memlens.core.errors import ConfigError
+from memlens.core.secrets import check_no_secrets
+from memlens.core.secrets import register as _register_secrets_check
 
 if TYPE_CHECKING:
     from memlens.core.settings import Settings
@@ -43,6 +46,8 @@ if TYPE_CHECKING:
 PARAMS_CONFIG = "_memlens_params_"
 #: folders of conf/ that are not config groups of the configuration itself
 NOT_GROUPS = frozenset({"hydra"})
+
+_register_secrets_check()  # the resolver of conf/config.yaml's `secrets_checked`
 
 
 def length_tokens(name: str) -> int:
@@ -54,16 +59,51 @@ def length_tokens(name: str) -> int:
     raise ConfigError(f"unknown length {name!r}: use names such as 32k, 64k, 128k, 256k")
 
 
-def project_root() -> Path:
-    """``$DVC_ROOT`` when run by DVC, else the nearest folder above the cwd holding ``conf/``."""
-    env = os.environ.get("MEMLENS_ROOT") or os.environ.get("DVC_ROOT")
-    if env:
-        return Path(env).resolve()
-    here = Path.cwd().resolve()
-    for p in (here, *here.parents):
+def _nearest_project(start: Path) -> Path | None:
+    for p in (start, *start.parents):
         if (p / "conf" / "config.yaml").is_file():
             return p
-    return here
+    return None
+
+
+def _under_dvc() -> bool:
+    """True inside a command that DVC runs (``dvc repro``/``dvc exp run`` set ``DVC_ROOT`` and ``DVC_STAGE``)."""
+    return bool(os.environ.get("DVC_STAGE") or os.environ.get("DVC_ROOT"))
+
+
+def project_root() -> Path:
+    """The project folder: the nearest folder above the working directory holding ``conf/config.yaml``.
+
+    DVC runs each stage in the folder of its experiment (the workspace, a ``--temp`` executor, a queued
+    executor under ``.dvc/tmp/exps/``), while ``$DVC_ROOT`` always names the main repository, so the
+    working directory wins over ``$DVC_ROOT``: every experiment reads its own ``params.yaml`` and writes
+    only its own outputs. ``$MEMLENS_ROOT`` (set by ``memlens.sweep`` for its jobs) names the project
+    outside DVC; ``$DVC_ROOT`` is the last resort when no folder above the working directory is a project.
+    """
+    here = Path.cwd().resolve()
+    env = os.environ.get("MEMLENS_ROOT")
+    if env and not _under_dvc():
+        return Path(env).resolve()
+    found = _nearest_project(here)
+    if found is not None:
+        return found
+    dvc = os.environ.get("DVC_ROOT")
+    return Path(dvc).resolve() if dvc else here
+
+
+def shared_root(root: Path) -> Path:
+    """Where what outlives an experiment lives (the results store, MLflow, local model files): the main
+    repository ``$DVC_ROOT`` when ``root`` is one of its DVC experiment executors (a folder under
+    ``$DVC_ROOT/.dvc/tmp/``), else ``root`` itself."""
+    dvc = os.environ.get("DVC_ROOT")
+    if not dvc:
+        return root
+    main = Path(dvc).resolve()
+    try:
+        Path(root).resolve().relative_to(main / ".dvc" / "tmp")
+    except ValueError:
+        return root
+    return main
 
 
 def config_groups(conf_dir: Path) -> list[str]:
@@ -87,7 +127,22 @@ def _parse_overrides(overrides: list[str]) -> list:
         raise ConfigError(f"bad override: {exc}".split("\nSee https://hydra.cc")[0]) from None
 
 
+def _config_error_in(exc: BaseException) -> ConfigError | None:
+    """A :class:`ConfigError` raised inside a resolver (the secrets check), if ``exc`` wraps one."""
+    seen: set[int] = set()
+    e: BaseException | None = exc
+    while e is not None and id(e) not in seen:
+        if isinstance(e, ConfigError):
+            return e
+        seen.add(id(e))
+        e = e.__cause__ or e.__context__
+    return None
+
+
 def _hydra_message(exc: Exception, origin: str) -> str:
+    inner = _config_error_in(exc)
+    if inner is not None:
+        return str(inner)
     text = str(exc).strip()
     text = text.split("\nConfig search path:")[0].rstrip()
     text = text.replace(f"In '{PARAMS_CONFIG}'", f"In {origin!r}").replace(f"'{PARAMS_CONFIG}'", repr(origin))
@@ -117,6 +172,11 @@ def _compose(conf_dir: Path, config_name: str, overrides: list[str], origin: str
         raise ConfigError(msg or _hydra_message(exc, origin)) from None
     except (HydraException, OmegaConfBaseException) as exc:
         raise ConfigError(_hydra_message(exc, origin)) from None
+    except yaml.YAMLError as exc:  # a config file that is not YAML: its file, line and column
+        mark = getattr(exc, "problem_mark", None)
+        where = f"{mark.name}:{mark.line + 1}:{mark.column + 1}" if mark is not None else "a file under conf/"
+        what = getattr(exc, "problem", None) or str(exc).splitlines()[0]
+        raise ConfigError(f"{where}: not valid YAML ({what}); fix the file") from None
 
 
 def _not_in_config(exc: Exception, conf_dir: Path, config_name: str, overrides: list[str]) -> str | None:
@@ -206,6 +266,8 @@ def load_config(
             raise ConfigError(f"{conf_dir}/config.yaml not found: run memlens from the project folder")
         cfg = _compose(conf_dir, "config", overrides, "config")
     validate_config(cfg)
+    if "secrets_checked" in cfg:  # the check ran (validate_config resolved it): its value, as DVC writes it
+        cfg.secrets_checked = True
     return cfg
 
 
@@ -221,9 +283,11 @@ def validate_config(cfg: DictConfig | dict) -> Settings:
         try:
             data = OmegaConf.to_container(cfg, resolve=True)
         except OmegaConfBaseException as exc:
-            raise ConfigError(f"config error: {exc}".strip()) from None
+            inner = _config_error_in(exc)
+            raise ConfigError(str(inner) if inner else f"config error: {exc}".strip()) from None
     else:
         data = cfg
+    check_no_secrets(data)
     settings = validate_settings(data)
     d = settings.data
     if d.scale not in d.scales:
@@ -302,15 +366,22 @@ class Paths:
         return self.root / "reports"
 
     @property
+    def home(self) -> Path:
+        """The main project folder (:func:`shared_root`): ``root`` itself, or the main repository when
+        ``root`` is a DVC experiment executor. MLflow, local model files and the cache live there."""
+        return shared_root(self.root)
+
+    @property
     def models(self) -> Path:
-        return self.root / "models"
+        return self.home / "models"
 
     @property
     def cache(self) -> Path:
         """What must outlive DVC checkouts (model answers, verdict archive, judge cache):
-        ``$MEMLENS_CACHE`` or ``<project>/.memlens_cache``."""
+        ``$MEMLENS_CACHE`` or ``<main project>/.memlens_cache`` (:attr:`home`: shared by every DVC
+        experiment, temporary and queued ones included)."""
         env = os.environ.get("MEMLENS_CACHE")
-        return Path(env) if env else self.root / ".memlens_cache"
+        return Path(env) if env else self.home / ".memlens_cache"
 
     @classmethod
     def from_cfg(cls, cfg: DictConfig | None = None, root: str | Path | None = None) -> Paths:

@@ -34,4 +34,7 @@ class ConfigError(MemLensError):
 
 
 class GateError(MemLensError):
-    """A validity gate of the benchmark failed."""
+    """A validity gate of the benchmark failed. The validity report that says so is the stage's result:
+    it is kept (:func:`memlens.core.outputs.guard_outputs`)."""
+
+    keeps_outputs = True

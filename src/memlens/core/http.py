@@ -88,6 +88,7 @@ __all__ = [
     "OpenAICompatibleClient",
     "OpenAICompatibleConfig",
     "RequestBody",
+    "ResponseTooLargeError",
     "run_many",
 ]
 
@@ -96,6 +97,10 @@ log = logging.getLogger(__name__)
 K = TypeVar("K", bound=Hashable)
 
 _ERROR_MAX_CHARS = 500
+#: one attempt's total time: a thinking model's 16,384 new tokens at ~10 tokens/s, with room
+DEFAULT_DEADLINE_S = 1800.0
+#: the largest answer read: a 16,384-token completion plus its reasoning is well under 1 MB
+DEFAULT_MAX_RESPONSE_MB = 8.0
 
 
 # ---------------------------------------------------------------------------- config and results
@@ -113,7 +118,12 @@ class OpenAICompatibleConfig:
         concurrency: maximum requests in flight (and HTTP connections).
         max_new_tokens: ``max_tokens`` of each request.
         temperature: sampling temperature (0 = greedy).
-        timeout_s: per-attempt HTTP timeout (connect, read, write and pool).
+        timeout_s: per-attempt HTTP timeout of each network operation (connect, each read, write, pool).
+        deadline_s: total time one attempt may take, from sending to the last byte of the answer
+            (a server trickling bytes is cut here, whatever ``timeout_s`` says); ``None``: no deadline.
+            Recorded as ``DeadlineExceeded``; retried like a timeout.
+        max_response_mb: largest answer body read (MB); a larger one is cut and recorded as
+            ``ResponseTooLarge`` (not retried); ``None``: no cap.
         max_retries: extra HTTP attempts after the first, shared by the SDK's retries of
             HTTP faults and this client's retries of unusable completions.
         image_transport: ``"base64"`` (inline PNG data URLs) or ``"url"`` (``file://``).
@@ -142,6 +152,8 @@ class OpenAICompatibleConfig:
     backoff_max_s: float = 30.0
     top_p: float | None = None
     seed: int | None = None
+    deadline_s: float | None = DEFAULT_DEADLINE_S
+    max_response_mb: float | None = DEFAULT_MAX_RESPONSE_MB
 
     def __post_init__(self) -> None:
         if self.concurrency < 1:
@@ -152,6 +164,14 @@ class OpenAICompatibleConfig:
             raise ValueError(f"image_transport must be 'base64' or 'url', not {self.image_transport!r}")
         if self.timeout_s <= 0:
             raise ValueError("timeout_s must be > 0")
+        if self.deadline_s is not None and self.deadline_s <= 0:
+            raise ValueError("deadline_s must be > 0 (or null: no deadline)")
+        if self.max_response_mb is not None and self.max_response_mb <= 0:
+            raise ValueError("max_response_mb must be > 0 (or null: no cap)")
+
+    @property
+    def max_response_bytes(self) -> int | None:
+        return None if self.max_response_mb is None else int(self.max_response_mb * 1024 * 1024)
 
     def to_dict(self) -> dict[str, Any]:
         """Plain dict of the settings (safe to log: it holds no secret)."""
@@ -256,6 +276,10 @@ class EmptyChoicesError(ValueError):
     """The server answered a chat completion without any choice."""
 
 
+class ResponseTooLargeError(ValueError):
+    """The answer body is larger than ``max_response_mb`` (not retried: the server would send it again)."""
+
+
 class EmptyContentError(ValueError):
     """The completion has no content although the call required some (``require_content``)."""
 
@@ -294,6 +318,10 @@ class _Call:
     body: RequestBody
     attempts: int = 0
     attempt_t0: float = 0.0
+    deadline_s: float | None = None
+    max_bytes: int | None = None
+    #: bytes seen of an answer over ``max_bytes`` (0: none was)
+    too_large: int = 0
 
 
 #: The SDK call running in the current task (set around each ``create()``).
@@ -310,15 +338,61 @@ class _PrebuiltBodyClient(_httpx.AsyncClient):
 
     async def send(self, request: Any, **kwargs: Any) -> Any:  # type: ignore[override]
         call = _CURRENT_CALL.get()
-        if call is not None:
-            call.attempts += 1
-            call.attempt_t0 = time.perf_counter()
-            headers = request.headers.copy()
-            headers["Content-Length"] = str(call.body.length)
-            request = _httpx.Request(
-                request.method, request.url, headers=headers, stream=call.body, extensions=request.extensions
+        if call is None:
+            return await super().send(request, **kwargs)
+        call.attempts += 1
+        call.attempt_t0 = time.perf_counter()
+        headers = request.headers.copy()
+        headers["Content-Length"] = str(call.body.length)
+        request = _httpx.Request(
+            request.method, request.url, headers=headers, stream=call.body, extensions=request.extensions
+        )
+        if kwargs.get("stream"):  # pragma: no cover - memlens never streams
+            return await super().send(request, **kwargs)
+        timed_out = False
+        try:
+            async with asyncio.timeout(call.deadline_s):
+                return await self._read_capped(request, call, **kwargs)
+        except TimeoutError:
+            timed_out = True
+        if timed_out:  # raised outside the handler: the error names the deadline, not a bare TimeoutError
+            raise _httpx.ReadTimeout(
+                f"DeadlineExceeded: no complete answer within deadline_s={call.deadline_s:g} s", request=request
             )
-        return await super().send(request, **kwargs)
+        raise AssertionError("unreachable")  # pragma: no cover
+
+    async def _read_capped(self, request: Any, call: _Call, **kwargs: Any) -> Any:
+        """Send, then read the body up to ``call.max_bytes`` (a larger answer is cut: ``call.too_large``)."""
+        response = await super().send(request, **{**kwargs, "stream": True})
+        cap = call.max_bytes
+        chunks: list[bytes] = []
+        try:
+            declared = response.headers.get("content-length", "")
+            size = int(declared) if declared.isdigit() else 0
+            if cap is not None and size > cap:
+                call.too_large = size
+            else:
+                size = 0
+                async for chunk in response.aiter_bytes():
+                    size += len(chunk)
+                    if cap is not None and size > cap:
+                        call.too_large = size
+                        break
+                    chunks.append(chunk)
+        finally:
+            await response.aclose()
+        keep = {k: v for k, v in response.headers.items() if k.lower() not in _BODY_HEADERS}
+        return _httpx.Response(
+            response.status_code,
+            headers=keep,
+            content=b"" if call.too_large else b"".join(chunks),
+            request=request,
+            extensions={k: v for k, v in response.extensions.items() if k != "network_stream"},
+        )
+
+
+#: headers that describe the wire body (the body handed on is decoded and whole)
+_BODY_HEADERS = frozenset({"content-length", "content-encoding", "transfer-encoding"})
 
 
 class _DemoteToDebug(logging.Filter):
@@ -761,7 +835,7 @@ class OpenAICompatibleClient:
         error = "no attempt made"
         while True:
             create = self._creator(state, budget - attempts - 1)
-            call = _Call(body)
+            call = _Call(body, deadline_s=self.config.deadline_s, max_bytes=self.config.max_response_bytes)
             retryable = False
             async with state.semaphore:
                 token = _CURRENT_CALL.set(call)
@@ -769,6 +843,11 @@ class OpenAICompatibleClient:
                 try:
                     raw = await create(model=s.model, messages=[], timeout=s.timeout_s)
                     latency = time.perf_counter() - call.attempt_t0
+                    if call.too_large:
+                        raise ResponseTooLargeError(
+                            f"the answer exceeds max_response_mb={self.config.max_response_mb:g} "
+                            f"({call.too_large} bytes or more); not retried"
+                        )
                     parsed = self._parse(raw.http_response.content, require_content=s.require_content)
                 except _UNUSABLE as exc:
                     error, retryable = self._describe(exc), True

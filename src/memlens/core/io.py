@@ -119,9 +119,13 @@ def iter_jsonl(path: str | Path, *, partial_tail: str = "error") -> Iterator[Any
         yield obj
 
 
-def read_records(path: str | Path, cls: type[T], *, partial_tail: str = "error") -> list[T]:
-    """Every line of a JSONL file as a record of ``cls`` (validated; errors name ``file:line``)."""
-    return [
+def read_records(path: str | Path, cls: type[T], *, partial_tail: str = "error", nonempty: bool = False) -> list[T]:
+    """Every line of a JSONL file as a record of ``cls`` (validated; errors name ``file:line``).
+    ``nonempty``: a file without any record is a :class:`DataError` (a stage's input, e.g. questions)."""
+    out = [
         cls.from_dict(row, where=f"{path}:{i}")  # type: ignore[attr-defined]
         for i, row in enumerate_jsonl(path, partial_tail=partial_tail)
     ]
+    if nonempty and not out:
+        raise DataError(f"{path}: holds no {cls.__name__} records (an empty file): run the stage that writes it again")
+    return out

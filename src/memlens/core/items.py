@@ -128,10 +128,14 @@ class BuiltBenchmark:
     def __init__(self, paths: Paths):
         self.paths = paths
         gen = paths.generated
-        self.questions = {q.question_id: q for q in read_records(gen / "questions.jsonl", Question)}
+        self.questions = {q.question_id: q for q in read_records(gen / "questions.jsonl", Question, nonempty=True)}
+        empty = next((q for q in self.questions.values() if not q.answer.strip()), None)
+        if empty is not None:
+            raise DataError(f"{gen / 'questions.jsonl'}: question {empty.question_id}: field 'answer' is empty")
         self._sessions: dict[str, Session] | None = None
         self._images: dict[str, ImageRecord] | None = None
         self._digests: dict[str, str] = {}
+        self._verified: dict[Path, tuple[int, int]] = {}
 
     def session_digest(self, session_id: str) -> str:
         """Content digest of a session (images are named by the SHA-256 of their bytes already)."""
@@ -143,7 +147,9 @@ class BuiltBenchmark:
     @property
     def sessions(self) -> dict[str, Session]:
         if self._sessions is None:
-            self._sessions = {s.session_id: s for s in read_records(self.paths.generated / "sessions.jsonl", Session)}
+            self._sessions = {
+                s.session_id: s for s in read_records(self.paths.generated / "sessions.jsonl", Session, nonempty=True)
+            }
         return self._sessions
 
     @property
@@ -167,7 +173,25 @@ class BuiltBenchmark:
         path = self.paths.images / "objects" / rec.filename
         if not path.is_file():
             raise ImageError(path, "missing file")
+        self._verify(path, image_id)
         return path
+
+    def _verify(self, path: Path, sha: str) -> None:
+        """The file's bytes hash to its image id (once per process and file version): a corrupt or
+        truncated image is an error for its item, never sent under the key of the intact one."""
+        from memlens.core.io import sha256_file
+
+        st = path.stat()
+        stamp = (st.st_size, st.st_mtime_ns)
+        if self._verified.get(path) == stamp:
+            return
+        actual = sha256_file(path)
+        if actual != sha:
+            raise ImageError(
+                path,
+                f"content hash {actual[:12]} does not match its id {sha[:12]} (corrupt file; `dvc checkout` restores it)",
+            )
+        self._verified[path] = stamp
 
     def instances(self, length: str) -> list[Instance]:
         path = self.paths.instances / f"{length}.jsonl"

@@ -33,6 +33,7 @@ import os
 import re
 import shutil
 import tempfile
+import threading
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -40,7 +41,7 @@ from typing import Any
 from memlens.core.config import length_tokens
 from memlens.core.errors import DataError, ImageError, SchemaError
 from memlens.core.io import sha256_bytes
-from memlens.core.schema import Evidence, Question, Turn
+from memlens.core.schema import Evidence, Question, Turn, is_release_date
 from memlens.core.store import safe_join
 
 DATASET_RE = re.compile(r"^dataset_(\d+[km])\.json$")  # dataset_32k.json ... dataset_1m.json
@@ -150,32 +151,73 @@ def image_ref_path(ref: Any) -> str | None:
     return None
 
 
+def _parallel_list(item: dict, field: str, n: int, where: str, *, required: bool = True) -> list | None:
+    """A list that runs parallel to ``haystack_sessions``: present (unless optional) and of length ``n``."""
+    v = item.get(field)
+    if v is None:
+        if required:
+            raise SchemaError(f"{where}: required field {field!r} is missing")
+        return None
+    if not isinstance(v, list):
+        raise SchemaError(f"{where}: field {field!r} must be a list")
+    if len(v) != n:
+        raise SchemaError(f"{where}: field {field!r} has {len(v)} entries for {n} haystack_sessions")
+    return v
+
+
 def parse_item(item: Any, where: str) -> tuple[Question, list[tuple[str, str, list[Turn]]]]:
     """One release item -> (Question, [(session_id, date, turns)]). Image ids are the ``file`` paths."""
     if not isinstance(item, dict):
         raise SchemaError(f"{where}: an item must be an object, got {type(item).__name__}")
     qid = item.get("question_id")
     w = f"{where} (question {qid})"
-    for k in ("question_id", "question_type", "question", "answer"):
+    for k in ("question_id", "question_type", "question", "answer", "question_date"):
+        if k not in item:
+            raise SchemaError(f"{w}: required field {k!r} is missing")
         if not isinstance(item.get(k), str):
-            raise SchemaError(f"{w}: field {k!r} must be a string")
+            raise SchemaError(f"{w}: field {k!r} must be a string, got {type(item.get(k)).__name__}")
+        if not item[k].strip():
+            raise SchemaError(f"{w}: field {k!r} is empty")
+    if not is_release_date(item["question_date"]):
+        raise SchemaError(
+            f"{w}: field 'question_date' is not a 'YYYY/MM/DD (Ddd) HH:MM' date: {item['question_date']!r}"
+        )
     sessions = item.get("haystack_sessions")
     if not isinstance(sessions, list):
         raise SchemaError(f"{w}: field 'haystack_sessions' must be a list")
-    dates = item.get("haystack_dates") or []
-    sids = item.get("haystack_session_ids") or [f"{qid}_s{i}" for i in range(len(sessions))]
+    dated = bool(sessions) and all(isinstance(x, dict) and "date" in x for x in sessions)  # {"date", "session"}
+    dates = _parallel_list(item, "haystack_dates", len(sessions), w, required=not dated)
+    if dates is None or dated:
+        dates = [x["date"] for x in sessions] if dated else dates
+    sids = _parallel_list(item, "haystack_session_ids", len(sessions), w, required=False)
+    if sids is None:
+        sids = [f"{qid}_s{i}" for i in range(len(sessions))]
+    elif len(set(map(str, sids))) != len(sids):
+        raise SchemaError(f"{w}: field 'haystack_session_ids' lists a session id twice")
+    for i, d in enumerate(dates):
+        if not isinstance(d, str) or not is_release_date(d):
+            raise SchemaError(f"{w}: haystack_dates[{i}] is not a 'YYYY/MM/DD (Ddd) HH:MM' date: {d!r}")
+    answer_ids = item.get("answer_session_ids") or []
+    if not isinstance(answer_ids, list):
+        raise SchemaError(f"{w}: field 'answer_session_ids' must be a list")
+    unknown = [a for a in answer_ids if str(a) not in set(map(str, sids))]
+    if unknown:
+        raise SchemaError(f"{w}: answer_session_ids names sessions not in haystack_session_ids: {unknown[:3]}")
     out = []
     for i, sess in enumerate(sessions):
-        date = dates[i] if i < len(dates) else "unknown"
+        date = dates[i]
         if isinstance(sess, dict):  # {"date":..., "session":[turns]}
-            date = sess.get("date", date)
             sess = sess.get("session", [])
         if not isinstance(sess, list):
             raise SchemaError(f"{w}: haystack_sessions[{i}] must be a list of turns")
         turns = []
         for j, t in enumerate(sess):
-            if not isinstance(t, dict) or not isinstance(t.get("content", ""), str):
-                raise SchemaError(f"{w}: haystack_sessions[{i}][{j}] must be a turn object with string content")
+            if not isinstance(t, dict):
+                raise SchemaError(f"{w}: haystack_sessions[{i}][{j}] must be a turn object")
+            if "content" not in t:
+                raise SchemaError(f"{w}: haystack_sessions[{i}][{j}]: required field 'content' is missing")
+            if not isinstance(t["content"], str):
+                raise SchemaError(f"{w}: haystack_sessions[{i}][{j}].content must be a string")
             refs = t.get("images") or []
             if not isinstance(refs, list):
                 raise SchemaError(f"{w}: haystack_sessions[{i}][{j}].images must be a list")
@@ -185,7 +227,7 @@ def parse_item(item: Any, where: str) -> tuple[Question, list[tuple[str, str, li
                 if p is None:
                     raise SchemaError(f"{w}: haystack_sessions[{i}][{j}].images[{k}] has no file path")
                 paths.append(p)
-            content = t.get("content", "")
+            content = t["content"]
             role = t.get("role")
             if role not in ("user", "assistant"):  # the official code sends any other value as user
                 raise SchemaError(f"{w}: haystack_sessions[{i}][{j}].role must be 'user' or 'assistant', got {role!r}")
@@ -200,8 +242,10 @@ def parse_item(item: Any, where: str) -> tuple[Question, list[tuple[str, str, li
                     "".join(p + ("<image>" if k < len(paths) else "") for k, p in enumerate(parts[:-1])) + parts[-1]
                 )
             turns.append(Turn(role=role, content=content, images=paths, has_answer=bool(t.get("has_answer", False))))
-        out.append((str(sids[i]) if i < len(sids) else f"{qid}_s{i}", str(date), turns))
-    answer_ids = set(item.get("answer_session_ids") or [])
+        if not turns:
+            raise SchemaError(f"{w}: haystack_sessions[{i}] has no turns")
+        out.append((str(sids[i]), str(date), turns))
+    answer_ids = {str(a) for a in answer_ids}
     evidence = [
         Evidence.unchecked(session_id=sid, date=date, fact="", image_ids=[i for t in turns for i in t.images])
         for sid, date, turns in out
@@ -213,7 +257,7 @@ def parse_item(item: Any, where: str) -> tuple[Question, list[tuple[str, str, li
         question_subtype=str(item.get("question_subtype") or ""),
         question=item["question"],
         answer=item["answer"],
-        question_date=str(item.get("question_date") or "unknown"),
+        question_date=item["question_date"],
         topic_id="",
         old_answer=item.get("old_answer"),
         evidence=evidence,
@@ -247,6 +291,7 @@ class OfficialRelease:
         )
         self._questions: dict[str, Question] | None = None
         self._image_digests: dict[str, str] = {}
+        self._linked: set[Path] = set()
         self._file_of: dict[str, str] = {}  # image id (content digest) -> release path
         self._answer_key: dict[str, dict] | None = None
 
@@ -352,16 +397,28 @@ class OfficialRelease:
         if rel is None:
             return self.release_path(image_id)
         src = self.release_path(rel)  # a missing or unsafe file fails here, naming the release path
-        dest = self.neutral_dir / f"{image_id}{src.suffix.lower()}"
-        if not (dest.is_file() and dest.stat().st_size == src.stat().st_size):
+        suffix = src.suffix.lower() if re.fullmatch(r"\.[a-z0-9]{1,8}", src.suffix.lower()) else ".img"
+        dest = self.neutral_dir / f"{image_id}{suffix}"
+        if dest in self._linked:
+            return dest
+        from memlens.core.io import sha256_file
+
+        if not (dest.is_file() and sha256_file(dest) == image_id):  # missing, or corrupt: made anew, verified
+            if sha256_file(src) != image_id:
+                raise ImageError(src, f"changed while being read (its content no longer hashes to {image_id[:12]})")
+            if dest.exists():
+                import logging
+
+                logging.getLogger(__name__).warning("release image cache: %s was corrupt: made anew", dest)
             self.neutral_dir.mkdir(parents=True, exist_ok=True)
-            tmp = dest.with_name(f".{dest.name}.{os.getpid()}.tmp")
+            tmp = dest.with_name(f".{dest.name}.{os.getpid()}.{threading.get_ident()}.tmp")
             tmp.unlink(missing_ok=True)
             try:
                 os.link(src, tmp)
             except OSError:  # another file system, or links not allowed: a copy
                 shutil.copyfile(src, tmp)
             tmp.replace(dest)
+        self._linked.add(dest)
         return dest
 
     def iter_parsed(self, length: str):

@@ -72,6 +72,10 @@ def is_release_date(value: Any) -> bool:
 _PRIMS = {"str": str, "int": int, "float": (int, float), "bool": bool}
 
 
+#: fields that identify a record, named in its errors
+_ID_FIELDS = ("question_id", "session_id", "sha256", "topic_id")
+
+
 class Record:
     """Mixin for dataclass records: ``to_dict`` (sorted, JSON-ready) and validating ``from_dict``."""
 
@@ -89,6 +93,9 @@ class Record:
         name = cls.__name__
         if not isinstance(data, dict):
             raise SchemaError(f"{where}: expected an object for {name}, got {type(data).__name__}")
+        ident = next((f"{k} {data[k]}" for k in _ID_FIELDS if isinstance(data.get(k), str) and data[k]), None)
+        if ident and ident.split(" ", 1)[1] not in where:
+            where = f"{where} ({ident})"
         kwargs: dict[str, Any] = {}
         known = {f.name: f for f in dataclasses.fields(cls)}  # type: ignore[arg-type]
         for fname, f in known.items():
@@ -246,6 +253,7 @@ class Session(Record):
 
     def __post_init__(self) -> None:
         _check_type(self, "session_id", str)
+        _check(bool(self.session_id.strip()), "field 'session_id' is empty")
         _check(self.kind in SESSION_KINDS, f"session kind must be one of {SESSION_KINDS}, got {self.kind!r}")
         _check(isinstance(self.turns, list) and len(self.turns) > 0, "a session needs at least one turn")
 
@@ -301,6 +309,8 @@ class Question(Record):
     def __post_init__(self) -> None:
         for f in ("question_id", "question", "answer", "question_date", "question_subtype"):
             _check_type(self, f, str)
+        for f in ("question_id", "question"):  # the answer is empty in what a system sees (for_system)
+            _check(bool(getattr(self, f).strip()), f"field {f!r} is empty")
         _check(
             self.question_type in QUESTION_TYPES,
             f"unknown question_type {self.question_type!r} (known: {', '.join(QUESTION_TYPES)})",
@@ -347,9 +357,17 @@ class Instance(Record):
     n_images: int
 
     def __post_init__(self) -> None:
+        _check_type(self, "question_id", str)
+        _check(bool(self.question_id.strip()), "field 'question_id' is empty")
         _check_str_list(self, "session_ids")
         _check_str_list(self, "dates")
-        _check(len(self.session_ids) == len(self.dates), "session_ids and dates differ in length")
+        _check_str_list(self, "answer_session_ids")
+        _check(
+            len(self.session_ids) == len(self.dates),
+            f"session_ids ({len(self.session_ids)}) and dates ({len(self.dates)}) differ in length",
+        )
+        bad = next((d for d in self.dates if not is_release_date(d)), None)
+        _check(bad is None, f"field 'dates' holds {bad!r}, not a 'YYYY/MM/DD (Ddd) HH:MM' date")
         _check(set(self.answer_session_ids) <= set(self.session_ids), "answer_session_ids not in session_ids")
 
 

@@ -23,6 +23,7 @@ Groups and their schemas:
 ``memory``            :class:`MemorySettings` (the ``diagnose`` stage; optional: its defaults apply)
 ``ontology``,         optional sections that are not in ``conf/`` (add them with ``+``):
 ``export``, ``report``  :class:`OntologySettings`, :class:`ExportSettings`, :class:`ReportSettings`
+``selftest``          :class:`SelfTestSettings` (optional; ``memlens judge --selftest``)
 ``stages``            optional list of stage names (the sweep entry point)
 ====================  ==========================================================================
 
@@ -156,6 +157,20 @@ DeviceMap = Annotated[Any, _one_of(lambda v: v is None or isinstance(v, (str, di
 EnvValue = Annotated[
     Any, _one_of(lambda v: isinstance(v, (str, int, float)) and not isinstance(v, bool), "a string or a number")
 ]
+
+
+def _safe_name(v: str) -> str:
+    """A name that becomes a folder (``data/predictions/<name>/``): letters, digits, ``.``, ``_``, ``-``."""
+    from memlens.core.store import name_problem
+
+    why = name_problem(v)
+    if why:
+        raise ValueError(f"{v!r} {why}")
+    return v
+
+
+#: a system or judge name (:func:`memlens.core.store.name_problem`)
+SafeName = Annotated[str, Field(min_length=1), AfterValidator(_safe_name)]
 
 
 def _reject_api_key(section: str, data: Any) -> Any:
@@ -583,6 +598,14 @@ class ReportSettings(Section):
     llm_labels: LLMLabelSettings | None = None
 
 
+class SelfTestSettings(Section):
+    """``selftest`` (optional, ``memlens judge --selftest +selftest.max_cases=2000``): the judge
+    self-test's seed (which texts its patterns use) and an optional stratified sample size."""
+
+    seed: int = 0
+    max_cases: PositiveInt | None = None
+
+
 # ------------------------------------------------------------------------------------ models
 class ResourcesSettings(Section):
     """``model.resources``: what a model needs to run (scheduling; checked against the serve settings)."""
@@ -599,7 +622,7 @@ class _System(Section):
     """Keys of every system: ``name`` names the prediction folder; ``kind`` (lvlm, baseline, agent ...)
     defaults to the class's own."""
 
-    name: Annotated[str, Field(min_length=1)]
+    name: SafeName
     target: str = Field(alias="_target_")
     kind: str | None = None
 
@@ -635,7 +658,9 @@ class _Client(_Descriptive):
     concurrency: PositiveInt = 8
     max_new_tokens: PositiveInt = 2048
     temperature: NonNegFloat | None = 0.0  # null: no temperature is sent (reasoning APIs)
-    timeout_s: PositiveFloat = 600
+    timeout_s: PositiveFloat = 600  # per network operation (connect, each read)
+    deadline_s: PositiveFloat | None = 1800  # total per attempt (null: none); a failure names it
+    max_response_mb: PositiveFloat | None = 8  # largest answer read (null: no cap); not retried
     max_retries: NonNegInt = 5
     image_transport: Literal["base64", "url"] = "base64"
     max_image_side: PositiveInt | None = 800
@@ -747,7 +772,7 @@ class TransformersSettings(_Descriptive):
 class DeterministicJudgeSettings(Targeted):
     """``judge`` with ``_target_: memlens.eval.judge.judges.DeterministicJudge``."""
 
-    name: Annotated[str, Field(min_length=1)]
+    name: SafeName
     tolerance: NonNegFloat | None = None  # absolute tolerance of arithmetic answers; null = exact to the cent
 
 
@@ -756,7 +781,7 @@ class LLMJudgeSettings(Targeted):
     ``prompt_version`` must match :data:`memlens.eval.judge.prompts.PROMPT_VERSION` (checked when the
     judge is built)."""
 
-    name: Annotated[str, Field(min_length=1)]
+    name: SafeName
     base_url: str = "http://127.0.0.1:8001/v1"
     model: str = "qwen3-235b-judge"
     model_id: str | None = None  # judge identity in the cache key; default: model
@@ -794,6 +819,8 @@ class _AgentBase(_Descriptive):
     max_new_tokens: PositiveInt = 2048
     temperature: NonNegFloat | None = 0.0
     timeout_s: PositiveFloat = 600
+    deadline_s: PositiveFloat | None = 1800  # total per attempt (null: none)
+    max_response_mb: PositiveFloat | None = 8  # largest answer read (null: no cap)
     max_retries: NonNegInt = 5
     backoff_base_s: NonNegFloat = 1.0
     backoff_max_s: NonNegFloat = 30.0
@@ -964,7 +991,9 @@ class Settings(Section):
     ontology: OntologySettings | None = None
     export: ExportSettings | None = None
     report: ReportSettings | None = None
+    selftest: SelfTestSettings | None = None
     stages: list[str] | None = None
+    secrets_checked: bool | None = None  # conf/config.yaml: the secrets check (memlens.core.secrets)
 
 
 def schema_for(section: str, data: Any) -> type[BaseModel]:

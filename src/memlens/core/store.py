@@ -11,12 +11,13 @@ from __future__ import annotations
 
 import hashlib
 import random
+import re
 from pathlib import Path
 from typing import Any
 
 from memlens.core.codegraph import code_hash
 from memlens.core.constants import VERSION as __version__
-from memlens.core.errors import ImageError
+from memlens.core.errors import DataError, ImageError
 from memlens.core.io import atomic_write_bytes, canonical_bytes, sha256_bytes, sha256_file, write_json
 
 
@@ -34,6 +35,45 @@ def short_id(prefix: str, *keys: Any, n: int = 12) -> str:
     return f"{prefix}_{hashlib.sha256(canonical_bytes([str(k) for k in keys])).hexdigest()[:n]}"
 
 
+#: a name that becomes one path component (a system, judge, mode or length folder or file name)
+SAFE_NAME = re.compile(r"[A-Za-z0-9._-]+")
+#: a content address: a SHA-256 and a short extension
+_OBJECT_NAME = re.compile(r"[0-9a-f]{64}(\.[a-z0-9]{1,8})?")
+
+
+def name_problem(name: object) -> str | None:
+    """Why ``name`` cannot name a folder or file (None when it can): only letters, digits, ``.``,
+    ``_`` and ``-``, and no ``..`` (so never a path and never outside its folder)."""
+    if not isinstance(name, str) or not name:
+        return "is not a non-empty string"
+    if not SAFE_NAME.fullmatch(name):
+        return "may only hold letters, digits, '.', '_' and '-' (it names a folder)"
+    if ".." in name or name.startswith("."):
+        return "may not start with '.' or contain '..' (it names a folder)"
+    return None
+
+
+def safe_name(name: object, what: str) -> str:
+    """``name`` if it can name a folder (:func:`name_problem`), else a :class:`DataError` naming ``what``."""
+    why = name_problem(name)
+    if why:
+        raise DataError(f"{what} {name!r} {why}")
+    return str(name)
+
+
+def inside(root: str | Path, *parts: str, what: str = "path") -> Path:
+    """``root/part/...`` after checking that it stays inside ``root`` (no ``..``, absolute part or
+    symlink leading out); a :class:`DataError` naming ``what`` otherwise."""
+    root_r = Path(root).resolve()
+    for part in parts:
+        if not isinstance(part, str) or not part or "\x00" in part or Path(part).is_absolute():
+            raise DataError(f"{what} {part!r}: not a relative path inside {root_r}")
+    candidate = root_r.joinpath(*parts).resolve()
+    if candidate != root_r and root_r not in candidate.parents:
+        raise DataError(f"{what} {'/'.join(parts)!r} escapes its folder {root_r}")
+    return candidate
+
+
 class ObjectStore:
     """A folder of files named by the SHA-256 of their content."""
 
@@ -41,14 +81,18 @@ class ObjectStore:
         self.root = Path(root)
 
     def put(self, data: bytes, ext: str) -> str:
+        """Store ``data``; a file already there is kept only when its content matches its name."""
         sha = sha256_bytes(data)
-        path = self.root / f"{sha}.{ext}"
-        if not path.exists():
+        path = self.path(sha, ext)
+        if not (path.is_file() and sha256_file(path) == sha):  # missing or corrupt: written anew
             atomic_write_bytes(path, data)
         return sha
 
     def path(self, sha: str, ext: str) -> Path:
-        return self.root / f"{sha}.{ext}"
+        name = f"{sha}.{ext}"
+        if not _OBJECT_NAME.fullmatch(name):
+            raise ImageError(name, "not a content address (<sha256>.<ext>)")
+        return self.root / name
 
     def verify(self, sha: str, ext: str) -> None:
         path = self.path(sha, ext)

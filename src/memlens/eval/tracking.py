@@ -40,6 +40,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from memlens.core.secrets import find_secrets
+
 log = logging.getLogger(__name__)
 
 os.environ.setdefault("MLFLOW_DISABLE_TELEMETRY", "true")
@@ -54,9 +56,13 @@ JUDGE = "memlens.judge"
 LENGTH = "memlens.length"
 DATASET = "memlens.dataset_hash"
 COMPLETE = "memlens.complete"
+SCOPE = "memlens.scope"  # what the run covers: "all", a subset name, or "partial-<digest>"
+FAILED = "memlens.failed"  # "true": the judge failed on most items (not ranked)
 PARENT = "mlflow.parentRunId"
 GIT_COMMIT = "mlflow.source.git.commit"
 ROLE_PARENT, ROLE_CHILD = "evaluation", "length"
+#: the experiment type the MLflow UI opens on: "Model training" (runs, metrics), not its GenAI pages
+EXPERIMENT_KIND, TRAINING_KIND = "mlflow.experimentKind", "custom_model_development"
 #: the largest dataset digest MLflow stores (``MAX_DATASET_DIGEST_SIZE``)
 DIGEST_CHARS = 36
 
@@ -64,12 +70,18 @@ _SECRET = re.compile(r"key|secret|passw|credential|token(?!s|iz)", re.IGNORECASE
 
 
 def tracking_uri(root: Path, tcfg) -> str:
+    """``tracking.uri``, else ``sqlite:///<main project>/mlflow.db`` (one store for the workspace and
+    every DVC experiment executor: :func:`memlens.core.config.shared_root`)."""
+    from memlens.core.config import shared_root
+
     uri = tcfg.get("uri") if tcfg is not None else None
-    return str(uri) if uri else f"sqlite:///{(root / 'mlflow.db').resolve()}"
+    return str(uri) if uri else f"sqlite:///{(shared_root(Path(root)) / 'mlflow.db').resolve()}"
 
 
 def artifact_root(root: Path) -> str:
-    return (root / "mlartifacts").resolve().as_uri()
+    from memlens.core.config import shared_root
+
+    return (shared_root(Path(root)) / "mlartifacts").resolve().as_uri()
 
 
 def git_commit(root: Path) -> str:
@@ -108,6 +120,8 @@ def _flatten(prefix: str, obj: Any, out: dict[str, str]) -> None:
         isinstance(x, str) and x.startswith("-") and is_secret_key(x) for x in obj
     ):
         return  # a command line with a secret option (``--api-key X``): the value may follow it
+    elif find_secrets({prefix.rsplit(".", 1)[-1]: obj}):
+        return  # a value that looks like a key (refused by the config check; never logged either way)
     else:
         out[prefix] = str(obj)[:500]  # MLflow's param value limit
 
@@ -118,17 +132,30 @@ def flatten_params(d: dict) -> dict[str, str]:
     return out
 
 
-def run_key(system: str, mode: str, dataset_hash: str, judge: str, length: str | None = None) -> str:
-    """SHA-256 of a run's identity: an evaluation (parent) or one of its lengths (child)."""
+def run_key(
+    system: str, mode: str, dataset_hash: str, judge: str, length: str | None = None, scope: str = "all"
+) -> str:
+    """SHA-256 of a run's identity: an evaluation (parent) or one of its lengths (child), and what it
+    covers (``scope``: ``all`` for every item, a subset's name, ``partial-<digest of the items>`` for a
+    run cut short), so a partial run never replaces the complete run of the same system."""
     ident = {"system": system, "mode": mode, "dataset_hash": dataset_hash, "judge": judge}
     if length is not None:
         ident["length"] = length
+    if scope != "all":  # complete runs keep the keys they always had
+        ident["scope"] = scope
     return hashlib.sha256(json.dumps(ident, sort_keys=True).encode()).hexdigest()
 
 
-def run_label(system: str, mode: str, judge: str) -> str:
+def is_partial(scope: str) -> bool:
+    return scope.startswith(("partial-", "failed-"))
+
+
+def run_label(system: str, mode: str, judge: str, scope: str = "all") -> str:
     label = system if mode == "standard" else f"{system}[{mode}]"
-    return label if judge == "deterministic" else f"{label} ({judge} judge)"
+    label = label if judge == "deterministic" else f"{label} ({judge} judge)"
+    if scope.startswith("failed-"):
+        return f"{label} [failed]"
+    return f"{label} [partial]" if is_partial(scope) else label
 
 
 @dataclass
@@ -138,6 +165,7 @@ class RunSpec:
     metrics: dict[str, float]
     tags: dict[str, str] = field(default_factory=dict)
     description: str = ""
+    scope: str = "all"  # what the run covers (see :func:`run_key`)
 
 
 @dataclass
@@ -165,10 +193,11 @@ class Evaluation:
 
     @property
     def label(self) -> str:
-        return run_label(self.system, self.mode, self.judge)
+        return run_label(self.system, self.mode, self.judge, self.summary.scope)
 
     def key(self, length: str | None = None) -> str:
-        return run_key(self.system, self.mode, self.dataset_hash, self.judge, length)
+        scope = self.summary.scope if length is None else self.lengths[length].scope
+        return run_key(self.system, self.mode, self.dataset_hash, self.judge, length, scope)
 
 
 @dataclass
@@ -194,10 +223,14 @@ class Tracker:
         if exp is None:
             tags = {} if tcfg is not None and tcfg.get("experiment") else {DATASET: dataset_hash}
             self.experiment_id = client.create_experiment(
-                self.experiment_name, artifact_location=artifact_root(root) + f"/{self.experiment_name}", tags=tags
+                self.experiment_name,
+                artifact_location=artifact_root(root) + f"/{self.experiment_name}",
+                tags={**tags, EXPERIMENT_KIND: TRAINING_KIND},
             )
         else:
             self.experiment_id = exp.experiment_id
+            if EXPERIMENT_KIND not in exp.tags:  # made by an older version: the UI would open on GenAI
+                client.set_experiment_tag(self.experiment_id, EXPERIMENT_KIND, TRAINING_KIND)
         self.client = client
 
     # finding runs ---------------------------------------------------------------------------------
@@ -284,7 +317,7 @@ class Tracker:
         dataset = self._dataset(ev.dataset)
         common = {**ev.tags, SYSTEM: ev.system, MODE: ev.mode, JUDGE: ev.judge, DATASET: ev.dataset_hash}
         replaced: list[str] = []
-        ptags = {**common, **ev.summary.tags, ROLE: ROLE_PARENT, RUN_KEY: ev.key()}
+        ptags = {**common, **ev.summary.tags, ROLE: ROLE_PARENT, RUN_KEY: ev.key(), SCOPE: ev.summary.scope}
         prun = self._reusable(ev.key(), params, ev.summary.metrics, replaced)
         children = {}
         with mlflow.start_run(
@@ -293,18 +326,39 @@ class Tracker:
             self._update(prun, ptags, ev.summary, params, dataset, ev.dataset_hash)
             for ln, spec in ev.lengths.items():
                 cparams = {**params, "length": ln}
-                ctags = {**common, **spec.tags, ROLE: ROLE_CHILD, LENGTH: ln, RUN_KEY: ev.key(ln)}
+                ctags = {**common, **spec.tags, ROLE: ROLE_CHILD, LENGTH: ln, RUN_KEY: ev.key(ln), SCOPE: spec.scope}
                 crun = self._reusable(ev.key(ln), cparams, spec.metrics, replaced)
                 with mlflow.start_run(
                     run_id=crun.info.run_id if crun else None,
                     experiment_id=self.experiment_id,
-                    run_name=f"{ev.label}@{ln}",
+                    run_name=f"{run_label(ev.system, ev.mode, ev.judge, spec.scope)}@{ln}",
                     nested=True,
                     tags={**ctags, PARENT: parent.info.run_id},
                 ) as child:
                     self._update(crun, ctags, spec, cparams, dataset, ev.dataset_hash)
                     children[ln] = child.info.run_id
         return Logged(parent.info.run_id, children, self.experiment_id, replaced)
+
+    def log_single_run(
+        self, key: str, name: str, *, params: dict, metrics: dict[str, float], tags: dict[str, str], files: list[Path]
+    ) -> str:
+        """Create or update one stand-alone run (no parent, no dataset input) found by ``key``, e.g.
+        a judge self-test (its ``memlens.role`` tag keeps it out of :meth:`runs`); returns its id."""
+        mlflow = self.mlflow
+        mlflow.set_tracking_uri(self.uri)
+        flat = flatten_params(params)
+        run = self._reusable(key, flat, metrics, [])
+        with mlflow.start_run(
+            run_id=run.info.run_id if run else None,
+            experiment_id=self.experiment_id,
+            run_name=name,
+            tags={**tags, RUN_KEY: key},
+        ) as active:
+            mlflow.log_params(flat)
+            mlflow.log_metrics({k: float(v) for k, v in metrics.items()})
+            run_id = active.info.run_id
+        self.log_artifacts(run_id, [(p, None) for p in files])
+        return run_id
 
     def log_artifacts(self, run_id: str, files: list[tuple[Path, str | None]]) -> None:
         """Log (or overwrite) files as artifacts of a run, each under its folder (None: the root)."""
@@ -333,6 +387,8 @@ class Tracker:
                     "length": t.get(LENGTH, ""),
                     "dataset_hash": t.get(DATASET, ""),
                     "complete": t.get(COMPLETE) == "true",
+                    "scope": t.get(SCOPE, "all"),
+                    "failed": t.get(FAILED) == "true",
                     "metrics": dict(r.data.metrics),
                     "tags": dict(t),
                     "run_id": r.info.run_id,

@@ -539,8 +539,8 @@ def run(cfg, paths: Paths) -> None:
     seed = int(cfg.data.seed)
     counter = TokenCounter(cfg.data.tokens)
     tol = float(cfg.data.length_tolerance)
-    questions = read_records(paths.generated / "questions.jsonl", Question)
-    sessions = {s.session_id: s for s in read_records(paths.generated / "sessions.jsonl", Session)}
+    questions = read_records(paths.generated / "questions.jsonl", Question, nonempty=True)
+    sessions = {s.session_id: s for s in read_records(paths.generated / "sessions.jsonl", Session, nonempty=True)}
     images = {}
     for row in iter_jsonl(paths.images / "index.jsonl"):
         rec = ImageRecord.from_dict(row["image"])

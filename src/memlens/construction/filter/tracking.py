@@ -32,13 +32,20 @@ def log_filter_run(tcfg, root: Path, settings: dict, counts: dict, summary: dict
     from mlflow.entities import Metric, Param
     from mlflow.tracking import MlflowClient
 
+    from memlens.core.config import shared_root
+
+    root = shared_root(Path(root))  # a DVC experiment executor logs to the main project's store
     uri = str(tcfg.get("uri") or f"sqlite:///{(root / 'mlflow.db').resolve()}")
     client = MlflowClient(tracking_uri=uri)
     exp = client.get_experiment_by_name(EXPERIMENT)
     exp_id = (
         exp.experiment_id
         if exp is not None
-        else client.create_experiment(EXPERIMENT, artifact_location=(root / "mlartifacts").resolve().as_uri())
+        else client.create_experiment(
+            EXPERIMENT,
+            artifact_location=(root / "mlartifacts").resolve().as_uri(),
+            tags={"mlflow.experimentKind": "custom_model_development"},  # the UI's "Model training" type
+        )
     )
     run = client.create_run(exp_id, run_name="filter", tags={"memlens.stage": "filter"})
     now = int(time.time() * 1000)

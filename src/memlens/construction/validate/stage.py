@@ -268,8 +268,8 @@ def run(cfg, paths: Paths) -> None:
     raw = cfg.get("validate") or {}
     raw = raw if isinstance(raw, dict) else OmegaConf.to_container(raw, resolve=True)
     v = ValidateSettings.model_validate(raw).model_dump()
-    questions = {q.question_id: q for q in read_records(paths.generated / "questions.jsonl", Question)}
-    sessions = {s.session_id: s for s in read_records(paths.generated / "sessions.jsonl", Session)}
+    questions = {q.question_id: q for q in read_records(paths.generated / "questions.jsonl", Question, nonempty=True)}
+    sessions = {s.session_id: s for s in read_records(paths.generated / "sessions.jsonl", Session, nonempty=True)}
     images, sizes = {}, {}
     for row in iter_jsonl(paths.images / "index.jsonl"):
         rec = ImageRecord.from_dict(row["image"])

@@ -518,7 +518,11 @@ class Mem0Agent(MemoryAgent):
     def check(self) -> None:
         """The Mem0 environment exists and holds the required mem0ai (its package metadata, or
         ``mem0_worker.py --version`` for an interpreter outside a venv; no network). The worker
-        checks the version it imports again."""
+        checks the version it imports again. Then the backbone endpoint's preflight (as for every agent)."""
+        self._check_environment()
+        super().check()
+
+    def _check_environment(self) -> None:
         python = self.python_path()
         if not python.is_file():
             raise ConfigError(_install_hint(python))

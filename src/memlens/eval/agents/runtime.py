@@ -40,6 +40,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, ClassVar
 
+from tqdm import tqdm
+
 from memlens.core.errors import ConfigError, MemLensError
 from memlens.core.io import canonical_bytes
 from memlens.core.items import EvalItem
@@ -179,6 +181,8 @@ class MemoryAgent(Model):
         extra_body: dict | None = None,
         top_p: float | None = None,
         seed: int | None = None,
+        deadline_s: float | None = 1800,
+        max_response_mb: float | None = 8,
         token_param: str = "max_tokens",
         adapter: str = "markers",
         adapter_options: dict | None = None,
@@ -240,6 +244,13 @@ class MemoryAgent(Model):
         self.encoder_lock = threading.Lock()
 
     # ------------------------------------------------------------------ set-up
+    def check(self) -> None:
+        """The same endpoint preflight as a model's (:func:`memlens.core.http.check_endpoint`): a backbone
+        server that is down or rejects the key ends the run before any question, with exit status 2."""
+        from memlens.core.http import OpenAICompatibleConfig, check_endpoint
+
+        check_endpoint(OpenAICompatibleConfig(**self.client_settings))
+
     def attach(self, paths: Any, benchmark: Any) -> None:
         self.project_cache = Path(paths.cache)
         self.cache_dir = self.project_cache / "agents"
@@ -268,6 +279,8 @@ class MemoryAgent(Model):
         if self._adapter is None:
             self._cache_root()  # attached
             self._adapter = make_adapter(self.adapter_name, self.adapter_options, self.project_cache, self.benchmark)
+            if hasattr(self._adapter, "progress_hook"):
+                self._adapter.progress_hook = self._described
         return self._adapter
 
     def text_encoder(self):
@@ -349,11 +362,27 @@ class MemoryAgent(Model):
 
         # twice as many questions as requests in flight: while some questions ingest and retrieve
         # (CPU, on this loop), others' requests keep the client's `concurrency` slots full
+        self._progress = tqdm(desc=f"{self.name}: sessions ingested", unit="session", leave=False, mininterval=0.5)
+        self._image_progress = None
         try:
             await asyncio.gather(*(worker() for _ in range(2 * max(1, self.concurrency))))
         finally:
+            for bar in (self._progress, self._image_progress):
+                if bar is not None:
+                    bar.close()
+            self._progress = self._image_progress = None
             if self._backbone is not None:
                 await self._backbone.aclose()
+
+    def _described(self, n: int) -> None:
+        """Progress of the input adapter (OCR, captions): images described so far in this run."""
+        if getattr(self, "_progress", None) is None:
+            return
+        if self._image_progress is None:
+            self._image_progress = tqdm(
+                desc=f"{self.name}: images described ({self.adapter_name})", unit="img", leave=False, mininterval=0.5
+            )
+        self._image_progress.update(n)
 
     async def answer_item(self, item: EvalItem) -> ModelOutput:
         """Fresh memory, ingest in date order, answer; any failure is a failed item with the reason."""
@@ -365,6 +394,8 @@ class MemoryAgent(Model):
             memory = self.new_memory(QuestionContext(self, counter))
             for session in view.sessions:
                 await memory.ingest(session)
+                if getattr(self, "_progress", None) is not None:
+                    self._progress.update(1)
             await memory.finish_ingest()
             t_ingest = time.perf_counter() - t0
             ans = await memory.answer(view.question, view.question_date)

@@ -16,15 +16,21 @@ which translates what an agent retrieved before it is recorded; the agent itself
 from __future__ import annotations
 
 import hashlib
-import os
-import shutil
+import logging
+import re
+import threading
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from memlens.core.errors import ImageError
+from memlens.core.io import atomic_write_bytes
 from memlens.core.items import EvalItem
 from memlens.core.schema import IMAGE_PLACEHOLDER
+
+log = logging.getLogger(__name__)
+_SHA256 = re.compile(r"[0-9a-f]{64}")
+_EXT = re.compile(r"\.[a-z0-9]{1,8}")
 
 __all__ = ["AgentImage", "AgentSession", "AgentTurn", "AgentView", "ImageStore", "build_view"]
 
@@ -91,13 +97,39 @@ class AgentView:
 
 
 class ImageStore:
-    """Content-addressed image files (``<root>/<sha256>.<ext>``), linked or copied once from the
-    benchmark's files. Also remembers each benchmark image id's hash within one run."""
+    """Content-addressed image files (``<root>/<sha256>.<ext>``) written once from verified bytes.
+    Also remembers each benchmark image id's hash within one run.
+
+    A file already at its address is reused only when its content hashes to its name (checked once
+    per run); a corrupt or truncated one is written anew, atomically, from the source's bytes. Files
+    are copies, never hard links: a link would share the inode of the benchmark's file, so damage
+    to one would reach the other (and ``dvc checkout``, which replaces the benchmark's file, would
+    leave the damaged copy here). A source whose bytes do not hash to its image id (a built
+    benchmark names images by their SHA-256) is an :class:`ImageError` naming it."""
 
     def __init__(self, root: Path, family_of: Callable[[str], str | None] | None = None):
         self.root = Path(root)
         self.family_of = family_of
         self._by_id: dict[str, AgentImage] = {}
+        self._verified: set[Path] = set()
+        self._lock = threading.Lock()  # questions run in threads
+
+    def _materialize(self, dst: Path, sha: str, data: bytes) -> None:
+        with self._lock:
+            self._write_verified(dst, sha, data)
+
+    def _write_verified(self, dst: Path, sha: str, data: bytes) -> None:
+        if dst in self._verified:
+            return
+        try:
+            ok = dst.is_file() and hashlib.sha256(dst.read_bytes()).hexdigest() == sha
+        except OSError:
+            ok = False
+        if not ok:
+            if dst.exists():
+                log.warning("agent image cache: %s does not match its hash (corrupt): written anew", dst)
+            atomic_write_bytes(dst, data)
+        self._verified.add(dst)
 
     def image(self, image_id: str, resolve: Callable[[str], Path]) -> AgentImage:
         got = self._by_id.get(image_id)
@@ -109,16 +141,11 @@ class ImageStore:
         except OSError as exc:
             raise ImageError(src, f"cannot read: {exc}") from None
         sha = hashlib.sha256(data).hexdigest()
-        ext = src.suffix.lower() or ".img"
+        if _SHA256.fullmatch(image_id) and image_id != sha:
+            raise ImageError(src, f"content hash {sha[:12]} does not match its image id {image_id[:12]} (corrupt file)")
+        ext = src.suffix.lower() if _EXT.fullmatch(src.suffix.lower()) else ".img"
         dst = self.root / f"{sha}{ext}"
-        if not dst.is_file():
-            self.root.mkdir(parents=True, exist_ok=True)
-            tmp = dst.with_name(f".{dst.name}.{os.getpid()}.tmp")
-            try:
-                os.link(src, tmp)
-            except OSError:
-                shutil.copyfile(src, tmp)
-            os.replace(tmp, dst)
+        self._materialize(dst, sha, data)
         family = None
         if self.family_of is not None:
             try:

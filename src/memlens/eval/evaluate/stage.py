@@ -22,7 +22,7 @@ from memlens.core.errors import ConfigError, DataError, MemLensError
 from memlens.core.items import EvalItem
 from memlens.core.schema import Prediction
 from memlens.core.store import hash_tree, write_manifest
-from memlens.eval.agents.subset import question_subset
+from memlens.eval.agents.subset import subset_ids, subset_name
 from memlens.eval.benchmark import open_benchmark, requested_lengths
 from memlens.eval.prompt import PROMPT_PROTOCOL
 from memlens.eval.results import ResultsStore, request_key, write_view
@@ -69,6 +69,8 @@ OPERATIONAL_KEYS = frozenset(
         "api_key_env",
         "concurrency",
         "timeout_s",
+        "deadline_s",
+        "max_response_mb",
         "max_retries",
         "backoff_base_s",
         "backoff_max_s",
@@ -173,7 +175,7 @@ def evaluate_length(
         if item.question_id in keys:
             raise DataError(f"{length}: question id {item.question_id} appears twice in the benchmark")
         keys[item.question_id] = request_key(store.key, PROMPT_PROTOCOL, mode, item.fingerprint())
-    stats = {"items": len(items), "reused": 0, "new": 0, "failed": 0}
+    stats = {"items": len(items), "reused": 0, "new": 0, "failed": 0, "failed_retried": 0, "failures": []}
 
     def todo(it):
         return not store.has_answer(keys[it.question_id])
@@ -215,6 +217,7 @@ def evaluate_length(
                 )
                 stats["new"] += 1
                 stats["failed"] += int(not out.ok)
+                stats["failed_retried"] += int(not out.ok and (out.attempts or 0) > 1)
                 bar.update(1)
                 el = time.perf_counter() - t0
                 bar.set_postfix(failed=stats["failed"], rate=f"{stats['new'] / el:.1f}/s" if el > 0 else "-")
@@ -236,6 +239,8 @@ def evaluate_length(
         if rec is None:  # interrupted before this item finished: it has no record yet
             continue
         preds.append(_prediction(model.name, mode, length, item, rec, keys[item.question_id]))
+        if not rec["ok"]:
+            stats["failures"].append((f"{item.question_id}@{length}", rec.get("error")))
     write_view(paths.predictions / model.name / mode / f"{length}.jsonl", preds)
     log.info(
         "evaluate %s/%s@%s: %d items, %d reused from the results store, %d new, %d failed",
@@ -266,7 +271,8 @@ def run(cfg, paths: Paths) -> None:
         captions = CaptionMode(cfg.eval, paths, source)
         prepare = captions.prepare
         extra = {**extra, "caption_adapter": captions.adapter_id}
-    subset = question_subset(cfg, source, model)
+    subset_label = subset_name(cfg, model)
+    subset = subset_ids(subset_label, source)
     identity = system_identity(OmegaConf.to_container(cfg.model, resolve=True), extra)
     store = ResultsStore(results_root(paths), identity)
     out = paths.predictions / model.name
@@ -295,6 +301,7 @@ def run(cfg, paths: Paths) -> None:
             )
     finally:
         model.close()
+    report_failures(summary, model.name)
     arts = hash_tree(out)
     extra = {
         "system": model.name,
@@ -305,6 +312,7 @@ def run(cfg, paths: Paths) -> None:
         "dataset_sha256": source.dataset_hash(),
         "max_items": cfg.eval.get("max_items"),
         "subset": None if subset is None else len(subset),
+        "subset_name": subset_label,
     }
     write_manifest(
         out, "evaluate", {"model": identity, "eval": section(cfg, "eval")["eval"]}, arts, code=(__name__,), extra=extra
@@ -318,13 +326,35 @@ class TooManyFailuresError(MemLensError):
     exit_code = 1
 
 
+def report_failures(summary: dict, system: str) -> None:
+    """Print why items failed (every failed item of the evaluated lengths, from the results store's
+    records): one line per reason with its count and first example item (:mod:`memlens.eval.failures`)."""
+    import sys
+
+    from memlens.eval.failures import render, summarize
+
+    failures = [f for s in summary.values() for f in s.get("failures", [])]
+    table = render(summarize(failures), f"evaluate {system}: why items failed")
+    if table:
+        print(table, file=sys.stderr, flush=True)
+
+
 def fail_limit(summary: dict, max_rate: float, system: str) -> None:
     """Fail the stage (exit 1) when the failures recorded in this run exceed ``max_rate`` of its
     requests. The answers and failure records are kept: a re-run retries only the failed items."""
     sent = sum(s["new"] for s in summary.values())
     failed = sum(s["failed"] for s in summary.values())
+    retried = sum(s.get("failed_retried", 0) for s in summary.values())
     if sent and failed / sent > max_rate:
+        how = (
+            "after retries"
+            if retried == failed
+            else f"{retried} after retries, {failed - retried} at once (not retryable)"
+            if retried
+            else "at once, none could be retried"
+        )
         raise TooManyFailuresError(
-            f"{system}: {failed} of {sent} requests failed after retries ({failed / sent:.0%} > "
-            f"eval.max_failure_rate={max_rate:.0%}); answers so far are stored, re-run to retry the failed items"
+            f"{system}: {failed} of {sent} requests failed ({how}; {failed / sent:.0%} > "
+            f"eval.max_failure_rate={max_rate:.0%}); the reasons are listed above. Answers so far are stored, "
+            "re-run to retry the failed items"
         )

@@ -215,38 +215,145 @@ def prepare_prediction(
 # Refusal detection
 # --------------------------------------------------------------------------------------------
 
+#: Refusal by meaning: a maintained list of phrase families, each with its structure (an inability
+#: verb, a missing-information noun, who never said it ...). A response holding one of them says the
+#: information it needs is missing or insufficient. Families:
+#:
+#: 1. insufficiency: "insufficient information", "not enough details", "the data is insufficient";
+#: 2. inability: "can't/cannot/unable to/no way to/not possible to/hard to" + determine, answer,
+#:    tell, say, know, compare, count, work out, figure out, order, find, confirm, pin down, ...;
+#: 3. not known: "I don't know/recall/remember", "I have no idea";
+#: 4. not had or seen: "I don't have/see/find" + (a, any, that, the ...) + information, details,
+#:    record, photo, picture, image, date, receipt, screenshot, message; "I have no photos of ...";
+#: 5. never said: "you never/didn't/haven't" + mentioned, told, shared, showed, sent, said, brought
+#:    up; "it never came up"; "I don't think you ever showed me";
+#: 6. not mentioned: "not mentioned/specified/stated/provided (in ...)", "never mentioned",
+#:    "nothing is/was mentioned";
+#: 7. nothing there: "there's nothing in/about ...", "nothing you've shared", "nothing about the
+#:    other";
+#: 8. not in the record: "no record/mention/information of", "not in our conversation(s)",
+#:    "doesn't appear in the history", "it's unclear from the conversation";
+#: 9. unanswerable: "unanswerable", "not answerable", "there's no way to know".
 _INFO = r"(?:information|info|context|details?|data|evidence|records?|mention|memory)"
+_MEDIA = (
+    r"(?:photos?|pictures?|images?|dates?|receipts?|screenshots?|messages?|timestamps?|records?|timings?|times|"
+    r"durations?|figures?|numbers?|prices?|amounts?)"
+)
 _VERB = (
     r"(?:determine|answer|provide|find|identify|tell|say|know|confirm|recall|infer|specify|"
-    r"locate)"
+    r"locate|compare|count|order|rank|establish|verify|pin\s+(?:it\s+|that\s+)?down|work\s+(?:it\s+|that\s+|this\s+)?out|"
+    r"figure\s+(?:it\s+|that\s+|this\s+)?out|calculate|work\s+that\s+out|give\s+(?:you\s+)?(?:an?\s+)?answer)"
 )
 _NEG_AUX = r"(?:does\s+not|doesn't|did\s+not|didn't|do\s+not|don't|dont)"
-_ADV = r"(?:explicitly\s+|specifically\s+|directly\s+|clearly\s+|actually\s+)?"
-_REFUSAL_PATTERNS = (
-    r"insufficient\s+" + _INFO,
-    _INFO + r"\s+(?:is|are|was|were)\s+(?:insufficient|not\s+(?:enough|sufficient|available))",
-    r"(?:not|no|isn't|aren't|without|lacks?|lacking)\s+(?:enough|sufficient|adequate)\s+" + _INFO,
-    r"not\s+enough\s+to\s+(?:determine|answer|tell|know)",
-    r"(?:can\s*not|can't|cant|could\s+not|couldn't|unable\s+to|not\s+able\s+to|impossible\s+to)"
-    r"\s+(?:be\s+)?" + _VERB,
-    r"(?:can\s*not|can't|cannot)\s+be\s+(?:determined|answered|known|inferred|found|identified)",
-    r"(?:i\s+)?" + _NEG_AUX + r"\s+(?:know|recall|remember)",
-    _NEG_AUX + r"\s+(?:provide|give|contain|include|have)\s+"
-    r"(?:enough|sufficient|any|that|this|the)?\s*" + _INFO,
-    r"(?:conversations?|context|history|chat|sessions?|records?|memory|text|it)\s+"
-    + _NEG_AUX
-    + r"\s+(?:mention|specify|state|say|include|contain|indicate|reveal)",
-    r"(?:no|without)\s+(?:relevant\s+|specific\s+|such\s+|clear\s+)?" + _INFO,
-    r"lack(?:s|ing)?\s+(?:of\s+)?" + _INFO,
-    r"(?:not|\w+n't)[\s_]+(?:been\s+)?" + _ADV + r"mentioned",
-    r"never\s+" + _ADV + r"(?:mentioned|discussed|stated|specified|provided)",
-    r"(?:not|\w+n't)\s+(?:been\s+)?" + _ADV + r"(?:specified|stated|provided|discussed|recorded|"
-    r"indicated|documented|given|shared|included)(?:\s+(?:in|anywhere|within)|(?=\s*(?:[.,;!?]|$)))",
-    r"nothing\s+(?:is|was|has\s+been)\s+(?:mentioned|said|recorded|stated)",
-    r"(?:un|not\s+)answerable",
-    r"(?:there(?:'s|\s+is)\s+)?no\s+way\s+to\s+(?:know|tell|determine|answer)",
+_ADV = r"(?:explicitly\s+|specifically\s+|directly\s+|clearly\s+|actually\s+|ever\s+|really\s+)?"
+_SAID = (
+    r"(?:mention(?:ed)?|share(?:d)?|tell|told|show(?:n|ed)?|sen[dt]|say|said|talk(?:ed)?\s+about|"
+    r"br(?:ing|ought)\s+(?:it\s+|that\s+|this\s+)?up|specif(?:y|ied)|include(?:d)?|gave|give(?:n)?|provide(?:d)?)"
 )
-_REFUSAL_RE = re.compile(r"\b(?:" + "|".join(_REFUSAL_PATTERNS) + r")(?!\w)", re.I)
+_INFO_WORDS = ("information", "info", "context", "detail", "data", "evidence", "record", "mention", "memory")
+#: (guard substrings, patterns): a family's regex only runs on text holding one of its guards
+#: (lower case), which keeps the scan fast; every pattern of a family contains one of them
+_REFUSAL_FAMILIES: tuple[tuple[tuple[str, ...], tuple[str, ...]], ...] = (
+    (  # 1 insufficiency
+        ("insufficient", "enough", "sufficient", "adequate", "available", "lack"),
+        (
+            r"insufficient\s+" + _INFO,
+            _INFO + r"\s+(?:is|are|was|were)\s+(?:insufficient|not\s+(?:enough|sufficient|available))",
+            _INFO + r"\s+(?:isn't|aren't|wasn't|weren't|is\s+not|are\s+not)\s+(?:available|known|given|there)",
+            r"(?:not|no|isn't|aren't|without|lacks?|lacking)\s+(?:enough|sufficient|adequate)\s+" + _INFO,
+            r"not\s+enough\s+to\s+(?:determine|answer|tell|know|say|work|compare|count)",
+            r"lack(?:s|ing)?\s+(?:of\s+)?" + _INFO,
+        ),
+    ),
+    (  # 2 inability
+        ("can", "unable", "able to", "possible", "no way", "hard to", "difficult", "couldn"),
+        (
+            r"(?:can\s*not|can't|cant|could\s+not|couldn't|unable\s+to|not\s+able\s+to|impossible\s+to|"
+            r"not\s+possible\s+to|no\s+way\s+(?:for\s+me\s+)?to|hard\s+to|difficult\s+to)\s+(?:be\s+)?" + _VERB,
+            r"(?:can\s*not|can't|cannot)\s+be\s+(?:determined|answered|known|inferred|found|identified|compared|counted)",
+        ),
+    ),
+    (  # 3 not known
+        ("know", "recall", "remember", "idea"),
+        (r"(?:i\s+)?" + _NEG_AUX + r"\s+(?:know|recall|remember)", r"(?:i\s+have\s+|i've\s+)?no\s+idea"),
+    ),
+    (  # 4 not had or seen
+        ("have", "see", "find", "spot", "had", "got", "contain", "include", "provide", "give"),
+        (
+            _NEG_AUX
+            + r"\s+(?:provide|give|contain|include|have)\s+(?:enough|sufficient|any|that|this|the)?\s*"
+            + _INFO,
+            r"(?:i\s+)?(?:" + _NEG_AUX + r"|can't|cannot|couldn't)\s+(?:have|see|find|spot)\s+"
+            r"(?:(?:a|an|any|that|this|the|those|these|such|enough)\s+)?(?:[\w']+\s+){0,2}?(?:"
+            + _INFO
+            + "|"
+            + _MEDIA
+            + r")\b",
+            r"i\s+(?:have|had|got)\s+no\s+(?:[\w']+\s+)?(?:" + _INFO + "|" + _MEDIA + r")\b",
+        ),
+    ),
+    (  # 5 never said
+        ("never", "n't", "not", "come up", "came up"),
+        (
+            r"(?:you|it|that|this|they)\s+(?:never|didn't|did\s+not|haven't|have\s+not|hasn't|has\s+not)\s+"
+            + _ADV
+            + _SAID,
+            r"(?:don't|do\s+not)\s+think\s+you\s+(?:ever\s+)?" + _SAID,
+            r"(?:never|didn't|did\s+not|hasn't|has\s+not)\s+(?:come|came)\s+up",
+            r"(?:conversations?|context|history|chat|sessions?|records?|memory|text|it)\s+"
+            + _NEG_AUX
+            + r"\s+(?:mention|specify|state|say|include|contain|indicate|reveal)",
+        ),
+    ),
+    (  # 6 not mentioned
+        ("mention", "never", "specified", "stated", "provided", "discussed", "recorded", "indicated")
+        + ("documented", "given", "shared", "included", "nothing"),
+        (
+            r"(?:not|\w+n't)[\s_]+(?:been\s+)?" + _ADV + r"mentioned",
+            r"never\s+" + _ADV + r"(?:mentioned|discussed|stated|specified|provided|shared|shown|said)",
+            r"(?:not|\w+n't)\s+(?:been\s+)?" + _ADV + r"(?:specified|stated|provided|discussed|recorded|"
+            r"indicated|documented|given|shared|included)(?:\s+(?:in|anywhere|within)|(?=\s*(?:[.,;!?]|$)))",
+            r"nothing\s+(?:is|was|has\s+been)\s+(?:mentioned|said|recorded|stated)",
+        ),
+    ),
+    (  # 7 nothing there
+        ("nothing",),
+        (
+            r"there(?:'s|\s+is|\s+was)\s+nothing\s+(?:in|about|on|regarding|from|that)\b",
+            r"nothing\s+(?:that\s+)?you(?:'ve|\s+have)?\s+(?:shared|told|mentioned|said|sent|shown|showed)",
+            r"nothing\s+(?:about|on|regarding)\s+(?:the|that|it|this|those|these|them|how|what|when|where|which|who)\b",
+            r"nothing\s+(?:in|from)\s+(?:our|the|your|what|my|any)\b",
+        ),
+    ),
+    (  # 8 not in the record
+        _INFO_WORDS,
+        (r"(?:no|without)\s+(?:relevant\s+|specific\s+|such\s+|clear\s+)?" + _INFO,),
+    ),
+    (
+        ("conversation", "history", "chat", "record", "message", "session", "unclear", "not clear"),
+        (
+            r"(?:isn't|is\s+not|wasn't|was\s+not|aren't|are\s+not|doesn't\s+appear|does\s+not\s+appear|not\s+found)\s+"
+            r"(?:anywhere\s+)?(?:in|within)\s+(?:the|our|your|my|any\s+of\s+our)\s+"
+            r"(?:conversations?|history|chats?|records?|messages?|sessions?)",
+            r"(?:unclear|not\s+clear)\s+(?:from|based\s+on|in)\s+(?:the|our|your|what)",
+        ),
+    ),
+    (  # 9 unanswerable
+        ("answerable", "no way"),
+        (
+            r"(?:un|not\s+)answerable",
+            r"(?:there(?:'s|\s+is)\s+)?no\s+way\s+(?:for\s+me\s+)?(?:to|of)\s+(?:know|knowing|tell|telling|determine|answer|say)",
+        ),
+    ),
+)
+_REFUSAL_RES = tuple(
+    (frozenset(guards), re.compile(r"\b(?:" + "|".join(pats) + r")(?!\w)", re.I)) for guards, pats in _REFUSAL_FAMILIES
+)
+#: every guard found at every position (a lookahead, so overlapping guards such as "can" / "n't" in
+#: "can't" are all seen)
+_GUARD_RE = re.compile(
+    "(?=(" + "|".join(sorted({re.escape(w) for ws, _ in _REFUSAL_FAMILIES for w in ws}, key=len, reverse=True)) + "))"
+)
 # Whole-answer abstentions: weak on their own inside a longer answer (a hedge, not a refusal).
 _WHOLE_REFUSAL_RE = re.compile(
     r"^\W*(?:unknown|n/?a|(?:i'?m|i\s+am)\s+not\s+(?:sure|certain)|not\s+sure|no\s+idea|"
@@ -262,8 +369,16 @@ def last_refusal_span(text: str) -> tuple[int, int] | None:
     t = text.translate(_CURLY)
     if _WHOLE_REFUSAL_RE.match(t):
         return (0, len(t))
-    spans = [m.span() for m in _REFUSAL_RE.finditer(t)]
-    return spans[-1] if spans else None
+    found = set(_GUARD_RE.findall(t.lower()))
+    if not found:
+        return None
+    best = None
+    for guards, rx in _REFUSAL_RES:
+        if not guards.isdisjoint(found):
+            for m in rx.finditer(t):
+                if best is None or m.start() > best[0] or (m.start() == best[0] and m.end() > best[1]):
+                    best = m.span()
+    return best
 
 
 def is_refusal(text: str) -> bool:

@@ -20,9 +20,10 @@ from pathlib import Path
 from hydra.utils import instantiate
 
 from memlens.core.config import Paths, section
-from memlens.core.errors import DataError
+from memlens.core.errors import DataError, MemLensError
 from memlens.core.io import read_json, write_jsonl
 from memlens.core.store import hash_tree, write_manifest
+from memlens.eval.failures import judge_failed, judge_failure_count
 from memlens.eval.results import PredictionStore, verdict_archive
 
 log = logging.getLogger(__name__)
@@ -52,7 +53,7 @@ def run(cfg, paths: Paths) -> None:
 
     judge = instantiate(cfg.judge, _convert_="all")
     if hasattr(judge, "set_root"):
-        judge.set_root(paths.root)
+        judge.set_root(paths.home)  # the judge cache is shared by the workspace and every DVC experiment
     system, mode = str(cfg.model.name), str(cfg.eval.mode)
     bench = open_benchmark(cfg, paths)
     questions = bench.questions
@@ -67,6 +68,7 @@ def run(cfg, paths: Paths) -> None:
             f"(dataset {str(evaluated.get('dataset_sha256'))[:12]}, current {dataset[:12]}); run `memlens evaluate` first"
         )
     totals = {}
+    judge_failures: list[tuple[str, int, int, str]] = []  # (length, failed, answered, first reason)
     key = judge_key(cfg)
     for length in lengths:
         view = pred_dir / f"{length}.jsonl"
@@ -86,10 +88,16 @@ def run(cfg, paths: Paths) -> None:
         for v, (_, p) in zip(verdicts, pairs):
             v.request_key = p.request_key
         write_jsonl(verdict_path(paths, system, mode, length, judge.name), verdicts)
+        failed_calls, answered = judge_failure_count(verdicts, preds)
+        if judge_failed(failed_calls, answered):
+            first = next(v.reason for v in verdicts if v.correct is None and preds[v.question_id].ok)
+            judge_failures.append((length, failed_calls, answered, first))
+            continue  # failed verdicts never reach the archive the cross-system analyses read
         # the verdict archive outside DVC (per benchmark build): cross-system analyses read every
-        # system judged on this build, whichever system the DVC workspace holds now
+        # system judged on this build, whichever system the DVC workspace holds now; a partial run
+        # (a smoke run: fewer items) never replaces the archived verdicts of a fuller one
         archive = current_archive(paths, dataset, judge.name, key)
-        write_jsonl(archive / system / mode / f"{length}.{judge.name}.jsonl", verdicts)
+        archive_verdicts(archive / system / mode / f"{length}.{judge.name}.jsonl", verdicts)
         ok = [v for v in verdicts if v.correct is not None]
         totals[length] = {
             "n": len(verdicts),
@@ -118,6 +126,13 @@ def run(cfg, paths: Paths) -> None:
             len(verdicts),
             totals[length]["failed"],
         )
+    if judge_failures:
+        raise JudgeFailedError(
+            f"judge {judge.name!r} failed on most answered items of {system} ("
+            + "; ".join(f"{ln}: {n} of {m}" for ln, n, m, _ in judge_failures)
+            + f"), e.g. {judge_failures[0][3][:200]}: the run is failed, not ranked; fix the judge and re-run "
+            "(its successful calls are cached)"
+        )
     out = paths.verdicts / system
     write_manifest(
         out,
@@ -134,6 +149,26 @@ def run(cfg, paths: Paths) -> None:
             "judge_key": key,
         },
     )
+
+
+class JudgeFailedError(MemLensError):
+    """The judge failed on most answered items (:data:`memlens.eval.failures.JUDGE_FAILURE_LIMIT`): the run
+    is failed, not ranked; exit status 1 (the stage's previous verdicts are kept)."""
+
+    exit_code = 1
+
+
+def archive_verdicts(path: Path, verdicts: list) -> None:
+    """Write ``verdicts`` to the archive unless the archived file covers items these do not (a partial run)."""
+    if path.is_file():
+        from memlens.core.io import iter_jsonl
+
+        old = {str(r.get("question_id")) for r in iter_jsonl(path)}
+        new = {v.question_id for v in verdicts}
+        if old - new:
+            log.info("verdict archive: %s keeps its %d verdicts (this run judged %d of them)", path, len(old), len(new))
+            return
+    write_jsonl(path, verdicts)
 
 
 def current_archive(paths: Paths, dataset: str, judge: str, key: str) -> Path:

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -105,6 +105,8 @@ class CachedAdapter:
     def __init__(self, cache_dir: Path | None, fallback_dirs: Sequence[Path] = ()):
         self.cache = DescriptionCache(Path(cache_dir), self.id, fallback_dirs) if cache_dir is not None else None
         self.stats = {"calls": 0, "hits": 0}
+        #: called with the number of images described after each backend call (a caller's progress)
+        self.progress_hook: Callable[[int], None] | None = None
 
     def describe_images(self, images: Sequence[ImageInput]) -> list[str]:
         out: list[str | None] = []
@@ -143,6 +145,8 @@ class CachedAdapter:
                             self.cache.put(im.sha256, text)
                         done[im.sha256] = text
                     bar.update(len(chunk))
+                    if self.progress_hook is not None:
+                        self.progress_hook(len(chunk))
             finally:
                 bar.close()
             out = [t if t is not None else done[im.sha256] for t, im in zip(out, images)]

@@ -64,13 +64,27 @@ class AnalysisBundle:
     summary: dict[str, Any] = field(default_factory=dict)
 
     def per_run_metrics(self, system: str, length: str) -> dict[str, float]:
-        """Cross-system metrics of one (system, length) to log to its MLflow run: coverage, hard
-        questions, the exact taxonomy's shares (``err__<label>``, ``err_near_miss``, ...) and the
-        modality shares of its errors (``err_modality__Visual`` ...)."""
+        """Cross-system metrics of one (system, length): coverage, hard questions and
+        :meth:`diagnosis_metrics`."""
+        out: dict[str, float] = self.diagnosis_metrics(system, length)
+        for r in self.summary.get("coverage", []):
+            if r["system"] == system and r["length"] == length and r.get("coverage") is not None:
+                out["coverage"] = float(r["coverage"])
+        for r in self.summary.get("hard_questions", {}).get("rows", []):
+            if r["system"] == system and r["length"] == length:
+                out["hard_acc"] = float(r["acc"])
+                out["hard_n"] = float(r["n"])
+        return out
+
+    def diagnosis_metrics(self, system: str, length: str) -> dict[str, float]:
+        """What the report stage logs to the MLflow run of one (system, length): the exact
+        taxonomy's shares (``err__<label>``, ``err_near_miss``, ...), the number of wrong answers
+        (``err_count``) and the modality shares of its errors (``err_modality__Visual`` ...). Names
+        that no run metric has (a run's ``coverage`` is its completeness)."""
         out: dict[str, float] = {}
         for r in self.summary.get("taxonomy", []):
             if r["system"] == system and r["length"] == length and r["level"] == "overall":
-                out["err_n"] = float(r["n_errors"])
+                out["err_count"] = float(r["n_errors"])
                 for k in ("near_miss", "total_miss", "untraceable_share"):
                     if r.get(k) is not None:
                         out[f"err_{k}"] = round(float(r[k]), 6)
@@ -81,13 +95,6 @@ class AnalysisBundle:
             if r["system"] == system and r["length"] == length and r["group"] == "overall":
                 for m in ("Visual", "Reasoning", "Mixed"):
                     out[f"err_modality__{m}"] = round(float(r[m]), 6)
-        for r in self.summary.get("coverage", []):
-            if r["system"] == system and r["length"] == length and r.get("coverage") is not None:
-                out["coverage"] = float(r["coverage"])
-        for r in self.summary.get("hard_questions", {}).get("rows", []):
-            if r["system"] == system and r["length"] == length:
-                out["hard_acc"] = float(r["acc"])
-                out["hard_n"] = float(r["n"])
         return out
 
 
@@ -578,16 +585,21 @@ def write_index(reports: Path, bundle: AnalysisBundle, *, system: str, mode: str
     this = []
     fig = reports / "plots" / "accuracy_by_length.png"
     files = [p for p in ("metrics.json", "plots/accuracy_by_length.csv") if (reports / p).is_file()]
+    # The workspace's system: these files are DVC outputs, so after a checkout (`dvc exp apply`, `make
+    # repro`) they are another system's while this page stays. The page names no system here: the
+    # files and the figure (its legend) say which one the workspace holds.
     this.append(
         Block(
-            note=f"Pipeline run of system '{system}', mode '{mode}', judge '{judge}' (DVC-tracked outputs).",
-            figures=[("plots/accuracy_by_length.png", f"{system}: accuracy vs context length")]
+            note="The system the workspace holds now (DVC-tracked outputs: metrics.json names its system, "
+            "mode and judge; they follow `dvc checkout` and `dvc exp apply`). This page was written by the "
+            f"report of system '{system}', mode '{mode}', judge '{judge}'.",
+            figures=[("plots/accuracy_by_length.png", "the workspace's system: accuracy vs context length")]
             if fig.is_file()
             else [],
             files=files,
         )
     )
-    sections.append(Section("system", f"This run: {system}", blocks=this))
+    sections.append(Section("system", "The workspace's system (see metrics.json)", blocks=this))
     lb = [p for p in ("leaderboard.md", "leaderboard.csv") if (reports / p).is_file()]
     if lb:
         figs = (

@@ -4,11 +4,15 @@ Rows come from the MLflow store (the child runs of :mod:`memlens.eval.tracking`,
 mode, judge and length), so the table covers every system tracked so far, not only the one the
 current pipeline run evaluated. Only runs of the current benchmark (dataset hash) are listed, and
 only *complete* runs are ranked (every item of the length predicted and judged, no
-``eval.max_items``); incomplete runs are listed apart with their coverage. A run whose failure rate
-(failed requests or judge calls, scored as wrong) is above :data:`FAILURE_FLAG` is flagged. Each
-ranked row shows its gap to the next row and the minimum detectable effect of that gap
-(:func:`annotate_resolution`); a gap below it is marked. ``memlens leaderboard`` rebuilds the files
-from MLflow at any time.
+``eval.max_items``). A run covers either every question or a subset (``eval.subset``: memory agents
+run on ``agent_subset_195``); a subset run that covers its whole subset is complete and ranked among
+the runs of that subset (the ``questions`` column says which). Incomplete runs are listed apart with
+their coverage and never replace a complete run (their MLflow runs have keys of their own); runs whose
+judge failed on most items are listed apart as failed. A run whose failure rate (failed requests or
+judge calls, scored as wrong) is above :data:`FAILURE_FLAG` is flagged. Each ranked row shows its gap
+to the next row of the same questions and the minimum detectable effect of that gap
+(:func:`annotate_resolution`); a gap below it is marked.
+``memlens leaderboard`` rebuilds the files from MLflow at any time.
 """
 
 from __future__ import annotations
@@ -45,17 +49,40 @@ def sort_rows(rows: list[dict]) -> list[dict]:
             lt = length_tokens(r["length"])
         except Exception:
             lt = 0
-        return (r["mode"] != "standard", r["mode"], r.get("judge", ""), lt, -r["metrics"].get("acc", 0.0), r["system"])
+        scope = _subset(r)
+        return (
+            r["mode"] != "standard",
+            r["mode"],
+            r.get("judge", ""),
+            scope != "all",
+            scope,
+            lt,
+            -r["metrics"].get("acc", 0.0),
+            r["system"],
+        )
 
     return sorted(rows, key=key)
 
 
+def _subset(r: dict) -> str:
+    """The questions a run covers: ``all`` or the name of its subset."""
+    return str(r.get("tags", {}).get("memlens.subset") or r.get("subset") or "all")
+
+
+def _questions(r: dict) -> str:
+    sub = _subset(r)
+    return "all" if sub == "all" else f"{sub} ({int(r['metrics'].get('n_items', 0))})"
+
+
 def leaderboard_rows(rows: list[dict], dataset_hash: str) -> dict[str, list[dict]]:
-    """Rows of the current benchmark, split into ``complete`` (ranked) and ``incomplete``."""
+    """Rows of the current benchmark, split into ``complete`` (ranked), ``incomplete`` and ``failed``
+    (the judge failed on most items)."""
     mine = [r for r in rows if r.get("dataset_hash") == dataset_hash]
+    failed = [r for r in mine if r.get("failed")]
     return {
-        "complete": sort_rows([r for r in mine if r.get("complete")]),
-        "incomplete": sort_rows([r for r in mine if not r.get("complete")]),
+        "complete": sort_rows([r for r in mine if r.get("complete") and not r.get("failed")]),
+        "incomplete": sort_rows([r for r in mine if not r.get("complete") and not r.get("failed")]),
+        "failed": sort_rows(failed),
     }
 
 
@@ -90,7 +117,7 @@ def paired_outcomes(verdicts_dir: Path):
 
 
 def annotate_resolution(rows: list[dict], lookup=None, alpha: float = 0.05) -> list[dict]:
-    """Give each ranked row the gap to the next row of its (mode, judge, length) and the minimum
+    """Give each ranked row the gap to the next row of its (mode, judge, questions, length) and the minimum
     detectable effect of that gap (80% power): paired (:func:`memlens.eval.report.power.mde_paired`,
     from the two systems' disagreement on the same questions) when ``lookup`` knows both, else
     unpaired from the two n and the pooled accuracy. Sets ``row["resolution"]`` (rows in order)."""
@@ -98,7 +125,7 @@ def annotate_resolution(rows: list[dict], lookup=None, alpha: float = 0.05) -> l
 
     for r, nxt in zip(rows, [*rows[1:], None]):
         r.pop("resolution", None)
-        if nxt is None or (r["mode"], r.get("judge"), r["length"]) != (nxt["mode"], nxt.get("judge"), nxt["length"]):
+        if nxt is None or _peer_key(r) != _peer_key(nxt):
             continue
         a, b = r["metrics"], nxt["metrics"]
         if "acc" not in a or "acc" not in b:
@@ -115,6 +142,11 @@ def annotate_resolution(rows: list[dict], lookup=None, alpha: float = 0.05) -> l
     return rows
 
 
+def _peer_key(r: dict) -> tuple:
+    """Rows compared with each other: the same mode, judge, questions and length."""
+    return (r["mode"], r.get("judge"), _subset(r), r["length"])
+
+
 def _gap_cells(r: dict) -> list[str]:
     res = r.get("resolution")
     if not res:
@@ -125,21 +157,23 @@ def _gap_cells(r: dict) -> list[str]:
 
 
 def render_markdown(board: dict[str, list[dict]], title: str = "MemLens leaderboard", note: str = "") -> str:
-    rows, partial = board["complete"], board["incomplete"]
+    rows, partial, failed_runs = board["complete"], board["incomplete"], board.get("failed", [])
     types = [t for t in TYPES if any(f"acc__{t}" in r["metrics"] for r in rows)]
     gaps = any(r.get("resolution") for r in rows)
-    head = ["system", "mode", "judge", "length", "n", "overall", *types, "refusal rate", "failed"]
+    head = ["system", "mode", "judge", "questions", "length", "n", "overall", *types, "refusal rate", "failed"]
     head += ["gap to next (pp)", "MDE (pp)"] if gaps else []
     lines = [f"# {title}", ""]
     if note:
         lines += [note, ""]
     lines += [
         "Complete runs only (every item of the length predicted and judged). "
-        "Accuracy in % with 95% bootstrap intervals (question resamples, percentile).",
+        "Accuracy in % with 95% bootstrap intervals (question resamples, percentile). "
+        "`questions`: `all`, or the subset a run covers whole (memory agents: `agent_subset_195`); "
+        "runs are ranked among the runs of the same questions.",
         "",
     ]
     lines.append("| " + " | ".join(head) + " |")
-    lines.append("|" + "|".join(["---"] * 4 + ["---:"] * (len(head) - 4)) + "|")
+    lines.append("|" + "|".join(["---"] * 5 + ["---:"] * (len(head) - 5)) + "|")
     for r in rows:
         m = r["metrics"]
         failed = f"{int(m.get('n_failed', 0))} ({100 * m.get('failure_rate', 0.0):.1f}%)"
@@ -147,6 +181,7 @@ def render_markdown(board: dict[str, list[dict]], title: str = "MemLens leaderbo
             r["system"],
             r["mode"],
             r.get("judge", "-"),
+            _questions(r),
             r["length"],
             str(int(m.get("n", 0))),
             _fmt(m, "acc"),
@@ -161,7 +196,7 @@ def render_markdown(board: dict[str, list[dict]], title: str = "MemLens leaderbo
     if gaps:
         lines += [
             "",
-            "Gap to next: accuracy minus that of the next row of the same mode, judge and length. MDE: the smallest gap "
+            "Gap to next: accuracy minus that of the next row of the same mode, judge, questions and length. MDE: the smallest gap "
             "the benchmark resolves there with 80% power (two-sided alpha 0.05): paired (McNemar, from how often the two "
             "systems disagree on the same questions), or unpaired from n and the pooled accuracy where the verdicts "
             "are not at hand (u). ~ marks a gap below its MDE: not resolved at this n.",
@@ -203,6 +238,19 @@ def render_markdown(board: dict[str, list[dict]], title: str = "MemLens leaderbo
                 )
                 + " |"
             )
+    if failed_runs:
+        lines += [
+            "",
+            "## Failed runs",
+            "",
+            "Not ranked: the judge failed on most answered items (its verdicts say nothing of the system).",
+            "",
+            "| system | mode | judge | length | why |",
+            "|---|---|---|---|---|",
+        ]
+        for r in failed_runs:
+            why = r.get("tags", {}).get("memlens.incomplete_reason", "-") or "-"
+            lines.append(f"| {r['system']} | {r['mode']} | {r.get('judge', '-')} | {r['length']} | {why} |")
     return "\n".join(lines) + "\n"
 
 
@@ -213,7 +261,19 @@ def render_csv(rows: list[dict]) -> str:
     buf = io.StringIO()
     w = csv.writer(buf, lineterminator="\n")
     w.writerow(
-        ["system", "mode", "judge", "length", "flagged", "gap_next", "mde_next", "mde_kind", "gap_resolved", *keys]
+        [
+            "system",
+            "mode",
+            "judge",
+            "questions",
+            "length",
+            "flagged",
+            "gap_next",
+            "mde_next",
+            "mde_kind",
+            "gap_resolved",
+            *keys,
+        ]
     )
     for r in rows:
         res = r.get("resolution") or {}
@@ -222,6 +282,7 @@ def render_csv(rows: list[dict]) -> str:
                 r["system"],
                 r["mode"],
                 r.get("judge", ""),
+                _subset(r),
                 r["length"],
                 str(flagged(r)).lower(),
                 "" if not res else round(res["gap"], 6),

@@ -44,6 +44,7 @@ from memlens.core.constants import TYPE_ORDER
 from memlens.core.errors import DataError
 from memlens.core.io import read_json, read_records, write_json
 from memlens.core.schema import TYPE_ABBREV, Verdict
+from memlens.eval.agents.subset import subset_ids
 from memlens.eval.benchmark import Benchmark, open_benchmark
 from memlens.eval.prompt import PROMPT_PROTOCOL
 from memlens.eval.report.buildcost import build_accounting
@@ -176,11 +177,15 @@ class Completeness:
     """How much of one length of the benchmark an evaluation covers."""
 
     length: str
-    n_items: int  # items of the benchmark at this length
+    n_items: int  # items of the benchmark (of its subset, for a subset run) at this length
     n_predicted: int  # of them, with a prediction (answered or a recorded failure)
     n_judged: int  # of them, with a prediction and a verdict
     n_failed: int  # of them, verdicts without a decision (the request or the judge call failed)
     max_items: int | None = None  # the evaluation was cut short with eval.max_items
+    subset: str = "all"  # the questions the evaluation covers: all, or a subset's name (eval.subset)
+    n_judge_failed: int = 0  # answered items whose judge call failed
+    n_answered: int = 0  # judged items whose request succeeded
+    judged_ids: tuple[str, ...] = ()
 
     @property
     def coverage(self) -> float:
@@ -191,8 +196,31 @@ class Completeness:
         return self.n_failed / self.n_judged if self.n_judged else 0.0
 
     @property
+    def judge_failed(self) -> bool:
+        """The judge failed on most answered items: the run is failed, not ranked."""
+        from memlens.eval.failures import judge_failed
+
+        return judge_failed(self.n_judge_failed, self.n_answered)
+
+    @property
     def complete(self) -> bool:
         return self.max_items is None and self.n_items > 0 and self.n_judged == self.n_items
+
+    @property
+    def ranked(self) -> bool:
+        return self.complete and not self.judge_failed
+
+    @property
+    def scope(self) -> str:
+        """What the run covers (:func:`memlens.eval.tracking.run_key`): the subset when complete,
+        else ``partial-``/``failed-`` and a digest of the judged items (a partial or failed run never
+        takes the key of the complete one)."""
+        if self.ranked:
+            return self.subset
+        from memlens.core.io import canonical_bytes, sha256_bytes
+
+        digest = sha256_bytes(canonical_bytes([self.subset, self.max_items, sorted(self.judged_ids)]))[:12]
+        return f"{'failed' if self.judge_failed else 'partial'}-{digest}"
 
     @property
     def flagged(self) -> bool:
@@ -200,8 +228,10 @@ class Completeness:
 
     @property
     def reason(self) -> str:
-        """Why the length is incomplete ("" when complete)."""
+        """Why the length is not ranked ("" when it is)."""
         out = []
+        if self.judge_failed:
+            out.append(f"the judge failed on {self.n_judge_failed} of {self.n_answered} answered items")
         if self.max_items is not None:
             out.append(f"eval.max_items={self.max_items}")
         if self.n_judged < self.n_items:
@@ -212,14 +242,25 @@ class Completeness:
 
 
 def completeness(
-    ids: list[str], paths: Paths, system: str, mode: str, length: str, verdicts: list[Verdict], manifest: dict
+    ids: list[str],
+    paths: Paths,
+    system: str,
+    mode: str,
+    length: str,
+    verdicts: list[Verdict],
+    manifest: dict,
+    subset: str = "all",
 ) -> Completeness:
-    """Completeness of one length: ``ids`` are the benchmark's items there (:func:`item_ids`)."""
+    """Completeness of one length: ``ids`` are the items the evaluation covers there (:func:`item_ids`,
+    within ``subset`` for a subset run)."""
+    from memlens.eval.failures import judge_failure_count
     from memlens.eval.results import PredictionStore
 
     ids = set(ids)
-    predicted = ids & set(PredictionStore(paths.predictions, system, mode, length).load())
+    preds = PredictionStore(paths.predictions, system, mode, length).load()
+    predicted = ids & set(preds)
     judged = {v.question_id: v for v in verdicts if v.question_id in predicted}
+    judge_failures, answered = judge_failure_count(judged.values(), preds)
     mi = manifest.get("max_items")
     return Completeness(
         length=length,
@@ -228,6 +269,10 @@ def completeness(
         n_judged=len(judged),
         n_failed=sum(v.correct is None for v in judged.values()),
         max_items=int(mi) if mi else None,
+        subset=subset,
+        n_judge_failed=judge_failures,
+        n_answered=answered,
+        judged_ids=tuple(sorted(judged)),
     )
 
 
@@ -311,11 +356,27 @@ def summary_metrics(per_length: dict[str, dict], cover: dict[str, Completeness])
     return out
 
 
-def _completeness_tags(complete: bool, flagged: bool, reason: str) -> dict[str, str]:
-    tags = {"memlens.complete": str(complete).lower(), "memlens.high_failure_rate": str(flagged).lower()}
+def _completeness_tags(complete: bool, flagged: bool, reason: str, subset: str = "all", failed: bool = False):
+    tags = {
+        "memlens.complete": str(complete).lower(),
+        "memlens.high_failure_rate": str(flagged).lower(),
+        "memlens.subset": subset,
+        "memlens.failed": str(failed).lower(),
+    }
     if reason:
         tags["memlens.incomplete_reason"] = reason
     return tags
+
+
+def _parent_scope(cover: dict[str, Completeness], subset: str) -> str:
+    """The evaluation's scope: its subset when every length is ranked, else ``partial-``/``failed-``
+    and a digest of the lengths' scopes."""
+    if all(c.ranked for c in cover.values()):
+        return subset
+    from memlens.core.io import canonical_bytes, sha256_bytes
+
+    kind = "failed" if any(c.judge_failed for c in cover.values()) else "partial"
+    return f"{kind}-{sha256_bytes(canonical_bytes(sorted((ln, c.scope) for ln, c in cover.items())))[:12]}"
 
 
 def dataset_spec(cfg, paths: Paths, source: Benchmark, ds_hash: str, ids: dict[str, list[str]]):
@@ -349,7 +410,9 @@ def description(system: str, per_length: dict[str, dict], cover: dict[str, Compl
     for ln, c in cover.items():
         m = per_length.get(ln, {})
         acc = f"{100 * m['acc']:.1f} [{100 * m['acc_ci_low']:.1f}, {100 * m['acc_ci_high']:.1f}]" if "acc" in m else "-"
-        status = "complete" if c.complete else f"incomplete: {c.reason or 'no verdicts'}"
+        status = "complete" if c.ranked else f"not ranked: {c.reason or 'no verdicts'}"
+        if c.ranked and c.subset != "all":
+            status += f" (subset {c.subset})"
         lines.append(f"| {ln} | {acc} | {100 * c.coverage:.1f}% | {100 * c.failure_rate:.1f}% | {status} |")
     return "\n".join(lines)
 
@@ -381,8 +444,10 @@ def evaluation(cfg, paths: Paths, source: Benchmark, ds_hash: str, manifest: dic
     if built and (cost := build_accounting(paths.generated)) is not None:  # generator=llm: models, tokens, cost
         params["build"] = cost
     lengths = list(cover)
-    reasons = [f"{ln}: {cover[ln].reason or 'no verdicts'}" for ln in lengths if not cover[ln].complete]
-    complete = all(cover[ln].complete for ln in lengths)
+    reasons = [f"{ln}: {cover[ln].reason or 'no verdicts'}" for ln in lengths if not cover[ln].ranked]
+    complete = all(cover[ln].ranked for ln in lengths)
+    failed = any(cover[ln].judge_failed for ln in lengths)
+    subset = next(iter(cover.values())).subset if cover else "all"
     summary = summary_metrics(per_length, cover)
     return Evaluation(
         system=system,
@@ -395,12 +460,15 @@ def evaluation(cfg, paths: Paths, source: Benchmark, ds_hash: str, manifest: dic
         summary=RunSpec(
             metrics=summary,
             tags={
-                **_completeness_tags(complete, summary["failure_rate"] > FAILURE_FLAG, "; ".join(reasons)),
+                **_completeness_tags(
+                    complete, summary["failure_rate"] > FAILURE_FLAG, "; ".join(reasons), subset, failed
+                ),
                 "memlens.lengths": ",".join(lengths),
             },
             description=description(system, per_length, cover),
+            scope=_parent_scope(cover, subset),
         ),
-        lengths={r["length"]: RunSpec(metrics=r["metrics"], tags=r["tags"]) for r in rows},
+        lengths={r["length"]: RunSpec(metrics=r["metrics"], tags=r["tags"], scope=r["scope"]) for r in rows},
     )
 
 
@@ -421,6 +489,10 @@ def results_table(
     for ln, m in per_length.items():
         c = cover[ln]
         status = "complete" if c.complete else f"INCOMPLETE ({100 * c.coverage:.0f}% covered)"
+        if c.complete and c.subset != "all":
+            status += f" (subset {c.subset}: {c.n_items} questions)"
+        if c.judge_failed:
+            status = f"FAILED (judge failed on {c.n_judge_failed} of {c.n_answered})"
         if c.flagged:
             status += f", {100 * c.failure_rate:.0f}% failed"
         rows.append(
@@ -444,6 +516,8 @@ def run(cfg, paths: Paths) -> None:
     questions = source.questions
     ds_hash = source.dataset_hash()
     manifest = evaluate_manifest(paths, system, mode, ds_hash)
+    subset = str(manifest.get("subset_name") or "all")
+    wanted = subset_ids(subset, source) if subset != "all" else None
     tcfg = cfg.tracking
     n_res, seed = int(tcfg.bootstrap_resamples), int(tcfg.bootstrap_seed)
     by_length = load_verdicts(paths, system, mode, judge)
@@ -470,7 +544,9 @@ def run(cfg, paths: Paths) -> None:
         ids, cover, per_length = {}, {}, {}
         for ln in lengths:
             ids[ln] = item_ids(source, ln) if ln in built else []
-            cover[ln] = completeness(ids[ln], paths, system, mode, ln, by_length.get(ln, []), manifest)
+            if wanted is not None:  # a subset run (memory agents): complete when it covers its subset
+                ids[ln] = [q for q in ids[ln] if q in wanted]
+            cover[ln] = completeness(ids[ln], paths, system, mode, ln, by_length.get(ln, []), manifest, subset)
         for ln, vs in by_length.items():
             bar.set_description_str(f"report: bootstrap {ln}")
             per_length[ln] = system_metrics(questions, vs, n_resamples=n_res, seed=seed)
@@ -564,9 +640,13 @@ def run(cfg, paths: Paths) -> None:
                 "judge": judge,
                 "length": ln,
                 "dataset_hash": ds_hash,
-                "complete": cover[ln].complete,
-                "metrics": {**child_metrics(m, cover[ln]), **bundle.per_run_metrics(system, ln)},
-                "tags": _completeness_tags(cover[ln].complete, cover[ln].flagged, cover[ln].reason),
+                "complete": cover[ln].ranked,
+                "scope": cover[ln].scope,
+                "failed": cover[ln].judge_failed,
+                "metrics": {**child_metrics(m, cover[ln]), **bundle.diagnosis_metrics(system, ln)},
+                "tags": _completeness_tags(
+                    cover[ln].ranked, cover[ln].flagged, cover[ln].reason, cover[ln].subset, cover[ln].judge_failed
+                ),
             }
             for ln, m in per_length.items()
         ]

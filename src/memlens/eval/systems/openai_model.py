@@ -136,6 +136,8 @@ class OpenAICompatibleModel(Model):
         extra_body: dict | None = None,
         top_p: float | None = None,
         seed: int | None = None,
+        deadline_s: float | None = 1800,
+        max_response_mb: float | None = 8,
         backoff_base_s: float = 1.0,
         backoff_max_s: float = 30.0,
         token_param: str = "max_tokens",
