@@ -28,7 +28,8 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO / "src"))
 
-from memlens.core.config import Paths, length_tokens, load_config  # noqa: E402
+from memlens.core.compose import load_settings  # noqa: E402
+from memlens.core.config import Paths, length_tokens  # noqa: E402
 from memlens.core.constants import TYPE_ORDER  # noqa: E402
 from memlens.eval.agents.offline import agent_retrieval  # noqa: E402
 from memlens.eval.benchmark import open_benchmark  # noqa: E402
@@ -55,7 +56,7 @@ def main() -> int:
     root = Path(args.root).resolve()
     paths = Paths(root)
     os.environ.setdefault("MEMLENS_CACHE", str(paths.root / ".memlens_cache"))
-    base = load_config(list(args.set), root=root)
+    base = load_settings(list(args.set), root=root)
     bench = open_benchmark(base, paths)
     lengths = [x for x in args.lengths.split(",") if x] or bench.lengths()
     lengths = sorted(lengths, key=length_tokens)
@@ -67,7 +68,7 @@ def main() -> int:
     )
     rows: list[dict] = []
     for spec in args.agents:
-        agent = build_model(load_config([*args.set, *spec_overrides(spec)], root=root))
+        agent = build_model(load_settings([*args.set, *spec_overrides(spec)], root=root))
         agent.attach(paths, bench)
         t0 = time.perf_counter()
         got = []

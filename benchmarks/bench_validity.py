@@ -23,8 +23,8 @@ REPO = Path(__file__).resolve().parents[1]
 def main() -> int:
     from memlens.construction.validate.adversaries import load, run_all
     from memlens.construction.validate.adversaries.render import figures_md
+    from memlens.construction.validate.settings import ValidateSettings
     from memlens.construction.validate.stage import adversary_gates
-    from memlens.core.settings import ValidateSettings
 
     ap = argparse.ArgumentParser()
     ap.add_argument("--data", required=True)

@@ -8,11 +8,9 @@ from pathlib import Path
 
 import pytest
 
-os.environ.setdefault("MLFLOW_DISABLE_TELEMETRY", "true")
-os.environ.setdefault("DO_NOT_TRACK", "true")
-os.environ.setdefault("DVC_NO_ANALYTICS", "1")
-os.environ.setdefault("HF_HUB_OFFLINE", "1")
-os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+from memlens.core import environment
+
+environment.apply()
 os.environ.pop("DVC_ROOT", None)
 os.environ.pop("MEMLENS_ROOT", None)
 os.environ.pop("MEMLENS_CACHE", None)  # each test project keeps its own results store

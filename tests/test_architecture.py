@@ -1,6 +1,8 @@
 """The shape of the package: three layers (core < construction < eval) under thin entry points, no import
 cycles between modules or folders, no reach-ins to private names, no module-level mutable state in
-stage code, and DVC stage deps that are exactly each stage's code.
+stage code, DVC stage deps that are exactly each stage's code (and hold no CLI, help, composition
+or dependency tool), config schemas beside their components, and docs/architecture.md listing
+every module.
 
 Each rule is checked on the real package and, on a small package made in tmp_path, shown to fail
 on exactly the defects it exists to catch.
@@ -9,6 +11,7 @@ on exactly the defects it exists to catch.
 from __future__ import annotations
 
 import ast
+import sys
 import textwrap
 from pathlib import Path
 
@@ -169,13 +172,117 @@ def test_stage_code_paths_cover_the_closure():
     graph = cg.import_graph()
     for stage in ("crawl", "evaluate"):
         paths = [REPO / p for p in stage_code_paths(stage, REPO)]
-        used = cg.closure(graph, stage_modules(stage, REPO / "conf"))
+        used = cg.closure(graph, stage_modules(stage))
         for m in used:
             f = mods[m]
             assert any(f == p or p in f.parents for p in paths), (stage, m)
         for p in paths:
             files = [p] if p.is_file() else [x for x in p.rglob("*.py")]
             assert any(x in {mods[m] for m in used} for x in files) or not files, (stage, p)
+
+
+#: modules that measure, compose or explain the code a stage runs: never part of it
+NOT_STAGE_CODE = (
+    "memlens.cli",
+    "memlens.clihelp",
+    "memlens.sweep",
+    "memlens.core.compose",
+    "memlens.core.schemas",
+    "memlens.core.codegraph",
+)
+
+
+def stage_closures() -> dict[str, set[str]]:
+    from memlens.cli import STAGES, stage_modules
+
+    graph = cg.import_graph()
+    return {s: cg.closure(graph, stage_modules(s)) for s in STAGES}
+
+
+def test_no_stage_runs_the_cli_help_composition_or_dependency_tool():
+    for stage, used in stage_closures().items():
+        assert not used & set(NOT_STAGE_CODE), (stage, sorted(used & set(NOT_STAGE_CODE)))
+
+
+def test_construction_stages_run_no_evaluation_code():
+    from memlens.cli import STAGES
+
+    for stage, used in stage_closures().items():
+        if STAGES[stage].startswith("memlens.construction."):
+            assert not [m for m in used if m.startswith("memlens.eval")], stage
+
+
+def test_stages_run_every_component_they_can_select():
+    """A stage whose code selects components of a kind by name runs every component of that kind
+    (the registry's lookups are edges of the graph): its deps change when one is added."""
+    from memlens.core.registry import discover
+
+    closures = stage_closures()
+    selects = {
+        "filter": "filter_channel",
+        "generate": "generator",
+        "crawl": "image_source",
+        "evaluate": "agent",
+        "judge": "judge",
+        "diagnose": "retriever",
+    }
+    for stage, kind in selects.items():
+        modules = {m for m, _ in discover(kind).values()}
+        assert modules <= closures[stage], (stage, kind, sorted(modules - closures[stage]))
+    assert not {m for m, _ in discover("adapter").values()} & closures["judge"]
+
+
+def test_schemas_live_beside_their_components():
+    """No config section's schema is in the core (only the building blocks are); every plain
+    section's schema module belongs to the layer of the stages that read it."""
+    from memlens.core import schemas
+
+    for section, path in schemas.SECTIONS.items():
+        module = path.split(":")[0]
+        assert not module.startswith("memlens.core."), (section, module)
+    src = (REPO / "src" / "memlens" / "core" / "settings.py").read_text()
+    assert "class DataSettings" not in src and "MODEL_SCHEMAS" not in src
+
+
+def config_gets(path: Path) -> list[str]:
+    """``.get(...)`` on the configuration a stage receives (``cfg``, ``cfg.<section>``, or a name
+    ending in ``cfg`` bound to a section): settings are typed, every key is an attribute."""
+    bad = []
+    for node in ast.walk(ast.parse(path.read_text())):
+        if not (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "get"):
+            continue
+        root = node.func.value
+        while isinstance(root, ast.Attribute):
+            root = root.value
+        if isinstance(root, ast.Name) and (root.id == "cfg" or root.id.endswith("cfg")) and root.id != "model_cfg":
+            bad.append(f"{path.name}:{node.lineno}: {ast.unparse(node.func)}(...)")
+    return bad
+
+
+def test_stage_code_reads_settings_as_attributes():
+    pkg = REPO / "src" / "memlens"
+    bad = [b for layer in ("construction", "eval") for p in sorted((pkg / layer).rglob("*.py")) for b in config_gets(p)]
+    assert bad == []
+
+
+def doc_modules() -> set[str]:
+    """The module paths docs/architecture.md lists in its Modules section."""
+    import re
+
+    text = (REPO / "docs" / "architecture.md").read_text()
+    part = text.split("## Modules", 1)[1].split("\n## ", 1)[0]
+    return set(re.findall(r"^\| `([\w/]+\.py)` \|", part, re.M))
+
+
+def tree_modules() -> set[str]:
+    pkg = REPO / "src" / "memlens"
+    return {str(p.relative_to(pkg)) for p in pkg.rglob("*.py") if "__pycache__" not in p.parts}
+
+
+def test_architecture_doc_lists_every_module():
+    listed, present = doc_modules(), tree_modules()
+    assert sorted(present - listed) == [], "modules missing from docs/architecture.md"
+    assert sorted(listed - present) == [], "docs/architecture.md lists modules that do not exist"
 
 
 # --------------------------------------------------------------------------------------------------
@@ -251,3 +358,51 @@ def test_code_hash_follows_the_closure(tmp_path):
     assert cg.code_hash("memlens.construction.crawl.stage", pkg=pkg) != h0
     with pytest.raises(KeyError, match="not modules"):
         cg.code_hash("memlens.construction.nothing", pkg=pkg)
+
+
+def test_selection_edges_and_main_blocks(tmp_path):
+    """A module that selects a kind by name runs every component of that kind (and no other
+    module does); an import under ``if __name__ == "__main__":`` runs no code of a stage."""
+    pkg = _package(
+        tmp_path,
+        {
+            "core/registry.py": "def find_component(kind, name):\n    pass\n",
+            "eval/memory/a.py": "from memlens.core.registry import component\n@component('adapter', 'a')\nclass A:\n    pass\n",
+            "eval/memory/b.py": "@component('adapter', 'b')\nclass B:\n    pass\n",
+            "eval/memory/use.py": "from memlens.core.registry import find_component\n"
+            "def f():\n    return find_component('adapter', 'a')\n",
+            "eval/other.py": "X = 1\n",
+            "eval/tool.py": "X = 1\nif __name__ == '__main__':\n    from memlens.eval import other\n",
+        },
+    )
+    run = cg.import_graph(pkg)
+    assert {"memlens.eval.memory.a", "memlens.eval.memory.b"} <= run["memlens.eval.memory.use"]
+    assert "memlens.eval.memory.b" not in cg.import_graph(pkg, implicit_parents=False)["memlens.eval.memory.use"]
+    assert "memlens.eval.other" not in run["memlens.eval.tool"]
+    assert not {"memlens.eval.memory.a", "memlens.eval.memory.b"} & run["memlens.eval.other"]
+
+
+def test_doc_check_catches_a_missing_module(tmp_path, monkeypatch):
+    """The doc check fails when a module is added without a row, or a row names no module."""
+    fake = tmp_path / "src" / "memlens"
+    (fake / "core").mkdir(parents=True)
+    (fake / "core" / "new.py").write_text("X = 1\n")
+    (tmp_path / "docs").mkdir()
+    (tmp_path / "docs" / "architecture.md").write_text(
+        "## Modules\n\n| module | x |\n|---|---|\n| `core/old.py` | gone |\n"
+    )
+    monkeypatch.setattr(sys.modules[__name__], "REPO", tmp_path)
+    assert tree_modules() - doc_modules() == {"core/new.py"}
+    assert doc_modules() - tree_modules() == {"core/old.py"}
+
+
+def test_config_get_check_catches_defaults_read_by_key(tmp_path):
+    pkg = _package(
+        tmp_path,
+        {
+            "construction/x/stage.py": "def run(cfg, paths):\n    n = cfg.data.get('spare_fraction', 0.1)\n"
+            "    fcfg = cfg.filter\n    rule = fcfg.get('rule', 'all')\n    ok = cfg.data.seed\n    row = {}.get('a', 1)\n"
+        },
+    )
+    bad = config_gets(pkg / "construction" / "x" / "stage.py")
+    assert [b.split(": ", 1)[1] for b in bad] == ["cfg.data.get(...)", "fcfg.get(...)"]

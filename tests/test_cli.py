@@ -19,10 +19,12 @@ from omegaconf import OmegaConf
 import memlens
 from memlens.cli import HTTP_LOGGERS, STAGES, HttpLogFilter, main
 from memlens.clihelp import first_comment, resolve_param, yaml_comments
-from memlens.core.config import Paths, load_config
-from memlens.core.constants import QUESTION_TYPES, SUBTYPES, VERSION
+from memlens.core.compose import load_config, load_settings
+from memlens.core.config import Paths
+from memlens.core.constants import QUESTION_TYPES, SUBTYPES
 from memlens.core.items import BuiltBenchmark
 from memlens.core.tasks import TASK_KEYS
+from memlens.core.version import VERSION
 from memlens.eval.prompt import build_messages, iter_images
 from tests.conftest import REPO, TINY, make_project
 from tests.evaluate.eval_support import openai_overrides, predictions
@@ -364,7 +366,7 @@ def test_filter_progress_bar_leaves_the_output_byte_identical(tiny_copy, monkeyp
         return real(iterable, **kwargs)
 
     monkeypatch.setattr(F, "tqdm", spy)
-    cfg = load_config(list(TINY), root=tiny_copy)
+    cfg = load_settings(list(TINY), root=tiny_copy)
     F.run(cfg, Paths(tiny_copy))
     assert {p.name: p.read_bytes() for p in sorted(out.iterdir())} == before
     n = sum(1 for line in (tiny_copy / "data" / "images" / "index.jsonl").read_bytes().splitlines() if line.strip())

@@ -1,9 +1,10 @@
-"""The typed config schema (memlens.core.settings) and Hydra composition of params.yaml + overrides.
+"""The typed config schemas (beside their components, found by memlens.core.schemas) and Hydra
+composition of params.yaml + overrides.
 
 Unknown keys fail in every group (with and without ``+``) with the key path and the section's known
 keys; wrong types fail naming the key; a group override on params.yaml gives exactly the section of
 composing conf/ with that override; every option file validates and is complete; constructors are
-strict and agree with their schemas."""
+strict and take their defaults from their schemas (declared once)."""
 
 from __future__ import annotations
 
@@ -17,9 +18,10 @@ from hydra.utils import get_class
 from omegaconf import OmegaConf
 from pydantic import BaseModel
 
-from memlens.core import settings as S
-from memlens.core.config import load_config
+from memlens.core import schemas as S
+from memlens.core.compose import load_config
 from memlens.core.errors import ConfigError
+from memlens.core.registry import discover, find_component
 from tests.conftest import REPO, make_project, run_stage
 
 CONF = REPO / "conf"
@@ -155,7 +157,7 @@ def test_every_model_and_judge_option_validates_and_params_override_equals_conf(
     cfg = load([f"{group}={option}"])
     data = OmegaConf.to_container(cfg, resolve=True)
     schema = S.schema_for(group, data[group])
-    assert schema is S.TARGET_SCHEMAS[group][data[group]["_target_"]]
+    assert schema is get_class(data[group]["_target_"]).Config  # the schema beside the class
     schema.model_validate(data[group])
     from_params = plain(load([f"{group}={option}"], params=PARAMS))
     assert from_params == plain(cfg)
@@ -183,7 +185,9 @@ def test_params_overrides_use_hydra_semantics(tmp_path):
     (root / PARAMS).write_text(OmegaConf.to_yaml(load([], root=root)))
     cfg = load(["data.seed=7", "model=chance", "model.seed=3", "+report.alpha=0.1"], params=PARAMS, root=root)
     assert cfg.data.seed == 7 and cfg.model.seed == 3 and cfg.report.alpha == 0.1
-    assert "validate" not in load(["~validate"], params=PARAMS, root=root)
+    assert "seed" not in load(["model=chance", "~model.seed"], params=PARAMS, root=root).model
+    with pytest.raises(ConfigError, match="missing config key validate"):  # its values live in conf/ only
+        load(["~validate"], params=PARAMS, root=root)
     with pytest.raises(ConfigError, match=r"add it with \+report.alpha=0.1"):
         load(["report.alpha=0.1"], params=PARAMS, root=root)  # a key the schema knows, not in the config
     with pytest.raises(ConfigError) as ei:
@@ -222,16 +226,10 @@ def test_validation_runs_before_any_work(tmp_path):
 
 
 # ------------------------------------------------------------------------------ option files
-SCHEMA_OF_FILE = {
-    "data": S.DataSettings,
-    "filter": S.FilterSettings,
-    "generator": S.GeneratorSettings,
-    "eval": S.EvalSettings,
-    "validate": S.ValidateSettings,
-    "tracking": S.TrackingSettings,
-    "memory": S.MemorySettings,
-}
-#: option files that are templates to copy: they list every key of their schema
+#: groups whose schema is one plain section (the others name their class with a ``_target_``)
+PLAIN = {"data", "filter", "generator", "eval", "validate", "tracking", "memory"}
+#: option files that are templates to copy: they list every key of their schema (so that
+#: ``key=value`` overrides every one of them, in memlens and in ``dvc exp run -S``)
 COMPLETE = {
     "model": {"openai_compatible", "vllm_server", "transformers", "refuse", "chance"},
     "judge": set(JUDGES),
@@ -249,18 +247,24 @@ def _option_files():
 def test_option_files_are_complete_or_rely_on_documented_defaults(group, path):
     raw = yaml.safe_load(path.read_text())
     assert "defaults" not in raw
-    if group in S.TARGET_SCHEMAS:
-        schema = S.TARGET_SCHEMAS[group][raw["_target_"]]
-    else:
-        schema = SCHEMA_OF_FILE[group]
+    schema = S.section_schema(group) if group in PLAIN else S.schema_for(group, raw)
     keys = set(S.known_keys(schema))
     assert set(raw) <= keys, set(raw) - keys
-    if group in SCHEMA_OF_FILE or path.stem in COMPLETE.get(group, ()):
+    if group in PLAIN or path.stem in COMPLETE.get(group, ()):
         assert set(raw) == keys, f"{path.name} lacks {sorted(keys - set(raw))}"
-    # keys left out take the schema default, which is the constructor's (test below)
+    # keys left out take the schema default (the constructor takes it from there)
     for k in keys - set(raw):
         field = next(f for n, f in schema.model_fields.items() if (f.alias or n) == k)
         assert not field.is_required(), f"{path.name}: {k} is required"
+
+
+def test_plain_sections_declare_no_default():
+    """A key of a plain section has its value in conf/ (every option lists it): its schema declares
+    no default, so the value lives in one place."""
+    for group in sorted(PLAIN):
+        schema = S.section_schema(group)
+        with_default = [k for k, f in schema.model_fields.items() if not f.is_required()]
+        assert with_default == [], f"{group}: {with_default} have a schema default and a conf/ value"
 
 
 def test_generator_has_no_fictional_target():
@@ -268,6 +272,8 @@ def test_generator_has_no_fictional_target():
     assert "_target_" not in raw and raw["name"] == "template"
     with pytest.raises(ConfigError, match=r"generator.name"):
         load(["generator.name=llm"])
+    with pytest.raises(ConfigError, match=r"unknown generator 'nope' \(known: llm, template\)"):
+        load(["generator.name=nope"])
 
 
 def test_config_has_no_paths_section():
@@ -283,6 +289,8 @@ def _params(cls) -> dict[str, inspect.Parameter]:
     own = {n: p for n, p in sig.parameters.items() if n != "self" and p.kind not in (p.VAR_KEYWORD, p.VAR_POSITIONAL)}
     if any(p.kind == p.VAR_KEYWORD for p in sig.parameters.values()):
         base = next(b for b in cls.__mro__[1:] if "__init__" in vars(b))
+        if base is object:  # a catch-all of its own (image sources: the keys the crawl stage reads)
+            return own
         inherited = _params(base)
         assert not any(p.kind == p.VAR_KEYWORD for p in inspect.signature(base.__init__).parameters.values())
         own.update({n: p for n, p in inherited.items() if n not in own})
@@ -292,62 +300,83 @@ def _params(cls) -> dict[str, inspect.Parameter]:
 #: constructor parameters that are not configuration keys: (class name) -> names
 NOT_CONFIG = {
     "VLLMServerModel": {"base_url", "model"},  # refused with a clear message
-    "LLMJudge": {"root"},
-}  # set by the judge stage
-
-
+    "LLMJudge": {"root"},  # set by the judge stage
+}
+#: what a class needs beyond its schema defaults to build offline
 MINIMAL = {
     "OpenAICompatibleModel": {"base_url": "http://127.0.0.1:1/v1", "model": "m"},
     "VLLMServerModel": {"hf_id": "org/m"},
     "TransformersModel": {"hf_id": "org/m"},
+    "DirectorySource": {"root": str(REPO / "conf")},
 }
+#: the strict ``_target_`` components (conf/ names their class): models, agents, judges
+TARGETED = [(kind, name) for kind in ("model", "agent", "judge") for name in discover(kind)]
 
 
-def _norm(v):
-    return list(v) if isinstance(v, tuple) else v
-
-
-@pytest.mark.parametrize("target", sorted({**S.MODEL_SCHEMAS, **S.JUDGE_SCHEMAS}))
-def test_constructor_is_strict_and_agrees_with_its_schema(target):
-    cls = get_class(target)
-    schema = S.TARGET_SCHEMAS["model" if target in S.MODEL_SCHEMAS else "judge"][target]
-    assert cls.Config is schema
+@pytest.mark.parametrize("kind,name", TARGETED, ids=[f"{k}-{n}" for k, n in TARGETED])
+def test_constructor_is_strict_and_takes_its_defaults_from_its_schema(kind, name):
+    cls = find_component(kind, name)
+    schema = cls.Config
+    assert schema.__module__ == cls.__module__ or kind == "agent", "the schema lives beside the class"
     params = _params(cls)
     fields = {(f.alias or n): f for n, f in schema.model_fields.items() if f.alias != "_target_"}
     assert set(fields) == set(params) - NOT_CONFIG.get(cls.__name__, set())
     for key, f in fields.items():
-        if f.is_required():
-            continue
-        ctor_default = params[key].default
-        assert ctor_default is not inspect.Parameter.empty, f"{key}: the schema has a default, the constructor none"
-        assert _norm(f.get_default(call_default_factory=True)) == _norm(ctor_default), key
+        if not f.is_required():
+            assert params[key].default is inspect.Parameter.empty, (
+                f"{cls.__name__}({key}=...): the schema declares its default; the constructor repeats it"
+            )
     minimal = MINIMAL.get(cls.__name__, {})
-    ok = cls(name="x", **minimal)  # builds offline (no server, no weights)
-    assert ok.name == "x"
+    cls(name="x", **minimal)  # builds offline (no server, no weights) from the schema's defaults
     with pytest.raises(TypeError, match="not_a_key"):
         cls(name="x", **minimal, not_a_key=1)
 
 
-@pytest.mark.parametrize("target", sorted(S.SOURCE_SCHEMAS))
-def test_source_schema_defaults_match_the_class(target):
-    cls = get_class(target)  # (the image sources are build-layer classes; their keys are checked here)
-    params = {
-        n: p
-        for n, p in inspect.signature(cls.__init__).parameters.items()
-        if n != "self" and p.kind is p.POSITIONAL_OR_KEYWORD
-    }
-    fields = {(f.alias or n): f for n, f in S.SOURCE_SCHEMAS[target].model_fields.items()}
+@pytest.mark.parametrize("name", sorted(discover("image_source")))
+def test_image_source_takes_its_defaults_from_its_schema(name):
+    """An image source's own keyword arguments are keys of its schema without a default of their
+    own (the source also receives the keys only the crawl stage reads: haystack_per_session, workers)."""
+    cls = find_component("image_source", name)
+    assert cls.Config.__module__ == cls.__module__
+    fields = {(f.alias or n): f for n, f in cls.Config.model_fields.items()}
+    params = {n: p for n, p in inspect.signature(cls.__init__).parameters.items() if p.kind is p.KEYWORD_ONLY}
+    assert set(params) <= set(fields)
     for key, p in params.items():
-        assert key in fields, key
         if not fields[key].is_required():
-            assert fields[key].get_default() == p.default, key
+            assert p.default is inspect.Parameter.empty, f"{cls.__name__}({key}=...) repeats the schema default"
+    src = cls(**MINIMAL.get(cls.__name__, {}))
+    assert src.families()
 
 
-def test_shared_constants_agree_with_the_eval_layer():
+def test_defaults_have_one_home():
+    """The retry backoff is declared once in src/ (core/http.py); a template shows that value."""
+    import re
+
+    src = REPO / "src" / "memlens"
+    decl = re.compile(r"^\s*backoff_base_s\b[^#\n]*=\s*[\d.]+|^BACKOFF_BASE_S\s*=", re.M | re.I)
+    homes = [p.relative_to(src) for p in src.rglob("*.py") if decl.search(p.read_text())]
+    assert [str(p) for p in homes] == ["core/http.py"], homes
+    from memlens.eval.judge.llm import LLMJudgeSettings
+    from memlens.eval.systems.openai_model import OpenAICompatibleSettings
+
+    for schema in (OpenAICompatibleSettings, LLMJudgeSettings, find_component("agent", "memory_t1").Config):
+        assert schema.model_fields["backoff_base_s"].default == 1.0
+
+
+def test_eval_mode_layout_and_subset_come_from_the_code_that_implements_them():
+    from typing import get_args
+
+    from memlens.eval.agents.subset import SUBSETS
+    from memlens.eval.evaluate.settings import EvalSettings
     from memlens.eval.prompt import LAYOUTS
     from memlens.eval.systems.base import MODES
 
-    assert S.EVAL_MODES == MODES and S.LAYOUTS == LAYOUTS
+    fields = EvalSettings.model_fields
+    assert get_args(fields["mode"].annotation) == MODES
+    assert get_args(fields["layout"].annotation) == LAYOUTS
+    assert get_args(fields["subset"].annotation) == SUBSETS
+    with pytest.raises(ConfigError, match=r"eval\.mode"):
+        load(["eval.mode=fast"])
 
 
 # ------------------------------------------------------------------------------ custom targets
@@ -380,11 +409,20 @@ def test_a_custom_target_uses_its_config_schema(tmp_path):
 
 
 def test_validate_settings_returns_typed_sections():
+    from memlens.construction.images.sources import SyntheticSourceSettings
+    from memlens.construction.ontology.settings import OntologySettings
+    from memlens.eval.judge.llm import LLMJudgeSettings
+    from memlens.eval.systems.vllm_server import VLLMServerSettings
+
     data = OmegaConf.to_container(load(["model=vllm_server", "judge=llm"]), resolve=True)
-    st = S.validate_settings(data)
-    assert isinstance(st.model, S.VLLMServerSettings) and st.model.port == 0
-    assert isinstance(st.judge, S.LLMJudgeSettings) and isinstance(st.images, S.SyntheticSourceSettings)
-    assert st.validate_.max_auc == 0.6
+    st = S.validate(data)
+    assert isinstance(st.model, VLLMServerSettings) and st.model.port == 0
+    assert isinstance(st.judge, LLMJudgeSettings) and isinstance(st.images, SyntheticSourceSettings)
+    assert st.validate.max_auc == 0.6
+    assert st.ontology == OntologySettings() and "ontology" not in st.composed()  # defaults, not composed
+    assert st.composed("model")["model"] == data["model"]  # exactly the composition
+    with pytest.raises(AttributeError, match="read-only"):
+        st.data = None
 
 
 def test_params_file_without_conf_dir(tmp_path):
@@ -394,3 +432,21 @@ def test_params_file_without_conf_dir(tmp_path):
     shutil.rmtree(root / "conf")
     cfg = load(["data.seed=9"], params=PARAMS, root=root)
     assert cfg.data.seed == 9 and cfg.model.name == "refuse"
+
+
+def test_a_composed_config_given_to_a_stage_is_validated_into_settings(tmp_path):
+    """Callers outside the CLI may give a stage the composition itself (``load_config``): it is
+    validated into the same typed settings; a partial one is a clear error, never read by key."""
+    from memlens.construction.ontology import stage as O
+    from memlens.core.compose import load_settings
+    from memlens.core.config import Paths
+    from memlens.core.settings import Settings, as_settings
+
+    cfg = load_config(["data.seed=5"])
+    st = as_settings(cfg)
+    assert isinstance(st, Settings) and st.composed() == load_settings(["data.seed=5"]).composed()
+    assert as_settings(st) is st
+    O.run(cfg, Paths(tmp_path))
+    assert (tmp_path / "data" / "ontology" / "topics.jsonl").is_file()
+    with pytest.raises(ConfigError, match="missing config key images"):
+        O.run(OmegaConf.create({"data": plain(cfg)["data"]}), Paths(tmp_path))

@@ -1,3 +1,3 @@
-from memlens.core.constants import VERSION as __version__
+from memlens.core.version import VERSION as __version__
 
 __all__ = ["__version__"]

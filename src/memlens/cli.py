@@ -8,7 +8,10 @@ and exit status 2; nothing already written is removed.
 value and description), ``memlens list models|agents|judges|types|images`` shows what there is to
 choose from and ``memlens evaluate --dry-run`` prints the prompt of one item without sending it.
 Help, listings and the dry run are reached by name (:data:`HELP`, :data:`EXTRA`, :data:`DRY_RUN`),
-so they are no part of a stage's code (its DVC deps and code hash).
+and a stage is given the validated :class:`~memlens.core.settings.Settings` (:func:`memlens.core.compose.load_settings`),
+so neither this CLI, the help generator, the config composition nor the dependency tool is part of a
+stage's code (its DVC deps and code hash): a stage's code is its own module's import closure, with
+every component it can select by name (:mod:`memlens.core.registry`).
 """
 
 from __future__ import annotations
@@ -23,18 +26,11 @@ import sys
 import time
 from pathlib import Path
 
-from memlens.core.constants import VERSION
+from memlens.core import environment
 from memlens.core.errors import MemLensError
+from memlens.core.version import VERSION
 
-for _k, _v in {
-    "MLFLOW_DISABLE_TELEMETRY": "true",
-    "DO_NOT_TRACK": "true",
-    "DVC_NO_ANALYTICS": "1",
-    "HF_HUB_OFFLINE": "1",
-    "TRANSFORMERS_OFFLINE": "1",
-    "TOKENIZERS_PARALLELISM": "false",
-}.items():
-    os.environ.setdefault(_k, _v)
+environment.apply()
 
 #: stage name -> "module:function"
 STAGES: dict[str, str] = {
@@ -50,13 +46,10 @@ STAGES: dict[str, str] = {
     "report": "memlens.eval.report.stage:run",
     "diagnose": "memlens.eval.memory.stage:run",
 }
-#: stage name -> the config groups whose ``_target_`` classes the stage instantiates (their modules
-#: are part of the stage's code, so of its DVC deps)
-TARGET_GROUPS: dict[str, tuple[str, ...]] = {"crawl": ("images",), "evaluate": ("model",), "judge": ("judge",)}
 EXTRA: dict[str, str] = {
     "compose": "memlens.cli:compose",
     "deps": "memlens.cli:deps",
-    "leaderboard": "memlens.eval.report.leaderboard:run_cli",
+    "leaderboard": "memlens.cli:leaderboard",
     "list": "memlens.clihelp:run_list",
 }
 #: stage name -> "module:function(cfg, paths, *, chars)" run by ``--dry-run`` instead of the stage
@@ -74,7 +67,7 @@ EXTRA_USAGE: dict[str, str] = {
     "compose": "memlens compose [overrides ...]",
     "deps": "memlens deps [stage ...] [--write | --check]",
     "leaderboard": "memlens leaderboard [--params params.yaml] [overrides ...]",
-    "list": "memlens list {models,agents,judges,types,images}",
+    "list": "memlens list {kinds,models,agents,judges,images,types,adapters,retrievers,channels,generators}",
 }
 
 log = logging.getLogger("memlens")
@@ -96,7 +89,8 @@ def build_parser() -> argparse.ArgumentParser:
         + "\nextra: "
         + ", ".join(EXTRA)
         + "\n\nmemlens <command> --help: that command (a stage: its config keys with values and descriptions)"
-        + "\nmemlens list models|agents|judges|types|images: what there is to choose from"
+        + "\nmemlens list kinds|models|agents|judges|images|types|adapters|retrievers|channels|generators:"
+        + " what there is to choose from"
         + "\nmemlens evaluate --dry-run: the rendered prompt of one item and its request key, nothing sent"
         + "\nmemlens judge --selftest: the judge's false-accept / false-reject rates on this build",
     )
@@ -207,18 +201,21 @@ def storage_message(exc: OSError) -> str:
 
 def run_command(args) -> int:
     """Run the parsed command (a stage runs inside :func:`memlens.core.outputs.guard_outputs`)."""
-    from memlens.core.config import Paths, load_config
+    from omegaconf import OmegaConf
+
+    from memlens.core.compose import load_settings
+    from memlens.core.config import Paths
     from memlens.core.outputs import guard_outputs
 
     if args.command in EXTRA:
         return int(resolve_target(EXTRA[args.command])(args) or 0)
-    cfg = load_config(args.overrides, params=args.params, root=args.root)
+    cfg = load_settings(args.overrides, params=args.params, root=args.root)
     paths = Paths.from_cfg(cfg, root=args.root)
     if args.dry_run:
         return int(resolve_target(DRY_RUN[args.command])(cfg, paths, chars=args.chars) or 0)
     if args.selftest:
         return int(resolve_target(SELFTEST[args.command])(cfg, paths) or 0)
-    with guard_outputs(args.command, paths.root, cfg):
+    with guard_outputs(args.command, paths.root, OmegaConf.create(cfg.composed())):
         resolve_target(STAGES[args.command])(cfg, paths)
     return EXIT_OK
 
@@ -273,11 +270,22 @@ def main(argv: list[str] | None = None) -> int:
     return EXIT_OK
 
 
+def leaderboard(args) -> int:
+    """Rebuild reports/leaderboard.{md,csv} and the length plot from every run tracked in MLflow."""
+    from memlens.core.compose import load_settings
+    from memlens.core.config import Paths
+    from memlens.eval.report.leaderboard import rebuild
+
+    cfg = load_settings(args.overrides, params=args.params, root=args.root)
+    return rebuild(cfg, Paths.from_cfg(cfg, root=args.root))
+
+
 def compose(args) -> int:
     """Write params.yaml: the composition of conf/ with the given overrides (what `dvc exp run` does)."""
     from omegaconf import OmegaConf
 
-    from memlens.core.config import load_config, project_root
+    from memlens.core.compose import load_config
+    from memlens.core.config import project_root
 
     root = Path(args.root) if args.root else project_root()
     cfg = load_config(args.overrides, root=root)
@@ -287,28 +295,19 @@ def compose(args) -> int:
     return 0
 
 
-def stage_modules(stage: str, conf_dir: Path) -> list[str]:
-    """The modules a stage runs: this CLI, the stage module and every ``_target_`` module that an
-    option of the config groups it instantiates can name."""
-    from omegaconf import OmegaConf
-
-    mods = [__name__, STAGES[stage].split(":")[0]]
-    for group in TARGET_GROUPS.get(stage, ()):
-        for f in sorted((conf_dir / group).glob("*.yaml")):
-            target = OmegaConf.load(f).get("_target_")
-            if target:
-                mods.append(str(target).rsplit(".", 1)[0])
-    return sorted(set(mods))
+def stage_modules(stage: str) -> list[str]:
+    """The module a stage runs (its code is that module's import closure, with every component it
+    can select by name: :func:`memlens.core.codegraph.import_graph`)."""
+    return [STAGES[stage].split(":")[0]]
 
 
 def stage_code_paths(stage: str, root: Path) -> list[str]:
     """A stage's code as DVC dependency paths (relative to the project root): the files of its
     import closure plus package data, with whole folders where every file is used."""
-    import os
 
     from memlens.core.codegraph import PKG, code_files, compress_paths
 
-    files = code_files(stage_modules(stage, root / "conf"))
+    files = code_files(stage_modules(stage))
     return [os.path.relpath(PKG.parent / p, root) for p in compress_paths(files)]
 
 

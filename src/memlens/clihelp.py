@@ -4,14 +4,17 @@ Nothing here is a hand-written list that could drift:
 
 * the config keys of a stage are the ``params:`` DVC tracks for it in ``dvc.yaml`` (plus the optional
   sections, not in ``conf/``, that its stage module reads), expanded into leaves along the typed
-  schema of :mod:`memlens.core.settings`; each value is the one the current composition gives (so
-  ``memlens evaluate model=gpt-5.4 --help`` shows that model's values) and each description is the
-  ``# comment`` of the key in the selected ``conf/`` option file, else of the same key in another
-  option with the same ``_target_``, else the schema's ``Field(description=...)`` or the comment
-  beside the field in ``settings.py``, else the allowed values of a ``Literal``;
+  schemas beside the components (found by :mod:`memlens.core.schemas`); each value is the one the
+  current composition gives (so ``memlens evaluate model=gpt-5.4 --help`` shows that model's
+  values) and each description is the ``# comment`` of the key in the selected ``conf/`` option
+  file, else of the same key in another option with the same ``_target_``, else the schema's
+  ``Field(description=...)`` or the comment beside the field in the schema's source, else the
+  allowed values of a ``Literal`` or the component names a field takes;
 * ``memlens list models|agents|judges|images`` reads ``conf/<group>/*.yaml`` (the file's first
   comment line is its description); ``memlens list types`` reads the official vocabulary
-  (:data:`memlens.core.constants.SUBTYPES`) and the judge routing (:func:`memlens.core.tasks.task_key`).
+  (:data:`memlens.core.constants.SUBTYPES`) and the judge routing (:func:`memlens.core.tasks.task_key`);
+  ``memlens list kinds`` and ``memlens list adapters|retrievers|channels|generators`` read the
+  component registry (:mod:`memlens.core.registry`, from the source: nothing is imported).
 
 The CLI reaches this module by name (like ``leaderboard``), so it is not part of any stage's code
 closure: editing help text never invalidates a DVC stage.
@@ -27,15 +30,16 @@ import tokenize
 import types
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any, Literal, get_args, get_origin
+from typing import Annotated, Any, Literal, get_args, get_origin
 
 from pydantic import BaseModel
 from pydantic_core import PydanticUndefined
 
 from memlens.core.errors import MemLensError
-from memlens.core.settings import is_schema, unwrap_type
+from memlens.core.schemas import is_schema, unwrap_type
 
 __all__ = [
+    "LIST_KINDS",
     "LIST_WHAT",
     "UsageError",
     "dvc_params",
@@ -47,8 +51,21 @@ __all__ = [
     "yaml_comments",
 ]
 
-#: what ``memlens list`` can list
-LIST_WHAT = ("models", "agents", "judges", "types", "images")
+#: what ``memlens list`` can list -> the component kind it shows (models, judges, images: with the
+#: options of their conf/ group)
+LIST_KINDS = {
+    "kinds": None,
+    "models": "model",
+    "agents": "agent",
+    "judges": "judge",
+    "images": "image_source",
+    "types": "question_type",
+    "adapters": "adapter",
+    "retrievers": "retriever",
+    "channels": "filter_channel",
+    "generators": "generator",
+}
+LIST_WHAT = tuple(LIST_KINDS)
 #: config group -> the ``memlens list`` argument that lists its options
 LIST_OF_GROUP = {"model": "models", "judge": "judges", "images": "images"}
 #: widest key column before values stop being aligned
@@ -175,23 +192,29 @@ def _fields(schema: type[BaseModel]) -> dict[str, tuple[str, Any]]:
 
 
 class _Schemas:
-    """Describes keys of the configuration along the typed schema."""
+    """Describes keys of the configuration along the typed schemas."""
 
     def __init__(self) -> None:
-        from memlens.core import settings
+        self._comments: dict[str, dict[tuple[str, str], str]] = {}
 
-        self.settings = settings
-        self.comments = _source_comments(settings)
+    def comment(self, cls: type, attr: str) -> str | None:
+        """The ``# comment`` beside a field in the source of the class that declares it."""
+        import sys
+
+        mod = sys.modules.get(cls.__module__)
+        if mod is None or not getattr(mod, "__file__", None):
+            return None
+        if cls.__module__ not in self._comments:
+            self._comments[cls.__module__] = _source_comments(mod)
+        return self._comments[cls.__module__].get((cls.__name__, attr))
 
     def section_schema(self, section: str, data: Mapping) -> Any:
-        s = self.settings
-        if section in s.TARGET_SCHEMAS:
-            try:
-                return s.schema_for(section, data.get(section))
-            except MemLensError:
-                return None
-        f = _fields(s.Settings).get(section)
-        return unwrap_type(f[1].annotation) if f else None
+        from memlens.core.schemas import section_schema
+
+        try:
+            return unwrap_type(section_schema(section, data))
+        except (MemLensError, KeyError):
+            return None
 
     def child(self, tp: Any, key: str) -> tuple[bool, Any, Any]:
         """(known, child type, FieldInfo or None) of ``key`` below a value of type ``tp``."""
@@ -212,13 +235,28 @@ class _Schemas:
         if is_schema(owner):
             attr = _fields(owner).get(key, (key, None))[0]
             for cls in owner.__mro__:
-                text = self.comments.get((cls.__name__, attr))
+                text = self.comment(cls, attr)
                 if text:
                     return text
         lit = unwrap_type(annotation)
         if get_origin(lit) is Literal:
             return "one of: " + " | ".join(str(a) for a in get_args(lit))
+        kind = _named_kind(finfo, annotation)
+        if kind:
+            from memlens.core.registry import component_names
+
+            return f"{kind.replace('_', ' ')}: one of " + " | ".join(component_names(kind))
         return ""
+
+
+def _named_kind(finfo: Any, annotation: Any) -> str | None:
+    """The component kind a field names (its :class:`~memlens.core.registry.Named` marker)."""
+    from memlens.core.registry import Named
+
+    metadata = list(getattr(finfo, "metadata", None) or [])
+    if get_origin(annotation) is Annotated:
+        metadata += list(get_args(annotation)[1:])
+    return next((m.kind for m in metadata if isinstance(m, Named)), None)
 
 
 # ------------------------------------------------------------------------------------ formatting
@@ -293,29 +331,28 @@ def resolve_param(name: str, data: Mapping) -> str:
 
 
 def optional_sections(stage_module: str) -> list[str]:
-    """Optional sections (schema fields of the root without a ``conf/`` group, e.g. ``export``) that a
-    stage module reads: ``cfg.get("export")`` or ``select(cfg, "report.alpha")``-style access."""
+    """Optional sections (not in ``conf/``, e.g. ``export``) that a stage module reads: an attribute
+    ``cfg.<section>`` of the settings it receives."""
     import importlib.util
 
-    from memlens.core import settings
+    from memlens.core.schemas import OPTIONAL, ORDER, VALUES
 
     spec = importlib.util.find_spec(stage_module)
     if spec is None or not spec.origin:
         return []
-    src = Path(spec.origin).read_text()
-    out = []
-    for key, (_, f) in _fields(settings.Settings).items():
-        if f.is_required() or key == "stages" or key == "validate":
-            continue
-        if re.search(rf"""(\.get\(\s*|select\(\s*\w+\s*,\s*f?)["']{re.escape(key)}[."']""", src):
-            out.append(key)
-    return out
+    tree = ast.parse(Path(spec.origin).read_text())
+    read = {
+        n.attr
+        for n in ast.walk(tree)
+        if isinstance(n, ast.Attribute) and isinstance(n.value, ast.Name) and n.value.id == "cfg"
+    }
+    return [k for k in ORDER if k in OPTIONAL and k not in VALUES and k in read]
 
 
 def _selected_options(root: Path, overrides: list[str], params: str | None, data: Mapping) -> dict[str, str]:
     """Config group -> the option the composition used (the override, else conf/config.yaml's default;
     from a params file: the option whose ``name`` is the section's)."""
-    from memlens.core.config import config_groups
+    from memlens.core.compose import config_groups
 
     conf = root / "conf"
     groups = config_groups(conf)
@@ -443,7 +480,8 @@ def stage_help(stage: str, args) -> str:
     from omegaconf import OmegaConf
 
     from memlens.cli import DRY_RUN, STAGES
-    from memlens.core.config import config_groups, load_config, project_root
+    from memlens.core.compose import config_groups, load_config
+    from memlens.core.config import project_root
 
     root = Path(args.root) if args.root else project_root()
     module = STAGES[stage].split(":")[0]
@@ -564,10 +602,56 @@ def _systems(conf: Path) -> list[tuple[str, str, str, str]]:
     return rows
 
 
+def _class_doc(module: str, cls: str) -> str:
+    """The first sentence of a class's docstring, read from the source (nothing is imported)."""
+    from memlens.core.codegraph import module_files
+
+    path = module_files().get(module)
+    if path is None:
+        return ""
+    for node in ast.walk(ast.parse(path.read_text())):
+        if isinstance(node, ast.ClassDef) and node.name == cls:
+            doc = " ".join((ast.get_docstring(node) or "").split())
+            end = re.search(r"(?<!\be\.g)(?<!\bi\.e)\.(\s|$)", doc)
+            doc = doc[: end.start() + 1] if end else doc
+            return doc if len(doc) <= 100 else doc[: doc.rfind(" ", 0, 96)] + " ..."
+    return ""
+
+
+def components_text(kind: str) -> list[str]:
+    """The components of one kind: name, class, module and what it is (from the source)."""
+    from memlens.core.registry import KINDS, discover
+
+    k = KINDS[kind]
+    found = discover(kind)
+    rows = [(name, cls, mod, _class_doc(mod, cls)) for name, (mod, cls) in found.items()]
+    lines = [f"{len(rows)} {k.label}s ({k.what}; chosen by {k.selected_by}):"]
+    return lines + _table(rows, ("name", "class", "module", "description"))
+
+
+def kinds_text() -> list[str]:
+    """Every kind of component: what it is, where its modules live, which key chooses one."""
+    from memlens.core.registry import KINDS, discover
+
+    names = {v: k for k, v in LIST_KINDS.items() if v}
+    rows = [
+        (k.name, f"memlens list {names[k.name]}", ", ".join(k.packages), ", ".join(discover(k.name)))
+        for k in KINDS.values()
+    ]
+    lines = [f"{len(rows)} kinds of component (each a class marked @component(kind, name), its schema beside it):"]
+    lines += _table(rows, ("kind", "list", "package", "components"))
+    lines += ["", "chosen by:"] + [f"  {k.name:<15} {k.selected_by}" for k in KINDS.values()]
+    return lines
+
+
 def list_text(what: str, root: Path) -> str:
     """The text of ``memlens list <what>``."""
     conf = root / "conf"
-    if what == "models":
+    if what not in LIST_KINDS:
+        raise UsageError(f"cannot list {what!r} (choose one of: {', '.join(LIST_WHAT)})")
+    if what == "kinds":
+        lines = kinds_text()
+    elif what == "models":
         rows = _systems(conf)
         lines = [f"{len(rows)} systems in conf/model (evaluate one with model=<name>):"]
         lines += _table(rows, ("name", "kind", "backend", "description"))
@@ -579,8 +663,9 @@ def list_text(what: str, root: Path) -> str:
         else:
             lines = [
                 "agents: none yet (no file in conf/model has kind: agent).",
-                "A memory agent is a memlens.eval.systems.base.Model in src/memlens/eval/systems/ plus one YAML",
-                "file in conf/model/ with kind: agent (see docs/architecture.md, 'Where to add things').",
+                "A memory agent is a MemoryAgent subclass in src/memlens/eval/agents/ marked",
+                '@component("agent", name), plus one YAML file in conf/model/ with kind: agent',
+                "(see docs/architecture.md, 'Where to add things').",
             ]
     elif what in ("judges", "images"):
         group = "judge" if what == "judges" else "images"
@@ -590,36 +675,45 @@ def list_text(what: str, root: Path) -> str:
         lines = [f"{len(rows)} options in conf/{group} (choose with {group}=<name>):"]
         lines += _table(rows, ("name", "class", "description"))
     elif what == "types":
-        from memlens.core.constants import QUESTION_TYPES, SUBTYPES, TYPE_ABBREV
-        from memlens.core.tasks import task_key
-
-        rows = []
-        for qt in QUESTION_TYPES:
-            for st in SUBTYPES[qt]:
-                keys = {ref: task_key(qt, st, ref) for ref in ("Yes", "No", "3", "Insufficient information")}
-                distinct = sorted(set(keys.values()))
-                if len(distinct) == 1:
-                    task = distinct[0]
-                else:
-                    yes_no = task_key(qt, st, "Yes")
-                    other = task_key(qt, st, "3")
-                    task = f"{yes_no} (reference Yes/No) | {other} (otherwise)"
-                rows.append((f"{qt} ({TYPE_ABBREV[qt]})", st or '""', task))
-        lines = [f"{len(QUESTION_TYPES)} question types, {len(rows)} (type, subtype) pairs and their judge task keys:"]
-        lines += _table(rows, ("question_type", "question_subtype", "judge task key"))
+        lines = _types_text()
     else:
-        raise UsageError(f"cannot list {what!r} (choose one of: {', '.join(LIST_WHAT)})")
+        lines = components_text(LIST_KINDS[what])
     return "\n".join(lines) + "\n"
+
+
+def _types_text() -> list[str]:
+    from memlens.core.constants import QUESTION_TYPES, SUBTYPES, TYPE_ABBREV
+    from memlens.core.tasks import task_key
+
+    rows = []
+    for qt in QUESTION_TYPES:
+        for st in SUBTYPES[qt]:
+            keys = {ref: task_key(qt, st, ref) for ref in ("Yes", "No", "3", "Insufficient information")}
+            distinct = sorted(set(keys.values()))
+            if len(distinct) == 1:
+                task = distinct[0]
+            else:
+                yes_no = task_key(qt, st, "Yes")
+                other = task_key(qt, st, "3")
+                task = f"{yes_no} (reference Yes/No) | {other} (otherwise)"
+            rows.append((f"{qt} ({TYPE_ABBREV[qt]})", st or '""', task))
+    lines = [f"{len(QUESTION_TYPES)} question types, {len(rows)} (type, subtype) pairs and their judge task keys:"]
+    return lines + _table(rows, ("question_type", "question_subtype", "judge task key"))
 
 
 def run_list(args) -> int:
     """What there is to choose from:
 
-    models  the systems of conf/model (name, kind, backend class, description): model=<name>
-    agents  the systems whose kind is agent (memory-augmented agents)
-    judges  the judges of conf/judge: judge=<name>
-    images  the image sources of conf/images: images=<name>
-    types   the question types and subtypes with their judge task keys"""
+    kinds       every kind of component: its components, where they live, which config key chooses one
+    models      the systems of conf/model (name, kind, backend class, description): model=<name>
+    agents      the systems whose kind is agent (memory-augmented agents)
+    judges      the judges of conf/judge: judge=<name>
+    images      the image sources of conf/images: images=<name>
+    types       the question types and subtypes with their judge task keys
+    adapters    the input adapters of memory agents (model.adapter, eval.caption_adapter, memory.adapters)
+    retrievers  the retrievers (memory.retrievers)
+    channels    the relevance channels of the filter (filter.channels)
+    generators  the question and session generators (generator.name)"""
     from memlens.core.config import project_root
 
     what = list(args.overrides)

@@ -103,19 +103,18 @@ def _task(cfg) -> None:
     import logging
 
     from memlens.cli import STAGES, resolve_target
-    from memlens.core.config import Paths, project_root, validate_config
+    from memlens.core.compose import validate_config
+    from memlens.core.config import Paths, project_root
 
-    validate_config(cfg)
-    stages = [str(s) for s in (cfg.get("stages") or ["evaluate"])]
+    cfg = validate_config(cfg)
+    stages = [str(s) for s in (cfg.stages or ["evaluate"])]
     bad = [s for s in stages if s not in STAGES]
     if bad:
         raise SystemExit(f"unknown stages {bad} (known: {', '.join(STAGES)})")
     paths = Paths(project_root())
     log = logging.getLogger("memlens.sweep")
     for stage in stages:
-        log.info(
-            "%s: model=%s mode=%s lengths=%s", stage, cfg.model.name, cfg.eval.mode, list(cfg.eval.get("lengths") or [])
-        )
+        log.info("%s: model=%s mode=%s lengths=%s", stage, cfg.model.name, cfg.eval.mode, list(cfg.eval.lengths))
         resolve_target(STAGES[stage])(cfg, paths)
 
 
@@ -142,15 +141,9 @@ def main(argv: list[str] | None = None) -> None:
 
     import hydra
 
-    for k, v in {
-        "MLFLOW_DISABLE_TELEMETRY": "true",
-        "DO_NOT_TRACK": "true",
-        "DVC_NO_ANALYTICS": "1",
-        "HF_HUB_OFFLINE": "1",
-        "TRANSFORMERS_OFFLINE": "1",
-        "TOKENIZERS_PARALLELISM": "false",
-    }.items():
-        os.environ.setdefault(k, v)
+    from memlens.core import environment
+
+    environment.apply()
     os.environ.setdefault("MEMLENS_ROOT", str(root))  # jobs on other nodes / in other dirs find the project
     # Hydra's own output folders go under data/ (git-ignored), not into the project root.
     if not any(a.startswith("hydra.sweep.dir=") for a in argv):

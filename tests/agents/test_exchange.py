@@ -7,7 +7,7 @@ import json
 
 from memlens.core.config import Paths
 from memlens.core.items import BuiltBenchmark
-from memlens.eval.agents.exchange import main as exchange
+from memlens.eval.agents.exchange_cli import main as exchange
 from tests.agents.agent_support import TINY
 from tests.conftest import run_stage
 

@@ -26,6 +26,7 @@ from memlens.core.schema import (
     format_date,
     parse_date,
 )
+from tests.support.settings import settings
 
 TOKENS = {"tokenizer": "minilm", "image_rule": "mmlongbench", "patch": 28, "max_side": 896, "fixed_per_image": 2000}
 TOL = 0.01
@@ -78,9 +79,9 @@ QDATE = datetime(2024, 9, 1, 10, 0)
 
 
 def _cfg(cross_evidence: dict):
-    """The ``data`` config of a stage run on the hand-built inputs."""
-    data = {"seed": 42, "length_tolerance": TOL, "lengths": list(LENGTHS), "tokens": TOKENS}
-    return OmegaConf.create({"data": {**data, "cross_evidence": cross_evidence}})
+    """The settings of a stage run on the hand-built inputs (no history shape: token length only)."""
+    data = {"seed": 42, "length_tolerance": TOL, "lengths": list(LENGTHS), "tokens": TOKENS, "shape": {}}
+    return settings(data={**data, "cross_evidence": cross_evidence})
 
 
 def sha(i: int) -> str:

@@ -8,13 +8,13 @@ import shutil
 from pathlib import Path
 
 import pytest
-from omegaconf import OmegaConf
 from PIL import Image
 
 from memlens.construction.filter import stage as F
 from memlens.core.config import Paths
-from memlens.core.errors import ImageError
+from memlens.core.errors import ConfigError, ImageError
 from memlens.core.io import iter_jsonl, read_json, sha256_bytes, write_jsonl
+from tests.support.settings import settings
 
 LIMITS = {
     "max_side": 4096,
@@ -84,7 +84,7 @@ class Project:
 
     def run(self, **limits) -> dict[str, dict]:
         write_jsonl(self.root / "data" / "images" / "index.jsonl", self.rows)
-        cfg = OmegaConf.create({"filter": {**LIMITS, **limits}})
+        cfg = settings(filter={**LIMITS, **limits})
         F.run(cfg, Paths(self.root))
         out = list(iter_jsonl(self.root / "data" / "filtered" / "index.jsonl"))
         # never a silent drop: one row per index row, in index order
@@ -200,8 +200,11 @@ def test_near_duplicate_names_the_image_kept_first(proj):
     rows = proj.run()
     assert rows[first]["accepted"]
     assert rows[dup]["reason"].startswith(f"near-duplicate of {first[:12]}")
-    # with a zero distance threshold, only identical pictures would be duplicates
-    assert proj.run(phash_max_distance=-1)[dup]["accepted"]
+    # a zero distance threshold still catches the same picture (pHash distance 0); a negative one,
+    # which once switched the check off unvalidated, is a config error naming the key
+    assert not proj.run(phash_max_distance=0)[dup]["accepted"]
+    with pytest.raises(ConfigError, match=r"filter\.phash_max_distance"):
+        proj.run(phash_max_distance=-1)
 
 
 def test_rejected_images_do_not_shadow_later_duplicates(proj):
@@ -232,7 +235,7 @@ def test_same_input_gives_identical_bytes_in_another_folder(proj, tmp_path):
     other = tmp_path / "elsewhere" / "proj"
     other.parent.mkdir()
     shutil.copytree(proj.root / "data" / "images", other / "data" / "images")
-    F.run(OmegaConf.create({"filter": LIMITS}), Paths(other))
+    F.run(settings(filter=LIMITS), Paths(other))
     for name in ("index.jsonl", "manifest.json"):
         assert (other / "data" / "filtered" / name).read_bytes() == (
             proj.root / "data" / "filtered" / name

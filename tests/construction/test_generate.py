@@ -15,7 +15,8 @@ from memlens.construction.generate import stage as G
 from memlens.construction.text import sessions as S
 from memlens.construction.text.leakage import PhraseIndex
 from memlens.construction.text.validators import CHECKS
-from memlens.core.config import Paths, load_config
+from memlens.core.compose import load_settings
+from memlens.core.config import Paths
 from memlens.core.errors import DataError
 from memlens.core.io import iter_jsonl, read_json, read_records, write_jsonl
 from memlens.core.schema import AR, IMAGE_PLACEHOLDER, Question, Session, parse_date
@@ -35,7 +36,7 @@ def built(tiny_project):
 
 @pytest.fixture(scope="module")
 def cfg(tiny_project):
-    return load_config(["data.scale=tiny"], root=tiny_project)
+    return load_settings(["data.scale=tiny"], root=tiny_project)
 
 
 @pytest.fixture(scope="module")
@@ -104,7 +105,7 @@ def test_sessions_only_use_accepted_images(tiny_project, built):
 
 def test_composition_follows_the_scale(cfg, built):
     qs, _, m = built
-    want = {k: int(v) for k, v in cfg.data.scales.tiny.counts.items()}
+    want = {k: int(v) for k, v in cfg.data.scales["tiny"].counts.items()}
     assert Counter(f"{q.question_type}/{q.question_subtype}" for q in qs) == want
     assert m["questions"] == len(qs)
 
@@ -113,8 +114,8 @@ def test_manifest_counts_sessions_and_validator_outcomes(cfg, built):
     _qs, ss, m = built
     kinds = Counter(s.kind for s in ss.values())
     assert m["sessions"] == {k: kinds[k] for k in ("evidence", "haystack", "filler")}
-    assert kinds["haystack"] == cfg.data.scales.tiny.haystack_sessions
-    assert kinds["filler"] == cfg.data.scales.tiny.filler_sessions
+    assert kinds["haystack"] == cfg.data.scales["tiny"].haystack_sessions
+    assert kinds["filler"] == cfg.data.scales["tiny"].filler_sessions
     v = m["validators"]
     assert set(v["failures_by_check"]) == set(CHECKS)
     admitted = sum(len(s.turns) for s in ss.values())

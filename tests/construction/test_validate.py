@@ -13,7 +13,8 @@ import pytest
 from omegaconf import OmegaConf
 
 from memlens.construction.validate import stage as V
-from memlens.core.config import Paths, load_config
+from memlens.core.compose import load_config, validate_config
+from memlens.core.config import Paths
 from memlens.core.errors import GateError
 from memlens.core.io import iter_jsonl, read_json, write_jsonl
 from memlens.core.schema import AR, IE, Evidence, ImageRecord, Instance, Question, Session, Turn
@@ -224,7 +225,7 @@ def rewrite(path, fn):
 
 
 def run_validate(cfg, root, **vcfg):
-    c = OmegaConf.merge(cfg, {"validate": vcfg}) if vcfg else cfg
+    c = validate_config(OmegaConf.merge(cfg, {"validate": vcfg}) if vcfg else cfg)
     try:
         V.run(c, Paths(root))
         err = None

@@ -12,7 +12,7 @@ import pytest
 import yaml
 from omegaconf import OmegaConf
 
-from memlens.core.config import load_config
+from memlens.core.compose import load_settings
 from memlens.eval.evaluate.stage import build_model
 from memlens.eval.systems.base import Model
 from memlens.eval.systems.hf_transformers import TransformersModel
@@ -23,13 +23,16 @@ from tests.conftest import REPO
 
 MODEL_DIR = REPO / "conf" / "model"
 ALL = sorted(p.stem for p in MODEL_DIR.glob("*.yaml"))
-#: memory agents (kind: agent) are systems of their own (tests/agents), not roster LVLMs
 RAW = {n: yaml.safe_load((MODEL_DIR / f"{n}.yaml").read_text()) or {} for n in ALL}
+#: memory agents (kind: agent) and stand-in systems with planted errors (kind: standin): not roster LVLMs
 AGENTS = {n for n in ALL if RAW[n].get("kind") == "agent"}
-#: stand-in systems with planted errors (memlens.eval.systems.standin): test instruments, not models
-STANDINS = {n for n in ALL if RAW[n].get("_target_") == "memlens.eval.systems.standin.PlantedErrors"}
-ROSTER = [n for n in ALL if n not in GENERIC and n not in ("refuse", "chance") and n not in AGENTS | STANDINS]
-APIS = {"gpt-5.4", "claude-sonnet-4.5", "gemini-3.1-pro", "kimi-k2.5"}
+STANDINS = {n for n in ALL if RAW[n].get("kind") == "standin"}
+#: the roster: the LVLMs of conf/model (kind: lvlm) but the generic backends (templates); baselines
+#: and memory agents are systems of their own (their facts are in their YAML files too)
+ROSTER = [n for n in ALL if RAW[n].get("kind") == "lvlm" and n not in GENERIC]
+#: API models: the roster LVLMs behind the OpenAI-compatible client (the others are served by vLLM)
+APIS = {n for n in ROSTER if RAW[n]["_target_"] == "memlens.eval.systems.openai_model.OpenAICompatibleModel"}
+#: the paper's roster (a fact about the paper, not about conf/)
 REQUIRED = {
     "gpt-5.4",
     "claude-sonnet-4.5",
@@ -58,7 +61,7 @@ def _no_keys(monkeypatch):
 
 @pytest.mark.parametrize("name", ALL)
 def test_every_model_config_instantiates_offline(name):
-    cfg = load_config([f"model={name}"], root=REPO)
+    cfg = load_settings([f"model={name}"], root=REPO)
     model = build_model(cfg)
     assert isinstance(model, Model) and model.name
     if name not in GENERIC:
@@ -79,7 +82,7 @@ def test_roster_entry(name):
     assert raw["name"] == name
     assert raw["max_new_tokens"] == (16384 if raw["thinking"] else 2048)
     assert isinstance(raw["context_window"], int) and raw["context_window"] >= 65536
-    model = build_model(load_config([f"model={name}"], root=REPO))
+    model = build_model(load_settings([f"model={name}"], root=REPO))
     if name in APIS:
         assert isinstance(model, OpenAICompatibleModel) and not isinstance(model, VLLMServerModel)
         assert raw["api_key_env"] and raw["base_url"].startswith("https://")
@@ -126,6 +129,7 @@ def test_backbones_name_existing_configs():
 
 
 def test_card_keys_are_not_part_of_the_identity():
+    from memlens.core.compose import load_config
     from memlens.eval.evaluate.stage import system_identity
 
     cfg = OmegaConf.to_container(load_config(["model=hybrid-pixel"], root=REPO).model, resolve=True)
@@ -142,25 +146,25 @@ def test_roster_covers_the_paper():
 
 
 def test_eval_layout_reaches_the_model():
-    model = build_model(load_config(["model=gemma3-4b", "eval.layout=legacy"], root=REPO))
+    model = build_model(load_settings(["model=gemma3-4b", "eval.layout=legacy"], root=REPO))
     assert model.layout == "legacy"
 
 
 def test_api_config_details():
-    gpt = build_model(load_config(["model=gpt-5.4"], root=REPO))
+    gpt = build_model(load_settings(["model=gpt-5.4"], root=REPO))
     assert gpt.config.temperature is None and gpt.request_overrides() == {
         "max_new_tokens": None,
         "max_completion_tokens": 16384,
     }
-    nem = build_model(load_config(["model=nemotron-nano-12b-v2-vl"], root=REPO))
+    nem = build_model(load_settings(["model=nemotron-nano-12b-v2-vl"], root=REPO))
     assert nem.system_prefix == "/no_think\n"
     generic = build_model(
-        load_config(
+        load_settings(
             ["model=openai_compatible", "model.base_url=http://127.0.0.1:8000/v1", "model.model=qwen3-vl-8b"], root=REPO
         )
     )
     assert generic.name == "qwen3-vl-8b" and generic.config.base_url == "http://127.0.0.1:8000/v1"
-    hf = build_model(load_config(["model=transformers", "model.model_path=/models/x"], root=REPO))
+    hf = build_model(load_settings(["model=transformers", "model.model_path=/models/x"], root=REPO))
     assert isinstance(hf, TransformersModel) and hf.model is None  # nothing loaded at instantiation
 
 

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from memlens.core.config import load_config
+from memlens.core.compose import load_settings
 from memlens.core.errors import ConfigError
 from memlens.eval.evaluate.stage import build_model
 from memlens.eval.systems.vllm_server import (
@@ -69,7 +69,7 @@ def standin_env(monkeypatch, tmp_path):
 
 def test_roster_serve_command_exact(monkeypatch):
     monkeypatch.delenv(ENV_COMMAND, raising=False)
-    cfg = load_config(["model=qwen3-vl-8b-thinking"], root=REPO)
+    cfg = load_settings(["model=qwen3-vl-8b-thinking"], root=REPO)
     model = build_model(cfg)
     assert isinstance(model, VLLMServerModel)
     assert model.command(8000) == [
@@ -95,7 +95,7 @@ def test_roster_serve_command_exact(monkeypatch):
         "qwen3",
     ]
     assert model.config.max_new_tokens == 16384 and model.config.model == "qwen3-vl-8b-thinking"
-    big = build_model(load_config(["model=qwen3-vl-235b-a22b-instruct"], root=REPO))
+    big = build_model(load_settings(["model=qwen3-vl-235b-a22b-instruct"], root=REPO))
     assert (
         "--tensor-parallel-size" in big.command(1)
         and big.command(1)[big.command(1).index("--tensor-parallel-size") + 1] == "8"

@@ -11,7 +11,7 @@ from collections import Counter
 
 import pytest
 
-from memlens.construction.abilities import ANSWERABLE
+from memlens.construction.abilities import answerable
 from memlens.construction.generate import frames
 from memlens.construction.images.synthetic import get_family
 from memlens.construction.ontology.stage import build_topics, load_ontology_file
@@ -29,7 +29,7 @@ def evidence():
     topics = build_topics(load_ontology_file(), 42)
     reserved: set[str] = set()
     out, drafts = [], []
-    for cls in ANSWERABLE:
+    for cls in answerable():
         ab = cls()
         for sub, variants in ab.variants.items():
             for v in variants:

@@ -1,4 +1,4 @@
-"""Every failure pattern listed in issue 17, as the judge must now grade it (rules version 3).
+"""Every failure pattern listed in issue 17, as the judge must now grade it (rules version 3 and later).
 
 Each case fails under the rules of version 2 (``git show e7fc671:src/memlens/eval/judge/deterministic.py``):
 run ``python benchmarks/bench_judge_selftest.py`` or this file against that revision to see them fail.
@@ -20,7 +20,7 @@ Q_ORDER = (
 
 
 def test_rules_version_is_bumped():
-    assert RULES_VERSION == "3"
+    assert RULES_VERSION == "4"
 
 
 @pytest.mark.parametrize(

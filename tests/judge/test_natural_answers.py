@@ -195,11 +195,9 @@ def test_partitive_counts(ref, pred, correct, parsed):
 
 
 def _cfg():
-    from omegaconf import OmegaConf
+    from tests.support.settings import settings
 
-    return OmegaConf.create(
-        {"judge": {"name": "deterministic", "_target_": "memlens.eval.judge.judges.DeterministicJudge"}}
-    )
+    return settings(["judge=deterministic"])
 
 
 def test_judge_key_changes_with_the_rules_version(monkeypatch):

@@ -6,13 +6,14 @@ import pytest
 
 from memlens.construction.generate.backends import TemplateGenerator, generator_for
 from memlens.construction.generate.llm import LLMGenerator
-from memlens.core.config import Paths, load_config
+from memlens.core.compose import load_settings
+from memlens.core.config import Paths
 from memlens.core.errors import ConfigError
 from tests.conftest import REPO
 
 
 def load(*ov):
-    return load_config(list(ov), params=None, root=REPO)
+    return load_settings(list(ov), params=None, root=REPO)
 
 
 def test_llm_generator_composes_with_the_paper_roles():

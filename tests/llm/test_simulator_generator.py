@@ -215,24 +215,22 @@ def test_a_failed_run_resumes_from_the_cache_sending_only_what_is_missing(tmp_pa
 
 
 def test_template_generator_fills_from_a_corpus(tmp_path):
-    from omegaconf import OmegaConf
-
     from memlens.construction.generate.backends import TemplateGenerator
+    from tests.support.settings import settings
 
     p = tmp_path / "u.jsonl"
     p.write_text(
         json.dumps({"data": ["How do I repot a basil plant without hurting it?", "Water it first, then ease it out."]})
         + "\n"
     )
-    g = OmegaConf.create({"filler": {"path": str(p)}})
-    gen = TemplateGenerator(g, seed=1)
+    gen = TemplateGenerator(settings(generator={"filler": {"path": str(p)}}, data={"seed": 1}))
     s = gen.writer(WriterConfig(), RejectionLog(), []).write_filler(random.Random(0), 6)
     assert (
         s.kind == "filler"
         and s.turns[0].content.startswith("How do I repot")
         and gen.manifest()["filler_corpus"]["kept"] == 1
     )
-    plain = TemplateGenerator(OmegaConf.create({"filler": None}), seed=1)
+    plain = TemplateGenerator(settings(generator={"filler": None}, data={"seed": 1}))
     assert (
         plain.manifest() == {}
         and "repot" not in plain.writer(WriterConfig(), RejectionLog(), []).write_filler(random.Random(0), 6).text

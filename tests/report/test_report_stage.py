@@ -70,11 +70,12 @@ def test_both_judges_and_report(tiny_copy, monkeypatch):
     for ref in re.findall(r'(?:src|href)="([^"#][^"]*)"', page):
         assert (reports / ref).is_file(), ref
     # MLflow: figures, tables and official files are artifacts of the system's runs
-    from memlens.core.config import Paths, load_config
+    from memlens.core.compose import load_settings
+    from memlens.core.config import Paths
     from memlens.eval.benchmark import dataset_hash
     from memlens.eval.tracking import Tracker
 
-    cfg = load_config([*TINY, "model=refuse"], root=root)
+    cfg = load_settings([*TINY, "model=refuse"], root=root)
     ds = dataset_hash(cfg, Paths(root))
     tracker = Tracker(root, cfg.tracking, ds)
     runs = [r for r in tracker.runs(dataset_hash=ds) if r["system"] == "refuse"]

@@ -9,7 +9,8 @@ import json
 import pytest
 from mlflow.entities import ViewType
 
-from memlens.core.config import Paths, load_config
+from memlens.core.compose import load_settings
+from memlens.core.config import Paths
 from memlens.eval.benchmark import dataset_hash
 from memlens.eval.tracking import DIGEST_CHARS, ROLE_PARENT, Tracker
 from tests.conftest import TINY, run_stage
@@ -19,7 +20,7 @@ SECRET = "sk-report-secret-4242"
 
 
 def tracker_of(root, *overrides):
-    cfg = load_config([*TINY, *overrides], root=root)
+    cfg = load_settings([*TINY, *overrides], root=root)
     ds = dataset_hash(cfg, Paths(root))
     return Tracker(root, cfg.tracking, ds), ds
 

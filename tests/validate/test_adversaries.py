@@ -6,18 +6,22 @@ from __future__ import annotations
 import json
 
 import pytest
+import yaml
 
 from memlens.construction.validate import stage as V
 from memlens.construction.validate.adversaries import detectors, repetition, run_all, textonly
 from memlens.construction.validate.adversaries.__main__ import main as cli_main
 from memlens.construction.validate.adversaries.data import load
 from memlens.construction.validate.adversaries.stats import auc_lower, verdict, wilson_lower
+from memlens.construction.validate.settings import ValidateSettings
 from memlens.core.io import write_jsonl
 from memlens.core.schema import Instance, Session, Turn
-from memlens.core.settings import ValidateSettings
+from tests.conftest import REPO
 from tests.support.validity_bench import make_bench
 
-SETTINGS = ValidateSettings().model_dump()
+SETTINGS = ValidateSettings.model_validate(
+    yaml.safe_load((REPO / "conf" / "validate" / "default.yaml").read_text())
+).model_dump()
 
 
 def gates_of(bench, only=(), **over):

@@ -4,6 +4,10 @@ functions included, nothing is imported or executed).
 Used for three things that must agree: the code hash a stage writes into its manifest (the files of
 its import closure), the DVC ``deps`` of each stage (the same closure, checked by a test against
 ``dvc.yaml``; ``memlens deps`` prints it) and the architecture tests (layers, no cycles).
+
+A module that selects components by name (:data:`memlens.core.registry.SELECTORS` with a literal
+kind) runs whichever one the configuration names, so for what code runs it counts as importing
+every component of that kind (their ``@component`` marks, read from the source like the imports).
 """
 
 from __future__ import annotations
@@ -12,6 +16,7 @@ import ast
 import hashlib
 from collections import defaultdict
 from collections.abc import Iterable
+from functools import lru_cache
 from pathlib import Path
 
 PKG = Path(__file__).resolve().parents[1]
@@ -28,13 +33,40 @@ def module_files(pkg: Path = PKG) -> dict[str, Path]:
     return out
 
 
-def _imported_names(mod: str, path: Path) -> Iterable[tuple[str, list[str]]]:
-    tree = ast.parse(path.read_text(), filename=str(path))
+def _is_main_guard(node: ast.AST) -> bool:
+    """``if __name__ == "__main__":`` (its body runs only when the module is run as a script)."""
+    t = node.test if isinstance(node, ast.If) else None
+    return (
+        isinstance(t, ast.Compare)
+        and isinstance(t.left, ast.Name)
+        and t.left.id == "__name__"
+        and len(t.comparators) == 1
+        and isinstance(t.comparators[0], ast.Constant)
+        and t.comparators[0].value == "__main__"
+    )
+
+
+def _nodes(tree: ast.AST) -> Iterable[ast.AST]:
+    """Every node of a module except those under a module-level ``if __name__ == "__main__":``
+    (what runs when a stage imports the module)."""
+    todo = [n for n in getattr(tree, "body", []) if not _is_main_guard(n)]
+    while todo:
+        node = todo.pop()
+        yield node
+        todo.extend(ast.iter_child_nodes(node))
+
+
+def _scan(mod: str, path: Path, tree: ast.AST) -> tuple[list[tuple[str, list[str]]], set[str]]:
+    """One pass over a module (its ``__main__`` block left out): what it imports (``(module,
+    names)``) and the component kinds it selects by name."""
+    from memlens.core.registry import kinds_selected_by
+
     pkg = mod if path.name == "__init__.py" else mod.rsplit(".", 1)[0]
-    for node in ast.walk(tree):
+    imports: list[tuple[str, list[str]]] = []
+    kinds: set[str] = set()
+    for node in _nodes(tree):
         if isinstance(node, ast.Import):
-            for a in node.names:
-                yield a.name, []
+            imports += [(a.name, []) for a in node.names]
         elif isinstance(node, ast.ImportFrom):
             if node.level:
                 base = pkg.split(".")
@@ -42,19 +74,72 @@ def _imported_names(mod: str, path: Path) -> Iterable[tuple[str, list[str]]]:
                 name = ".".join(base + ([node.module] if node.module else []))
             else:
                 name = node.module or ""
-            yield name, [a.name for a in node.names]
+            imports.append((name, [a.name for a in node.names]))
+        elif isinstance(node, ast.Call):
+            kinds |= kinds_selected_by(node)
+    return imports, kinds
 
 
-def import_graph(pkg: Path = PKG, *, implicit_parents: bool = True) -> dict[str, set[str]]:
+@lru_cache(maxsize=4096)
+def _scan_file(mod: str, path: Path, mtime_ns: int, size: int) -> tuple[list, set[str], list[tuple[str, str, str]]]:
+    """(imports, selected kinds, component marks) of one module file; read again when its time or
+    size changes."""
+    from memlens.core.registry import marks_of
+
+    tree = ast.parse(path.read_text(), filename=str(path))
+    imports, kinds = _scan(mod, path, tree)
+    return imports, kinds, marks_of(tree)
+
+
+def _scanned(mods: dict[str, Path]) -> dict[str, tuple[list, set[str], list[tuple[str, str, str]]]]:
+    """Module -> (imports, selected kinds, component marks) of every module."""
+    out = {}
+    for mod, path in mods.items():
+        st = path.stat()
+        out[mod] = _scan_file(mod, path, st.st_mtime_ns, st.st_size)
+    return out
+
+
+def _selections(scanned: dict, mods: dict[str, Path]) -> dict[str, set[str]]:
+    """Module -> the component modules it can select (every component of each kind it selects)."""
+    from memlens.core.registry import in_kind
+
+    components: dict[str, set[str]] = defaultdict(set)
+    for mod, (_, _, marks) in scanned.items():
+        for kind, _, _ in marks:
+            if in_kind(kind, mod):
+                components[kind].add(mod)
+    out: dict[str, set[str]] = {}
+    for mod, (_, kinds, _) in scanned.items():
+        if kinds:
+            out[mod] = set().union(*(components[k] for k in kinds)) - {mod}
+    return out
+
+
+def import_graph(
+    pkg: Path = PKG, *, implicit_parents: bool = True, selections: bool | None = None
+) -> dict[str, set[str]]:
     """Module -> the project modules it imports. ``from a import b`` counts as importing ``a.b`` when
     that is a module. With ``implicit_parents`` importing ``a.b.c`` also counts as importing the
-    packages ``a`` and ``a.b`` (Python runs their ``__init__``): right for what code runs (hashes,
-    DVC deps); the architecture checks leave these edges out, since they are no import statement."""
+    packages ``a`` and ``a.b`` (Python runs their ``__init__``), and with ``selections`` (default:
+    ``implicit_parents``) a module that selects components of a kind counts as importing them all:
+    both are right for what code runs (hashes, DVC deps); the architecture checks leave these edges
+    out, since they are no import statement."""
     mods = module_files(pkg)
+    scanned = _scanned(mods)
     graph: dict[str, set[str]] = defaultdict(set)
-    for mod, path in mods.items():
+
+    def add(mod: str, t: str) -> None:
+        graph[mod].add(t)
+        parent = t.rsplit(".", 1)[0] if "." in t and implicit_parents else ""
+        while parent:  # importing a.b.c runs a/__init__ and a/b/__init__
+            if parent in mods and parent != mod:
+                graph[mod].add(parent)
+            parent = parent.rsplit(".", 1)[0] if "." in parent else ""
+
+    for mod in mods:
         graph[mod]
-        for name, names in _imported_names(mod, path):
+        for name, names in scanned[mod][0]:
             if name.split(".")[0] != pkg.name:
                 continue
             targets = [f"{name}.{n}" for n in names if f"{name}.{n}" in mods] or [name]
@@ -62,12 +147,11 @@ def import_graph(pkg: Path = PKG, *, implicit_parents: bool = True) -> dict[str,
                 while t and t not in mods:
                     t = t.rsplit(".", 1)[0] if "." in t else ""
                 if t and t != mod:
-                    graph[mod].add(t)
-                    parent = t.rsplit(".", 1)[0] if "." in t and implicit_parents else ""
-                    while parent:  # importing a.b.c runs a/__init__ and a/b/__init__
-                        if parent in mods and parent != mod:
-                            graph[mod].add(parent)
-                        parent = parent.rsplit(".", 1)[0] if "." in parent else ""
+                    add(mod, t)
+    if implicit_parents if selections is None else selections:
+        for mod, selected in _selections(scanned, mods).items():
+            for t in selected:
+                add(mod, t)
     return dict(graph)
 
 

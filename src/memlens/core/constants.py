@@ -1,10 +1,8 @@
 """Facts shared by every layer, each defined once: the official vocabulary of the release, the
-prompt protocol's fixed text, context lengths and the construction calendar."""
+prompt protocol's fixed text, context lengths and the construction calendar (the package version
+is :mod:`memlens.core.version`)."""
 
 from __future__ import annotations
-
-#: the package version (``memlens --version``, manifests, pyproject's dynamic version)
-VERSION = "0.1.0"
 
 # --------------------------------------------------------------------------------------------------
 # Official vocabulary

@@ -67,6 +67,7 @@ from tqdm.auto import tqdm
 
 from memlens.core.errors import MemLensError
 from memlens.core.images import ImageEncoder, ImageError
+from memlens.core.settings import NonNegFloat, Section, operational
 
 try:  # the openai SDK >= 3 ships on httpx2; older releases on httpx
     import httpx2 as _httpx
@@ -79,6 +80,9 @@ except ImportError:  # pragma: no cover - optional speed-up
     _orjson = None
 
 __all__ = [
+    "BACKOFF_BASE_S",
+    "BACKOFF_MAX_S",
+    "BackoffSettings",
     "BatchSummary",
     "ClientStats",
     "CompletionResult",
@@ -104,6 +108,21 @@ DEFAULT_MAX_RESPONSE_MB = 8.0
 
 
 # ---------------------------------------------------------------------------- config and results
+#: the retry backoff of every OpenAI-compatible client (models, agents, the LLM judge, channels)
+BACKOFF_BASE_S = 1.0
+BACKOFF_MAX_S = 30.0
+
+
+class BackoffSettings(Section):
+    """The retry backoff keys of a section that configures an OpenAI-compatible client (one home of
+    their defaults)."""
+
+    backoff_base_s: NonNegFloat = operational(
+        BACKOFF_BASE_S
+    )  # first backoff ceiling (doubles per attempt, full jitter)
+    backoff_max_s: NonNegFloat = operational(BACKOFF_MAX_S)  # cap of every backoff and of honoured Retry-After
+
+
 @dataclass
 class OpenAICompatibleConfig:
     """Connection and decoding settings of an OpenAI-compatible backend.
@@ -148,8 +167,8 @@ class OpenAICompatibleConfig:
     image_transport: str = "base64"
     max_image_side: int | None = 800
     extra_body: dict | None = None
-    backoff_base_s: float = 1.0
-    backoff_max_s: float = 30.0
+    backoff_base_s: float = BACKOFF_BASE_S
+    backoff_max_s: float = BACKOFF_MAX_S
     top_p: float | None = None
     seed: int | None = None
     deadline_s: float | None = DEFAULT_DEADLINE_S

@@ -16,7 +16,7 @@ place where a value looks like a secret:
 :data:`RESOLVER`, registered by the Hydra plugin ``hydra_plugins/memlens_secrets`` and by
 :func:`register`, is the value of ``secrets_checked`` in ``conf/config.yaml``: a refused ``-S``
 override fails the composition, so ``params.yaml``, ``dvc.lock`` and the experiment refs are never
-written), and in :func:`memlens.core.config.validate_config` for every stage and command.
+written), and in :func:`memlens.core.compose.validate_config` for every stage and command.
 """
 
 from __future__ import annotations

@@ -15,10 +15,9 @@ import re
 from pathlib import Path
 from typing import Any
 
-from memlens.core.codegraph import code_hash
-from memlens.core.constants import VERSION as __version__
 from memlens.core.errors import DataError, ImageError
 from memlens.core.io import atomic_write_bytes, canonical_bytes, sha256_bytes, sha256_file, write_json
+from memlens.core.version import VERSION as __version__
 
 
 def derive_seed(*keys: Any) -> int:
@@ -116,6 +115,16 @@ def safe_join(root: str | Path, rel: str, *, item: str | None = None) -> Path:
     return candidate
 
 
+def code_identity(*modules: str) -> str:
+    """The SHA-256 of the modules' code: the files of their import closure, as the dependency tool
+    (:func:`memlens.core.codegraph.code_hash`) measures it; the same files are the stage's DVC deps.
+    The tool is looked up by name: it measures a stage's code and is no part of it, so editing it
+    changes no stage's code."""
+    import importlib
+
+    return importlib.import_module("memlens.core.codegraph").code_hash(*modules)
+
+
 def write_manifest(
     out_dir: str | Path,
     stage: str,
@@ -130,7 +139,7 @@ def write_manifest(
     manifest = {
         "stage": stage,
         "memlens_version": __version__,
-        "code_sha256": code_hash(*code) if code else None,  # the files of the modules' import closure
+        "code_sha256": code_identity(*code) if code else None,  # the files of the modules' code
         "config": config,
         "artifacts": dict(sorted(artifacts.items())),
         "n_artifacts": len(artifacts),

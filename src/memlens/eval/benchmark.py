@@ -14,15 +14,14 @@ import hashlib
 from collections.abc import Iterator
 from pathlib import Path
 
-from memlens.core.config import Paths
+from memlens.construction.data_settings import ITEM_SOURCES
+from memlens.core.config import Paths, resolved_lengths
 from memlens.core.errors import ConfigError, DataError
 from memlens.core.items import BuiltBenchmark, EvalItem
 from memlens.core.official import OfficialRelease
 from memlens.core.schema import Question
 from memlens.core.tasks import task_key
 from memlens.eval.prompt import build_messages
-
-ITEM_SOURCES = ("built", "official")
 
 
 class Benchmark:
@@ -37,11 +36,11 @@ class Benchmark:
 
     @classmethod
     def from_config(cls, cfg, paths: Paths) -> Benchmark:
-        kind = str(cfg.data.get("items", "built"))
+        kind = str(cfg.data.items)
         if kind == "built":
             return cls(BuiltBenchmark(paths), kind, paths)
         if kind == "official":
-            folder = cfg.data.get("official_dir")
+            folder = cfg.data.official_dir
             if not folder:
                 raise ConfigError("data.items=official needs data.official_dir (the folder with dataset_*.json)")
             folder = Path(str(folder))
@@ -93,9 +92,7 @@ class Benchmark:
 def requested_lengths(cfg, bench: Benchmark) -> list[str]:
     """The lengths a run covers: ``eval.lengths``, else the built scale's (``data.lengths`` or the
     scale's default), else every length of an official release; each must exist in the benchmark."""
-    from memlens.core.config import resolved_lengths
-
-    lengths = [str(x) for x in (cfg.eval.get("lengths") or [])]
+    lengths = [str(x) for x in cfg.eval.lengths]
     if not lengths:
         lengths = resolved_lengths(cfg) if bench.kind == "built" else bench.lengths()
     built = bench.lengths()
@@ -106,8 +103,10 @@ def requested_lengths(cfg, bench: Benchmark) -> list[str]:
 
 
 def open_benchmark(cfg, paths: Paths) -> Benchmark:
-    """The benchmark the config names (``data.items``)."""
-    return Benchmark.from_config(cfg, paths)
+    """The benchmark the config names (``data.items``); ``cfg``: settings or a composed config."""
+    from memlens.core.settings import as_settings
+
+    return Benchmark.from_config(as_settings(cfg), paths)
 
 
 def dataset_hash(cfg, paths: Paths) -> str:

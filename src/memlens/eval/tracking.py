@@ -40,12 +40,25 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from memlens.core import environment
 from memlens.core.secrets import find_secrets
+from memlens.core.settings import PositiveInt, Section
 
 log = logging.getLogger(__name__)
 
-os.environ.setdefault("MLFLOW_DISABLE_TELEMETRY", "true")
-os.environ.setdefault("DO_NOT_TRACK", "true")
+environment.apply()  # no telemetry, also when the tracker is used outside the CLI
+
+
+class TrackingSettings(Section):
+    """``tracking``: MLflow. ``uri: null`` = ``sqlite:///<root>/mlflow.db``; ``experiment: null`` =
+    ``memlens-<dataset hash prefix>``."""
+
+    enabled: bool
+    uri: str | None
+    experiment: str | None
+    bootstrap_resamples: PositiveInt
+    bootstrap_seed: int
+
 
 #: tags MemLens sets and reads (MLflow's own: ``mlflow.parentRunId``, ``mlflow.source.git.commit``)
 RUN_KEY = "memlens.run_key"
@@ -69,12 +82,12 @@ DIGEST_CHARS = 36
 _SECRET = re.compile(r"key|secret|passw|credential|token(?!s|iz)", re.IGNORECASE)
 
 
-def tracking_uri(root: Path, tcfg) -> str:
+def tracking_uri(root: Path, tcfg: TrackingSettings | None) -> str:
     """``tracking.uri``, else ``sqlite:///<main project>/mlflow.db`` (one store for the workspace and
     every DVC experiment executor: :func:`memlens.core.config.shared_root`)."""
     from memlens.core.config import shared_root
 
-    uri = tcfg.get("uri") if tcfg is not None else None
+    uri = tcfg.uri if tcfg is not None else None
     return str(uri) if uri else f"sqlite:///{(shared_root(Path(root)) / 'mlflow.db').resolve()}"
 
 
@@ -209,19 +222,19 @@ class Logged:
 
 
 class Tracker:
-    def __init__(self, root: Path, tcfg, dataset_hash: str):
+    def __init__(self, root: Path, tcfg: TrackingSettings | None, dataset_hash: str):
         import mlflow
 
         self.mlflow = mlflow
         self.root = root
         self.uri = tracking_uri(root, tcfg)
         mlflow.set_tracking_uri(self.uri)
-        name = (tcfg.get("experiment") if tcfg is not None else None) or f"memlens-{dataset_hash[:10]}"
+        name = (tcfg.experiment if tcfg is not None else None) or f"memlens-{dataset_hash[:10]}"
         self.experiment_name = str(name)
         client = mlflow.tracking.MlflowClient(tracking_uri=self.uri)
         exp = client.get_experiment_by_name(self.experiment_name)
         if exp is None:
-            tags = {} if tcfg is not None and tcfg.get("experiment") else {DATASET: dataset_hash}
+            tags = {} if tcfg is not None and tcfg.experiment else {DATASET: dataset_hash}
             self.experiment_id = client.create_experiment(
                 self.experiment_name,
                 artifact_location=artifact_root(root) + f"/{self.experiment_name}",

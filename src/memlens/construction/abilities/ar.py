@@ -13,9 +13,11 @@ from __future__ import annotations
 
 from memlens.construction.abilities.base import OPEN_FORM_GUESSES, Ability, Draft, FactDraft, Plan
 from memlens.construction.abilities.contexts import discussed_mention
+from memlens.core.registry import component
 from memlens.core.schema import AR, REFUSAL_REFERENCE, Question
 
 
+@component("question_type", "answer_refusal")
 class AnswerRefusal(Ability):
     question_type = AR
     variants = {"": ["from_answerable"]}

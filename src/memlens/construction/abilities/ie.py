@@ -41,6 +41,7 @@ from memlens.construction.abilities.contexts import PEOPLE, PLANS, mention_for, 
 from memlens.construction.abilities.derive import derive, money
 from memlens.construction.images.synthetic.object_scene import KIND_PLURALS as PLURAL
 from memlens.construction.images.truth import printed_strings
+from memlens.core.registry import component
 from memlens.core.schema import IE, Question
 
 SCENE_KINDS = ["mug", "book", "candle", "vase", "bottle", "plant pot", "cup", "gift box", "ball"]
@@ -446,6 +447,7 @@ def _plan_obj(plan_id, subtype, variant, topic, rng, images, latent) -> Plan:
 
 
 # --------------------------------------------------------------------------------------------------
+@component("question_type", "information_extraction")
 class InformationExtraction(Ability):
     question_type = IE
     variants = {

@@ -38,6 +38,7 @@ from memlens.construction.abilities.contexts import OCCASIONS, PEOPLE, WHEN, men
 from memlens.construction.images.synthetic import vocab
 from memlens.construction.images.synthetic.named_sign import EU_COUNTRIES, US_STATES
 from memlens.construction.images.truth import printed_strings
+from memlens.core.registry import component
 from memlens.core.schema import KU, Question
 
 CHAIN = 4
@@ -1158,6 +1159,7 @@ def _bounded(text: str, needle: str) -> bool:
     return contains_token_bounded(text, needle)
 
 
+@component("question_type", "knowledge_update")
 class KnowledgeUpdate(Ability):
     question_type = KU
     variants = {"": list(VARIANTS)}

@@ -46,6 +46,7 @@ from memlens.construction.images.synthetic.formats import PRICE_SCALE  # a curre
 from memlens.construction.images.synthetic.vocab import BRANDS  # the brands price labels show
 from memlens.construction.images.truth import printed_strings
 from memlens.construction.text.validators import contains_token_bounded
+from memlens.core.registry import component
 from memlens.core.schema import Question, format_date
 
 MSR = "multi_session_reasoning"
@@ -216,6 +217,7 @@ def _store_identity(rng: random.Random, name: str, stype: str, currency: str, ci
 
 
 # ----------------------------------------------------------------------------------------- ability
+@component("question_type", "multi_session_reasoning")
 class MultiSessionReasoning(Ability):
     question_type = MSR
     variants = {

@@ -57,6 +57,7 @@ from memlens.construction.images.truth import printed_strings
 from memlens.construction.text import textbank
 from memlens.construction.text.validators import contains_token_bounded
 from memlens.core.constants import HISTORY_SPAN_DAYS, NUMBER_WORDS, ORDINAL_WORDS
+from memlens.core.registry import component
 from memlens.core.schema import IMAGE_PLACEHOLDER, TR, Question, format_date, parse_date
 
 # --------------------------------------------------------------------------------------------------
@@ -785,6 +786,7 @@ _TIE_VARIANTS = ["B_calendar", "D_session", "B_ticket", "D_relative", "B_receipt
 D_DECOYS = 4
 
 
+@component("question_type", "temporal_reasoning")
 class TemporalReasoning(Ability):
     question_type = TR
     variants = {

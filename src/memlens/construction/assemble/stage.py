@@ -40,6 +40,7 @@ from memlens.core.constants import HISTORY_SPAN_DAYS, INSTRUCTIONS, QUESTION_TEM
 from memlens.core.errors import MemLensError
 from memlens.core.io import iter_jsonl, read_records, write_jsonl
 from memlens.core.schema import ImageRecord, Instance, Question, Session, format_date, parse_date
+from memlens.core.settings import Settings, as_settings
 from memlens.core.store import derive_rng, hash_tree, write_manifest
 
 log = logging.getLogger(__name__)
@@ -535,7 +536,8 @@ def recurrence(insts: list[Instance], evidence: set[str]) -> dict:
     }
 
 
-def run(cfg, paths: Paths) -> None:
+def run(cfg: Settings, paths: Paths) -> None:
+    cfg = as_settings(cfg)
     seed = int(cfg.data.seed)
     counter = TokenCounter(cfg.data.tokens)
     tol = float(cfg.data.length_tolerance)
@@ -548,21 +550,21 @@ def run(cfg, paths: Paths) -> None:
     topics = {t.topic_id: t for t in load_topics(paths)}
     pool = Pool(sessions, images, counter, topics, questions)
     header_tokens = counter.text(SESSION_HEADER.format(i=12, date="2024/05/31 (Fri) 07:58"))
-    shape = {str(k): list(v) for k, v in (cfg.data.get("shape") or {}).items()}
+    shape = {str(k): list(v) for k, v in cfg.data.shape.items()}
     lengths = resolved_lengths(cfg)
     out = paths.instances
     out.mkdir(parents=True, exist_ok=True)
     table = {}
-    xcfg = cfg.data.get("cross_evidence") or {}
+    xcfg = cfg.data.cross_evidence
     ev_date = {e.session_id: e.date for q in questions for e in q.evidence}
-    window = int(xcfg.get("window_days", 30))
+    window = int(xcfg.window_days)
     # a longer history may borrow from further away (every evidence session has only so many
     # borrowers; at 1M a haystack session is in ~90 histories): wider windows from those lengths on
-    wider = {str(k): int(v) for k, v in (xcfg.get("window_days_by_length") or {}).items()}
+    wider = {str(k): int(v) for k, v in (xcfg.window_days_by_length or {}).items()}
     later = {ln: wider[ln] for ln in lengths if wider.get(ln, 0) > window}
     tables = (
-        lenders_by_window(questions, sessions, images, [window, *later.values()], int(xcfg.get("min_lenders", 12)))
-        if xcfg.get("enabled", True)
+        lenders_by_window(questions, sessions, images, [window, *later.values()], int(xcfg.min_lenders))
+        if xcfg.enabled
         else {}
     )
     lends = tables.get(window, {})
@@ -573,7 +575,7 @@ def run(cfg, paths: Paths) -> None:
         ln: balanced_share(len(questions), shape_targets(shape, ln)[0] - ev_per_q, n_ev, len(pool.haystack))
         for ln in later
     }
-    balance = float(xcfg.get("balance", 2.0)) if xcfg.get("enabled", True) else 0.0
+    balance = float(xcfg.balance) if xcfg.enabled else 0.0
     # every history holds its own evidence; the expected histories per candidate session at a length
     uses = {ln: Counter(dict.fromkeys(ev_date, 1)) for ln in lengths} if balance else None
     n_cand = max(1, len(pool.haystack) + len(ev_date))

@@ -20,8 +20,6 @@ import os
 from concurrent.futures import ProcessPoolExecutor
 from functools import partial
 
-from hydra.utils import instantiate
-from omegaconf import OmegaConf
 from PIL import Image
 from tqdm import tqdm
 
@@ -32,7 +30,9 @@ from memlens.construction.ontology.stage import load_topics
 from memlens.core.config import Paths, section
 from memlens.core.errors import ConfigError
 from memlens.core.io import write_jsonl
+from memlens.core.registry import build_target
 from memlens.core.schema import ImageRecord, Topic
+from memlens.core.settings import Settings, as_settings
 from memlens.core.store import ObjectStore, derive_rng, hash_tree, short_id, write_manifest
 
 log = logging.getLogger(__name__)
@@ -70,7 +70,7 @@ def make_plans(cfg, topics: list[Topic]) -> list[Plan]:
                 f"data.scales.{cfg.data.scale}.counts: {qtype}/{sub} is not a known subtype "
                 f"(known: {', '.join(ability.variants)})"
             )
-        spares = int(cfg.data.get("spare_fraction", 0.1) * n + 0.999) if n else 0
+        spares = int(cfg.data.spare_fraction * n + 0.999) if n else 0
         for i in range(n + spares):  # spares replace plans whose images are rejected or whose build fails
             variant = variants[i % len(variants)]
             rng = derive_rng(seed, "plan", qtype, sub, i)
@@ -99,7 +99,7 @@ def haystack_requests(
     family (the haystack session that mentions it is written on that topic)."""
     sc = cfg.data.scales[cfg.data.scale]
     n_sessions = int(sc.haystack_sessions) + len(plans)
-    n = int(round(n_sessions * float(cfg.images.get("haystack_per_session", 2.0))))
+    n = int(round(n_sessions * float(cfg.images.haystack_per_session)))
     seed = int(cfg.data.seed)
     ev = [(p.topic_id, r) for p in plans for r in p.images if r.family in families]
     by_family: dict[str, list[Topic]] = {}
@@ -126,10 +126,15 @@ def haystack_requests(
     return out
 
 
+def image_source(options: dict):
+    """The image source the composed ``images`` section names (a component of kind ``image_source``)."""
+    return build_target("image_source", options, section="images")
+
+
 def _fetch_chunk(source_cfg: dict, chunk: list) -> list[tuple[bytes, str, dict]]:
     """Fetch a chunk of jobs in a worker process with a source instantiated for the chunk (no
     per-process global: everything the worker needs comes in its arguments)."""
-    source = instantiate(source_cfg, _convert_="all")
+    source = image_source(source_cfg)
     out = []
     for key, req_dict in chunk:
         data, ext, truth = source.fetch(ImageRequest(**req_dict), derive_rng(*key))
@@ -147,8 +152,8 @@ def _results(cfg, source, jobs, meta, plans, topics, paths):
     crawls = hasattr(source, "fetch_all")
     web = {i for i, (_, req) in enumerate(jobs) if source.serves(req)} if crawls else set()
     rest = [j for i, j in enumerate(jobs) if i not in web]
-    workers = max(1, min(int(cfg.images.get("workers", 0) or os.cpu_count() or 1), 8))
-    source_dict = OmegaConf.to_container(cfg.images, resolve=True)
+    workers = max(1, min(int(cfg.images.workers or os.cpu_count() or 1), 8))
+    source_dict = section(cfg, "images")["images"]
     chunks = [rest[i : i + CHUNK] for i in range(0, len(rest), CHUNK)]
     name = source.rendered_name if crawls else source.name
     with ProcessPoolExecutor(workers) as pool:
@@ -175,10 +180,10 @@ def _results(cfg, source, jobs, meta, plans, topics, paths):
                 yield [(data, ext, truth, name)]
 
 
-def run(cfg, paths: Paths) -> None:
+def run(cfg: Settings, paths: Paths) -> None:
+    cfg = as_settings(cfg)
     topics = load_topics(paths)
-    source_cfg = cfg.images
-    source = instantiate(source_cfg, _convert_="all")
+    source = image_source(section(cfg, "images")["images"])
     families = source.families()
     plans = make_plans(cfg, topics)
     seed = int(cfg.data.seed)

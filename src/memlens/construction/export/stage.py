@@ -22,11 +22,13 @@ import random
 import shutil
 
 from memlens.construction.export.hf import write_images_parquet, write_items_parquet
+from memlens.construction.export.settings import ExportSettings
 from memlens.core.config import Paths, length_tokens
 from memlens.core.io import write_json, write_jsonl
 from memlens.core.items import BuiltBenchmark
 from memlens.core.official import ANSWER_KEY, iter_json_array
 from memlens.core.schema import AR, IE, KU, MSR, TR
+from memlens.core.settings import Settings, as_settings
 from memlens.core.store import hash_tree, write_manifest
 
 log = logging.getLogger(__name__)
@@ -86,8 +88,10 @@ def agent_subset(questions: list, seed: int = 42) -> dict:
     }
 
 
-def run(cfg, paths: Paths) -> None:
-    hf = bool((cfg.get("export") or {}).get("huggingface", True))
+def run(cfg: Settings, paths: Paths) -> None:
+    cfg = as_settings(cfg)
+    export: ExportSettings = cfg.export
+    hf = export.huggingface
     bench = BuiltBenchmark(paths)
     final = paths.release
     out = final.with_name(final.name + ".partial")  # built aside, swapped in only when complete

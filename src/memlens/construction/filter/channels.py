@@ -21,18 +21,140 @@ Channels:
 
 The query of an image is its request's ``query``, else its truth's ``query`` (web images), else the
 family name in words.
+
+A channel is a class marked ``@component("filter_channel", name)`` with its keys as ``Config`` (a
+:class:`ChannelSettings`; a key left out or null takes the channel's own default, in its
+constructor); :func:`build_channels` builds the channels ``filter.channels`` names.
 """
 
 from __future__ import annotations
 
+import inspect
 from pathlib import Path
 from types import MappingProxyType
-from typing import Protocol
+from typing import Any, Literal, Protocol
+
+from pydantic import Field, model_validator
 
 from memlens.core.errors import ConfigError, DataError
+from memlens.core.registry import component, find_component, validate_component
 from memlens.core.schema import ImageRecord
+from memlens.core.settings import NonNegInt, PositiveFloat, PositiveInt, Section, reject_api_key
 
 ROLES = ("primary", "secondary", "negative")
+
+
+# ------------------------------------------------------------------------------------ settings
+class ChannelSettings(Section):
+    """Keys of every channel of ``filter.channels`` (a name, or a mapping with ``name``): ``name``
+    picks the channel; ``threshold`` and ``role`` left out (or null) are the channel's own
+    (metadata 0.999 primary, clip/siglip 0.30 primary, caption 0.30 secondary, watermark 0.5
+    negative)."""
+
+    name: str
+    threshold: float | None = None
+    role: Literal["primary", "secondary", "negative"] | None = None
+
+    @model_validator(mode="before")
+    @classmethod
+    def _no_api_key(cls, data: Any) -> Any:
+        return reject_api_key("filter.channels[]", data)
+
+
+class OpenClipSettings(ChannelSettings):
+    """``clip`` / ``siglip``: an open_clip model (``model``) and a LOCAL weights file (``pretrained``)."""
+
+    model: str | None = None
+    pretrained: str | None = None
+    model_config_path: str | None = Field(None, alias="model_config")  # open_clip model config JSON
+    prompt_template: str | None = None  # the text prompt, "{query}" is the image's query
+    device: str | None = None
+    batch_size: PositiveInt | None = None
+
+    @model_validator(mode="after")
+    def _weights(self) -> OpenClipSettings:
+        if self.model is None or self.pretrained is None:
+            raise ValueError(f"the {self.name} channel needs model and pretrained (open_clip names)")
+        return self
+
+
+class VLMChannelSettings(ChannelSettings):
+    """What the caption and watermark channels share: a ``backend`` and, with ``backend: openai``,
+    the OpenAI-compatible VLM endpoint they ask (``base_url`` and ``model`` required)."""
+
+    backend: str | None = None
+    model: str | None = None
+    base_url: str | None = None
+    api_key_env: str | None = None
+    prompt: str | None = None  # the caption / watermark question
+    concurrency: PositiveInt | None = None
+    timeout_s: PositiveFloat | None = None
+    max_retries: NonNegInt | None = None
+    max_new_tokens: PositiveInt | None = None
+
+    def _needs_endpoint(self) -> None:
+        if self.base_url is None or self.model is None:
+            raise ValueError(f"the {self.name} channel needs base_url and model (an OpenAI-compatible VLM)")
+
+
+class CaptionSettings(VLMChannelSettings):
+    """``caption``: ``backend: openai`` (the default; a VLM endpoint) or ``transformers`` (a local
+    BLIP-2 folder, ``model_path``)."""
+
+    backend: Literal["openai", "transformers"] | None = None
+    model_path: str | None = None  # backend transformers: a local BLIP-2 folder
+    device: str | None = None
+    batch_size: PositiveInt | None = None
+
+    @model_validator(mode="after")
+    def _backend(self) -> CaptionSettings:
+        if self.backend == "transformers":
+            if self.model_path is None:
+                raise ValueError(
+                    "the caption channel with backend transformers needs model_path (a local BLIP-2 folder)"
+                )
+        else:
+            self._needs_endpoint()
+        return self
+
+
+class WatermarkSettings(VLMChannelSettings):
+    """``watermark``: ``backend: heuristic`` (the default, offline) or ``openai`` (a VLM endpoint)."""
+
+    backend: Literal["heuristic", "openai"] | None = None
+    size: PositiveInt | None = None  # the heuristic's analysis size
+
+    @model_validator(mode="after")
+    def _backend(self) -> WatermarkSettings:
+        if self.backend == "openai":
+            self._needs_endpoint()
+        return self
+
+
+def channel_settings(spec: Any, where: str = "filter.channels[]") -> ChannelSettings:
+    """One channel spec (a name or a mapping) validated against the schema of the channel it names;
+    a :class:`ConfigError` names what is wrong."""
+    if isinstance(spec, ChannelSettings):
+        return spec
+    try:
+        return validate_component("filter_channel", spec, where=where)
+    except ValueError as exc:
+        raise ConfigError(str(exc)) from None
+
+
+def build_channels(spec: list) -> list[RelevanceScorer]:
+    """The channels of a ``filter.channels`` list (names, mappings or validated settings), in order:
+    each the class its name selects, given the keys that are set."""
+    out: list[RelevanceScorer] = []
+    for i, item in enumerate(spec):
+        settings = channel_settings(item, f"filter.channels[{i}]")
+        cls = find_component("filter_channel", settings.name)
+        options = {k: v for k, v in settings.model_dump(by_alias=True).items() if v is not None}
+        name = options.pop("name")
+        if "name" in inspect.signature(cls.__init__).parameters:
+            options["name"] = name
+        out.append(cls(**options))
+    return out
 
 
 class RelevanceScorer(Protocol):
@@ -67,6 +189,7 @@ def _flatten(v) -> list[str]:
     return [str(v)]
 
 
+@component("filter_channel", "metadata")
 class MetadataChannel:
     """Share of the requested constraint values (strings, numbers) present in the image's ground
     truth: a rendered image that does not show what its question needs scores below 1. The
@@ -74,6 +197,7 @@ class MetadataChannel:
     the web (no exact ground truth, only provenance) is judged by the relevance channels."""
 
     name = "metadata"
+    Config = ChannelSettings
 
     def __init__(self, threshold: float = 0.999, role: str = "primary"):
         self.threshold, self.role = threshold, role
@@ -86,9 +210,12 @@ class MetadataChannel:
         return sum(w.lower() in truth for w in wanted) / len(wanted)
 
 
+@component("filter_channel", "clip")
 class OpenClipChannel:
     """CLIP/SigLIP image-text alignment (cosine of normalized embeddings) via open_clip, loading a
     local checkpoint only (``pretrained`` must be a file path; nothing is downloaded)."""
+
+    Config = OpenClipSettings
 
     def __init__(
         self,
@@ -152,6 +279,11 @@ class OpenClipChannel:
 
     def score(self, path: Path, rec: ImageRecord, request: dict) -> float:
         return self.score_many([(path, rec, request)])[0]
+
+
+@component("filter_channel", "siglip")
+class SigLIPChannel(OpenClipChannel):
+    """SigLIP through open_clip: the same channel as ``clip`` with a SigLIP checkpoint."""
 
 
 class _Endpoint:
@@ -271,6 +403,7 @@ class Blip2Captioner:
         return caps
 
 
+@component("filter_channel", "caption")
 class CaptionChannel(_VLMChannel):
     """A caption of the image, scored by MiniLM text-text cosine with the image's query. The caption
     comes from a VLM endpoint (``backend: openai``, e.g. BLIP-2 or Qwen-VL served by vLLM; the
@@ -279,6 +412,7 @@ class CaptionChannel(_VLMChannel):
 
     CAPTION_PROMPT = "Describe this image in one short sentence."
     BACKENDS = ("openai", "transformers")
+    Config = CaptionSettings
 
     def __init__(
         self,
@@ -331,6 +465,7 @@ class CaptionChannel(_VLMChannel):
         return [float((x * y).sum()) for x, y in zip(a, b)]
 
 
+@component("filter_channel", "watermark")
 class WatermarkChannel(_VLMChannel):
     """Negative content: watermarks, stock logos, copyright overlays (score in [0, 1], high = present).
 
@@ -342,6 +477,7 @@ class WatermarkChannel(_VLMChannel):
 
     BACKENDS = ("heuristic", "openai")
     MAX_NEW_TOKENS = 8
+    Config = WatermarkSettings
     QUESTION = "Does this image contain a watermark, a stock-photo logo or a copyright text overlay? Answer yes or no."
 
     def __init__(
@@ -392,25 +528,3 @@ class WatermarkChannel(_VLMChannel):
             else:
                 raise DataError(f"filter channel {self.name}: image {Path(p).name}: answer {a[:80]!r} is not yes/no")
         return out
-
-
-def build_channels(spec: list) -> list[RelevanceScorer]:
-    out: list[RelevanceScorer] = []
-    for item in spec:
-        if isinstance(item, str):
-            item = {"name": item}
-        item = {k: v for k, v in dict(item).items() if v is not None}
-        name = item.pop("name")
-        if item.get("role", "primary") not in ROLES:
-            raise ConfigError(f"filter channel {name}: role {item['role']!r} (known: {', '.join(ROLES)})")
-        if name == "metadata":
-            out.append(MetadataChannel(**item))
-        elif name in ("clip", "siglip"):
-            out.append(OpenClipChannel(name, **item))
-        elif name == "caption":
-            out.append(CaptionChannel(name, **item))
-        elif name == "watermark":
-            out.append(WatermarkChannel(name, **item))
-        else:
-            raise ConfigError(f"unknown filter channel {name!r} (known: metadata, clip, siglip, caption, watermark)")
-    return out

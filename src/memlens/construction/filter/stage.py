@@ -22,11 +22,13 @@ from PIL import Image
 from tqdm import tqdm
 
 from memlens.construction.filter.channels import build_channels, passes, score_many
+from memlens.construction.filter.settings import FilterSettings
 from memlens.construction.filter.tracking import log_filter_run
 from memlens.core.config import Paths, section
 from memlens.core.errors import ImageError
 from memlens.core.io import iter_jsonl, sha256_file, write_jsonl
 from memlens.core.schema import ImageRecord
+from memlens.core.settings import Settings, as_settings
 from memlens.core.store import hash_tree, write_manifest
 
 log = logging.getLogger(__name__)
@@ -116,10 +118,11 @@ def rank_score(channels, scores: dict[str, float]) -> float:
     return sum(prim) / len(prim)
 
 
-def run(cfg, paths: Paths) -> None:
-    fcfg = cfg.filter
+def run(cfg: Settings, paths: Paths) -> None:
+    cfg = as_settings(cfg)
+    fcfg: FilterSettings = cfg.filter
     channels = build_channels(list(fcfg.channels))
-    rule = str(fcfg.get("rule", "all"))
+    rule = fcfg.rule
     index = paths.images / "index.jsonl"
     entries = []  # (row, rec, path, ok, reason, phash)
     bar = tqdm(iter_jsonl(index), total=count_lines(index), desc="filter", unit="img", leave=False, mininterval=0.5)
@@ -216,7 +219,7 @@ def run(cfg, paths: Paths) -> None:
     if not offline_default:
         counts = {"accepted": n_ok, "rejected": len(rows) - n_ok}
         log_filter_run(
-            cfg.get("tracking"),
+            cfg.tracking,
             paths.root,
             section(cfg, "filter")["filter"],
             counts,

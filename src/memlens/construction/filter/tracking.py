@@ -27,7 +27,7 @@ def _params(prefix: str, obj, out: dict[str, str]) -> None:
 
 def log_filter_run(tcfg, root: Path, settings: dict, counts: dict, summary: dict, index: Path) -> str | None:
     """The MLflow run id, or None when tracking is off."""
-    if tcfg is None or not bool(tcfg.get("enabled", False)):
+    if tcfg is None or not tcfg.enabled:
         return None
     from mlflow.entities import Metric, Param
     from mlflow.tracking import MlflowClient
@@ -35,7 +35,7 @@ def log_filter_run(tcfg, root: Path, settings: dict, counts: dict, summary: dict
     from memlens.core.config import shared_root
 
     root = shared_root(Path(root))  # a DVC experiment executor logs to the main project's store
-    uri = str(tcfg.get("uri") or f"sqlite:///{(root / 'mlflow.db').resolve()}")
+    uri = str(tcfg.uri or f"sqlite:///{(root / 'mlflow.db').resolve()}")
     client = MlflowClient(tracking_uri=uri)
     exp = client.get_experiment_by_name(EXPERIMENT)
     exp_id = (

@@ -21,11 +21,11 @@ from typing import Protocol
 
 from memlens.construction.abilities import ability_for
 from memlens.construction.abilities.base import Draft, Plan
-from memlens.construction.generate.llm import LLMGenerator
 from memlens.construction.text.corpora import CorpusFiller, filler_for
 from memlens.construction.text.sessions import SessionWriter, WriterConfig
 from memlens.construction.text.validators import RejectionLog
 from memlens.core.config import Paths
+from memlens.core.registry import component, find_component
 from memlens.core.schema import ImageRecord, Session
 
 __all__ = ["Generator", "TemplateGenerator", "generator_for"]
@@ -60,11 +60,12 @@ class _CorpusFillerWriter(SessionWriter):
         return self.filler.session(rng, n_turns, self._index, self.log)
 
 
+@component("generator", "template")
 class TemplateGenerator:
     """The offline generator: the abilities' drafts and the template session writer."""
 
-    def __init__(self, gcfg=None, seed: int = 0):
-        self.filler = filler_for(gcfg, seed) if gcfg is not None else None
+    def __init__(self, cfg=None, paths: Paths | None = None):
+        self.filler = filler_for(cfg.generator.filler, cfg.data.seed) if cfg is not None else None
 
     def prepare(self, plans, images, accepted, boilerplate) -> None:
         return None
@@ -88,8 +89,6 @@ class TemplateGenerator:
 
 
 def generator_for(cfg, paths: Paths) -> Generator:
-    """The generator named by ``generator.name``."""
-    seed = int(cfg.data.seed)
-    if str(cfg.generator.get("name", "template")) == "llm":
-        return LLMGenerator(cfg, paths)
-    return TemplateGenerator(cfg.generator, seed)
+    """The generator named by ``generator.name`` (a component of kind ``generator``, built from the
+    settings and the project paths)."""
+    return find_component("generator", cfg.generator.name)(cfg, paths)

@@ -27,7 +27,9 @@ import logging
 import re
 import time
 from pathlib import Path
+from typing import Annotated
 
+from pydantic import Field
 from tqdm.auto import tqdm
 
 from memlens.construction.abilities import ability_for
@@ -46,11 +48,13 @@ from memlens.core.config import Paths
 from memlens.core.constants import REFUSAL_REFERENCE as AR_ANSWER
 from memlens.core.errors import ConfigError
 from memlens.core.io import canonical_bytes
+from memlens.core.registry import component
 from memlens.core.reqcache import RequestCache
 from memlens.core.schema import IMAGE_PLACEHOLDER, ImageRecord, Session
+from memlens.core.settings import NonNegInt, PositiveFloat, PositiveInt, Section
 from memlens.core.store import derive_rng
 
-__all__ = ["LLMGenerator", "cache_file", "check_triple", "format_instruction"]
+__all__ = ["LLMGenerator", "LLMGeneratorSettings", "cache_file", "check_triple", "format_instruction"]
 
 log = logging.getLogger(__name__)
 ROLES = ("question_writer", "user", "assistant", "leakage_checker")
@@ -117,29 +121,35 @@ def check_triple(value: dict, d: Draft, image_values: list[str]) -> list[str]:
     return errs
 
 
-def _endpoint(c) -> Endpoint:
-    return Endpoint(
-        base_url=str(c.base_url),
-        model=str(c.model),
-        model_id=c.get("model_id"),
-        api_key_env=c.get("api_key_env"),
-        temperature=None if c.get("temperature") is None else float(c.temperature),
-        top_p=None if c.get("top_p") is None else float(c.top_p),
-        max_new_tokens=int(c.get("max_new_tokens", 1024)),
-        token_param=str(c.get("token_param", "max_tokens")),
-        extra_body=dict(c.extra_body) if c.get("extra_body") else None,
-        structured_output=bool(c.get("structured_output", True)),
-        price_prompt_per_mtok=float(c.get("price_prompt_per_mtok", 0.0)),
-        price_completion_per_mtok=float(c.get("price_completion_per_mtok", 0.0)),
-    )
+class LLMGeneratorSettings(Section):
+    """``generator.llm``: the LLM question writer and the two-model session simulator (every key in
+    ``conf/generator/llm.yaml``). ``prompt_version`` must equal
+    :data:`memlens.construction.text.llm.prompts.PROMPT_VERSION` (checked when the generator is built)."""
+
+    prompt_version: Annotated[str, Field(min_length=1)]
+    question_writer: Endpoint
+    user: Endpoint
+    assistant: Endpoint
+    leakage_checker: Endpoint
+    concurrency: PositiveInt  # requests in flight per endpoint
+    timeout_s: PositiveFloat
+    max_retries: NonNegInt
+    max_repairs: NonNegInt  # repair requests per invalid JSON answer
+    leakage_check: bool  # the LLM semantic-leakage check of turns with hidden facts
+    text_only_check: bool  # reject questions the checker answers from their text alone
+    cache_path: str | None  # relative: under the cache folder; null: no cache
+    progress: bool
 
 
+@component("generator", "llm")
 class LLMGenerator:
     """The ``llm`` generator (see the module docstring; the protocol is in ``backends``)."""
 
     def __init__(self, cfg, paths: Paths):
         g = cfg.generator
         lc = g.llm
+        if lc is None:
+            raise ConfigError("generator.name 'llm' needs the generator.llm section (use generator=llm)")
         if str(lc.prompt_version) != prompts.PROMPT_VERSION:
             raise ConfigError(
                 f"generator.llm.prompt_version is {lc.prompt_version!r} but the prompts in "
@@ -148,10 +158,10 @@ class LLMGenerator:
         self.seed = int(cfg.data.seed)
         self.paths = paths
         self.topics = {t.topic_id: t for t in load_topics(paths)}
-        cpath = cache_file(paths, lc.get("cache_path"))
+        cpath = cache_file(paths, lc.cache_path)
         self.cache = RequestCache(cpath) if cpath else None
         self.engine = LLMEngine(
-            endpoints={r: _endpoint(lc[r]) for r in ROLES},
+            endpoints={r: getattr(lc, r) for r in ROLES},
             cache=self.cache,
             concurrency=int(lc.concurrency),
             timeout_s=float(lc.timeout_s),
@@ -160,11 +170,11 @@ class LLMGenerator:
             prompt_version=prompts.PROMPT_VERSION,
         )
         self.text_only_check = bool(lc.text_only_check)
-        self.progress = bool(lc.get("progress", True))
+        self.progress = bool(lc.progress)
         self.simulator = Simulator(
             self.engine, WriterConfig.from_cfg(g), leakage_check=bool(lc.leakage_check), progress=self.progress
         )
-        self.filler = filler_for(g, self.seed)
+        self.filler = filler_for(g.filler, self.seed)
         self.drafts: dict[str, Draft] = {}
         self.details: dict[str, dict] = {}
         self.dropped: dict[str, str] = {}

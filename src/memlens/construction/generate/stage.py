@@ -28,6 +28,7 @@ from memlens.core.constants import HISTORY_SPAN_DAYS
 from memlens.core.errors import DataError, MemLensError
 from memlens.core.io import enumerate_jsonl, iter_jsonl, write_jsonl
 from memlens.core.schema import AR, Evidence, ImageRecord, Question, Session, format_date, parse_date
+from memlens.core.settings import Settings, as_settings
 from memlens.core.store import derive_rng, hash_tree, short_id, write_manifest
 
 log = logging.getLogger(__name__)
@@ -167,7 +168,8 @@ def question_date_for(rng) -> datetime:
     return EPOCH + timedelta(days=HISTORY_SPAN_DAYS + day, hours=rng.randrange(0, 13), minutes=rng.randrange(60))
 
 
-def run(cfg, paths: Paths) -> None:
+def run(cfg: Settings, paths: Paths) -> None:
+    cfg = as_settings(cfg)
     seed = int(cfg.data.seed)
     topics = {t.topic_id: t for t in load_topics(paths)}
     plans = [Plan.from_dict(d) for d in iter_jsonl(paths.images / "plans.jsonl")]

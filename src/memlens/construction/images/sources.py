@@ -5,7 +5,8 @@
 - ``directory``: the user's own images (``<dir>/<family>/*.{jpg,png}``), truth = file metadata.
 
 A source is chosen by the ``images`` config group (``conf/images/``) and instantiated from its
-``_target_``; adding one (e.g. a web crawler) is one class with ``fetch`` and one YAML file.
+``_target_``; adding one is one class marked ``@component("image_source", name)`` with ``fetch``, its
+schema as ``Config`` (a :class:`SourceSettings`), and one YAML file.
 """
 
 from __future__ import annotations
@@ -16,6 +17,8 @@ from pathlib import Path
 from typing import Protocol
 
 from memlens.core.errors import ConfigError, ImageError
+from memlens.core.registry import component
+from memlens.core.settings import Fraction, NonNegFloat, NonNegInt, Targeted, configured
 
 
 @dataclass
@@ -34,10 +37,37 @@ class ImageSource(Protocol):
     def fetch(self, request: ImageRequest, rng: random.Random) -> tuple[bytes, str, dict]: ...
 
 
+class SourceSettings(Targeted):
+    """Keys of every image source (``images``); ``haystack_per_session`` and ``workers`` are read by
+    the crawl stage, not by the source class."""
+
+    name: str
+    haystack_per_session: NonNegFloat = 2.0  # haystack images per image-bearing session
+    workers: NonNegInt = 0  # rendering processes; 0 = one per CPU core (at most 8)
+
+
+class SyntheticSourceSettings(SourceSettings):
+    """``images`` with ``_target_: memlens.construction.images.sources.SyntheticSource`` (offline renderers)."""
+
+    name: str = "synthetic"
+    photo_effect_rate: Fraction = 0.5  # share of photo-like images that get perspective/blur/noise/lighting
+
+
+class DirectorySourceSettings(SourceSettings):
+    """``images`` with ``_target_: memlens.construction.images.sources.DirectorySource`` (your own images,
+    ``root/<family>/*.jpg|png``)."""
+
+    name: str = "directory"
+    root: str  # the folder holding one sub-folder per image family
+
+
+@configured
+@component("image_source", "synthetic")
 class SyntheticSource:
     name = "synthetic"
+    Config = SyntheticSourceSettings
 
-    def __init__(self, name: str = "synthetic", photo_effect_rate: float = 0.5, **_):
+    def __init__(self, *, name: str, photo_effect_rate: float, **_):
         self.photo_effect_rate = float(photo_effect_rate)
 
     def families(self) -> list[str]:
@@ -60,12 +90,15 @@ class SyntheticSource:
         return data, ext, spec
 
 
+@configured
+@component("image_source", "directory")
 class DirectorySource:
     """Serve the user's own images from ``root/<family>/``, in sorted order."""
 
     name = "directory"
+    Config = DirectorySourceSettings
 
-    def __init__(self, root: str, name: str = "directory", **_):
+    def __init__(self, root: str, *, name: str, **_):
         self.root = Path(root)
         if not self.root.is_dir():
             raise ConfigError(f"images.root {self.root} is not a folder")

@@ -12,14 +12,18 @@ import logging
 from importlib import resources
 from pathlib import Path
 
+from memlens.construction.ontology.settings import OntologySettings
 from memlens.core.config import Paths
+from memlens.core.constants import QUESTION_TYPES
 from memlens.core.errors import DataError
 from memlens.core.io import read_json, write_jsonl
-from memlens.core.schema import AR, IE, KU, MSR, TR, TRACKS, Topic
+from memlens.core.schema import AR, TRACKS, Topic
+from memlens.core.settings import Settings, as_settings
 from memlens.core.store import derive_rng, hash_tree, short_id, write_manifest
 
 log = logging.getLogger(__name__)
-ANSWERABLE = (IE, MSR, TR, KU)
+#: the answerable question types, in the paper's order (answer refusal draws from every topic)
+ANSWERABLE = tuple(t for t in QUESTION_TYPES if t != AR)
 
 
 def load_ontology_file(version: str = "1", path: str | Path | None = None) -> dict:
@@ -96,9 +100,10 @@ def build_topics(data: dict, seed: int) -> list[Topic]:
     return sorted(topics, key=lambda t: t.topic_id)
 
 
-def run(cfg, paths: Paths) -> None:
-    ocfg = cfg.get("ontology", {}) or {}
-    version = str(ocfg.get("version", "1"))
+def run(cfg: Settings, paths: Paths) -> None:
+    cfg = as_settings(cfg)
+    ocfg: OntologySettings = cfg.ontology
+    version = ocfg.version
     data = load_ontology_file(version)
     topics = build_topics(data, int(cfg.data.seed))
     out = paths.ontology

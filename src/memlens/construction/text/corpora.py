@@ -28,7 +28,9 @@ import re
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
+
+from pydantic import model_validator
 
 from memlens.construction.text.leakage import PhraseIndex
 from memlens.construction.text.sessions import session_id_for
@@ -36,6 +38,7 @@ from memlens.construction.text.validators import RejectionLog, TurnSpec, check_t
 from memlens.core.errors import DataError
 from memlens.core.io import enumerate_jsonl, sha256_bytes
 from memlens.core.schema import IMAGE_PLACEHOLDER, Session, Turn
+from memlens.core.settings import NonNegInt, PositiveInt, Section
 
 __all__ = ["CorpusFiller", "FillerCorpus", "filler_for", "normalise", "read_records"]
 
@@ -299,20 +302,30 @@ class CorpusFiller:
         )
 
 
-def filler_for(gcfg, seed: int) -> CorpusFiller | None:
+class FillerSettings(Section):
+    """``generator.filler``: filler sessions from a ShareGPT/UltraChat corpus; ``null`` keeps the
+    template filler. A key left out (or null) takes :meth:`FillerCorpus.load`'s default."""
+
+    path: str | None = None  # a .json/.jsonl file or a folder of them
+    hf_dataset: str | None = None  # or a Hugging Face dataset name (needs the network or its cache)
+    hf_split: str | None = None  # default: train
+    format: Literal["auto", "sharegpt", "ultrachat"] | None = None  # default: auto
+    min_turns: PositiveInt | None = None  # default: 2
+    max_turns: PositiveInt | None = None  # default: 12
+    min_words: NonNegInt | None = None  # per turn; default: 1
+    max_words: PositiveInt | None = None  # per turn; default: 600
+    language: Literal["en", "any"] | None = None  # default: en
+
+    @model_validator(mode="after")
+    def _one_source(self) -> FillerSettings:
+        if bool(self.path) == bool(self.hf_dataset):
+            raise ValueError("give exactly one of filler.path and filler.hf_dataset")
+        return self
+
+
+def filler_for(filler: FillerSettings | None, seed: int) -> CorpusFiller | None:
     """The corpus filler of the ``generator.filler`` section (None when it is null: template filler)."""
-    f = gcfg.get("filler") if hasattr(gcfg, "get") else None
-    if not f:
+    if filler is None:
         return None
-    corpus = FillerCorpus.load(
-        path=f.get("path"),
-        hf_dataset=f.get("hf_dataset"),
-        hf_split=str(f.get("hf_split", "train")),
-        format=str(f.get("format", "auto")),
-        min_turns=int(f.get("min_turns", 2)),
-        max_turns=int(f.get("max_turns", 12)),
-        min_words=int(f.get("min_words", 1)),
-        max_words=int(f.get("max_words", 600)),
-        language=str(f.get("language", "en")),
-    )
+    corpus = FillerCorpus.load(**filler.model_dump(exclude_none=True))
     return CorpusFiller(corpus, seed)

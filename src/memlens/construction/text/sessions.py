@@ -45,8 +45,8 @@ class WriterConfig:
             tuple(g.user_words),
             tuple(g.turns_per_session),
             int(g.max_regenerations),
-            float(g.get("long_session_share", 0.0) or 0.0),
-            tuple(g.get("long_session_turns") or (18, 30)),
+            float(g.long_session_share),
+            tuple(g.long_session_turns),
         )
 
     def pairs(self, rng: random.Random, n_mentions: int) -> int:

@@ -38,10 +38,12 @@ from memlens.construction.validate.adversaries import run_all
 from memlens.construction.validate.adversaries.data import Bench
 from memlens.construction.validate.adversaries.render import figures_md
 from memlens.construction.validate.adversaries.stats import auc_lower, verdict, wilson_lower
+from memlens.construction.validate.settings import ValidateSettings
 from memlens.core.config import Paths, length_tokens
 from memlens.core.errors import GateError
 from memlens.core.io import iter_jsonl, read_records, write_json
 from memlens.core.schema import AR, IMAGE_PLACEHOLDER, ImageRecord, Instance, Question, Session
+from memlens.core.settings import Settings, as_settings
 
 log = logging.getLogger(__name__)
 
@@ -260,14 +262,10 @@ def render_md(report: dict) -> str:
     return "\n".join(lines) + "\n"
 
 
-def run(cfg, paths: Paths) -> None:
-    from omegaconf import OmegaConf
-
-    from memlens.core.settings import ValidateSettings
-
-    raw = cfg.get("validate") or {}
-    raw = raw if isinstance(raw, dict) else OmegaConf.to_container(raw, resolve=True)
-    v = ValidateSettings.model_validate(raw).model_dump()
+def run(cfg: Settings, paths: Paths) -> None:
+    cfg = as_settings(cfg)
+    settings: ValidateSettings = cfg.validate
+    v = settings.model_dump()
     questions = {q.question_id: q for q in read_records(paths.generated / "questions.jsonl", Question, nonempty=True)}
     sessions = {s.session_id: s for s in read_records(paths.generated / "sessions.jsonl", Session, nonempty=True)}
     images, sizes = {}, {}

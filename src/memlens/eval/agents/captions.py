@@ -30,8 +30,8 @@ class CaptionMode:
     def __init__(self, eval_cfg, paths, benchmark):
         from memlens.eval.agents.runtime import family_lookup, make_adapter
 
-        name = str(eval_cfg.get("caption_adapter") or "ocr")
-        options = dict(eval_cfg.get("caption_adapter_options") or {})
+        name = str(eval_cfg.caption_adapter)
+        options = dict(eval_cfg.caption_adapter_options)
         self.adapter = make_adapter(name, options, Path(paths.cache), benchmark)
         self.adapter_id = str(self.adapter.id)
         self.images = ImageStore(Path(paths.cache) / "agents" / "images", family_lookup(benchmark))

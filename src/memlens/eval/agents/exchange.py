@@ -31,20 +31,19 @@ system identity (a new answer file is a new set of answers).
 
 from __future__ import annotations
 
-import argparse
 import json
 import shutil
-import sys
 from collections.abc import Iterable
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from memlens.core.errors import DataError, MemLensError
 from memlens.core.io import canonical_json, sha256_bytes, write_json
 from memlens.core.items import EvalItem
-from memlens.core.settings import ImportedSettings
+from memlens.core.registry import component
+from memlens.core.settings import PositiveFloat, configured, operational
 from memlens.eval.agents.view import AgentView, ImageStore, build_view, render_turn
-from memlens.eval.systems.base import Model, ModelOutput, ResultCallback
+from memlens.eval.systems.base import Model, ModelOutput, ResultCallback, SystemSettings
 
 __all__ = ["FORMATS", "ImportedAnswers", "export_inputs", "load_answers", "main"]
 
@@ -181,6 +180,21 @@ def load_answers(path: Path) -> dict[str, str]:
     return out
 
 
+class ImportedSettings(SystemSettings):
+    """``model`` with ``_target_: memlens.eval.agents.exchange.ImportedAnswers``: the answers an
+    upstream runner (MemOS, M2A) wrote, imported (``answers``: the file, relative to the project)."""
+
+    answers: str = "exports/answers.jsonl"
+    upstream: Literal["memos", "m2a"] = "memos"
+    backbone: str | None = None
+    notes: str | None = operational(None)
+    params_total_b: PositiveFloat | None = operational(None)  # the backbone's (the report's system card)
+    params_active_b: PositiveFloat | None = operational(None)
+    backbone_config: str | None = operational(None)  # the backbone's model config (backbone-matched comparison)
+
+
+@configured
+@component("agent", "imported")
 class ImportedAnswers(Model):
     """The answers of an upstream agent runner as a system (see the module docstring)."""
 
@@ -191,14 +205,15 @@ class ImportedAnswers(Model):
     def __init__(
         self,
         name: str = "imported",
-        answers: str = "exports/answers.jsonl",
-        upstream: str = "memos",
-        backbone: str | None = None,
-        notes: str | None = None,
-        kind: str | None = None,
-        params_total_b: float | None = None,
-        params_active_b: float | None = None,
-        backbone_config: str | None = None,
+        *,
+        answers: str,
+        upstream: str,
+        backbone: str | None,
+        notes: str | None,
+        kind: str | None,
+        params_total_b: float | None,
+        params_active_b: float | None,
+        backbone_config: str | None,
     ):
         super().__init__(name, kind)
         self.options.update(
@@ -261,49 +276,7 @@ class ImportedAnswers(Model):
             on_result(it, ModelOutput(text=text, meta={"upstream": self.upstream}))
 
 
-# ------------------------------------------------------------------------------------------ command
-def main(argv: list[str] | None = None) -> int:
-    from memlens.core.config import Paths, load_config
-    from memlens.eval.agents.runtime import family_lookup, make_adapter
-    from memlens.eval.agents.subset import question_subset
-    from memlens.eval.benchmark import open_benchmark, requested_lengths
+if __name__ == "__main__":  # pragma: no cover - the command: memlens.eval.agents.exchange_cli
+    from memlens.eval.agents.exchange_cli import main
 
-    ap = argparse.ArgumentParser(prog="python -m memlens.eval.agents.exchange", description=__doc__.split("\n")[0])
-    sub = ap.add_subparsers(dest="command", required=True)
-    ex = sub.add_parser("export", help="write the inputs of an upstream agent runner")
-    ex.add_argument("--format", choices=FORMATS, required=True)
-    ex.add_argument("--out", required=True, help="output folder (relative to the project root)")
-    ex.add_argument("--adapter", default="markers", help="what images become in text (markers, ocr, caption ...)")
-    ex.add_argument("--root", default=None)
-    ex.add_argument("overrides", nargs="*", help="config overrides (eval.lengths=[32K], eval.subset=all ...)")
-    args = ap.parse_args(argv)
-    try:
-        cfg = load_config(args.overrides, root=args.root)
-        paths = Paths.from_cfg(cfg, root=args.root)
-        bench = open_benchmark(cfg, paths)
-
-        class _Agentlike(Model):
-            default_subset = "agent_subset_195"
-
-            def generate(self, item, mode="standard"):  # pragma: no cover - never called
-                raise NotImplementedError
-
-        subset = question_subset(cfg, bench, _Agentlike("export"))  # auto: the agent subset
-        lengths = requested_lengths(cfg, bench)
-        adapter = make_adapter(args.adapter, {}, paths.cache, bench)
-        images = ImageStore(paths.cache / "agents" / "images", family_lookup(bench))
-        items = {ln: (it for it in bench.items(ln) if subset is None or it.question_id in subset) for ln in lengths}
-        out = Path(args.out)
-        if not out.is_absolute():
-            out = paths.root / out
-        manifest = export_inputs(items, args.format, out, adapter, images)
-    except MemLensError as exc:
-        print(f"exchange export: error: {exc}", file=sys.stderr)
-        return 2
-    n = sum(v["items"] for v in manifest["lengths"].values())
-    print(f"wrote {n} {args.format} items for {len(manifest['lengths'])} length(s) to {out}")
-    return 0
-
-
-if __name__ == "__main__":  # pragma: no cover
     raise SystemExit(main())

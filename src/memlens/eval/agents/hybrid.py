@@ -27,11 +27,13 @@ question template), while they fit in ``prompt_budget_tokens`` (text counted wit
 from __future__ import annotations
 
 import asyncio
+from typing import Annotated, Any, Literal
 
 from memlens.core.constants import INSTRUCTIONS, QUESTION_TEMPLATE, SESSION_HEADER, SYSTEM_PROMPT
-from memlens.core.settings import HybridSettings
+from memlens.core.registry import component, named
+from memlens.core.settings import PositiveInt, configured
 from memlens.eval.agents.common import session_doc, session_text
-from memlens.eval.agents.runtime import AgentAnswer, Memory, MemoryAgent, QuestionContext, Retrieved
+from memlens.eval.agents.runtime import AgentAnswer, AgentSettings, Memory, MemoryAgent, QuestionContext, Retrieved
 from memlens.eval.agents.view import AgentSession, render_turn
 
 __all__ = ["HybridPixelAgent", "rrf"]
@@ -146,6 +148,23 @@ class _PixelMemory(Memory):
         )
 
 
+class HybridSettings(AgentSettings):
+    """``model`` with ``_target_: memlens.eval.agents.hybrid.HybridPixelAgent``."""
+
+    adapter: Annotated[str, named("adapter")] = (
+        "ocr"  # the text channel of the images (ocr, caption, oracle_caption ...)
+    )
+    top_k: PositiveInt = 5
+    channels: list[Literal[CHANNELS]] = ["bm25_ocr"]  # type: ignore[valid-type]
+    rrf_k: PositiveInt = 60
+    temporal_filter: bool = True
+    prompt_budget_tokens: PositiveInt = 32000
+    image_tokens: PositiveInt = 1024  # budget charged per image
+    retriever_options: dict[str, Any] | None = None
+
+
+@configured
+@component("agent", "hybrid")
 class HybridPixelAgent(MemoryAgent):
     """Fused (RRF) text + OCR + image retrieval of sessions; the LVLM sees the top ones' pixels."""
 
@@ -156,14 +175,15 @@ class HybridPixelAgent(MemoryAgent):
     def __init__(
         self,
         name: str = "hybrid-pixel",
-        top_k: int = 5,
-        channels: tuple[str, ...] | list[str] = ("bm25_ocr",),
-        rrf_k: int = 60,
-        temporal_filter: bool = True,
-        prompt_budget_tokens: int = 32000,
-        image_tokens: int = 1024,
-        retriever_options: dict | None = None,
-        adapter: str = "ocr",
+        *,
+        top_k: int,
+        channels: tuple[str, ...] | list[str],
+        rrf_k: int,
+        temporal_filter: bool,
+        prompt_budget_tokens: int,
+        image_tokens: int,
+        retriever_options: dict | None,
+        adapter: str,
         **common,
     ):
         unknown = [c for c in channels if c not in CHANNELS]

@@ -23,9 +23,11 @@ import asyncio
 import json
 import re
 from types import SimpleNamespace
+from typing import Any, Literal
 
-from memlens.core.settings import M3AgentSettings
-from memlens.eval.agents.runtime import AgentAnswer, Memory, MemoryAgent, QuestionContext, Retrieved
+from memlens.core.registry import component
+from memlens.core.settings import PositiveInt, configured
+from memlens.eval.agents.runtime import AgentAnswer, AgentSettings, Memory, MemoryAgent, QuestionContext, Retrieved
 from memlens.eval.agents.view import AgentSession
 
 __all__ = ["M3Agent", "parse_action", "parse_memory_json"]
@@ -193,6 +195,20 @@ class _GraphMemory(Memory):
         return {"items": len(self.entries), "bytes": sum(len(t.encode("utf-8")) for *_, t in self.entries)}
 
 
+class M3AgentSettings(AgentSettings):
+    """``model`` with ``_target_: memlens.eval.agents.m3_agent.M3Agent``: ``memorizer_model`` (served
+    at ``base_url``; null = ``model``) memorizes the rendered sessions, ``model`` controls."""
+
+    adapter: Literal["interleaved", "render"] = "interleaved"
+    memorizer_model: str | None = None
+    batch_sessions: PositiveInt = 10
+    max_rounds: PositiveInt = 5
+    search_top_k: PositiveInt = 5
+    retriever_options: dict[str, Any] | None = None
+
+
+@configured
+@component("agent", "m3_agent")
 class M3Agent(MemoryAgent):
     """M3-Agent style: batches of ``batch_sessions`` memorized by a VLM, ``max_rounds`` search rounds."""
 
@@ -204,12 +220,13 @@ class M3Agent(MemoryAgent):
     def __init__(
         self,
         name: str = "m3-agent",
-        memorizer_model: str | None = None,
-        batch_sessions: int = 10,
-        max_rounds: int = 5,
-        search_top_k: int = 5,
-        retriever_options: dict | None = None,
-        adapter: str = "interleaved",
+        *,
+        memorizer_model: str | None,
+        batch_sessions: int,
+        max_rounds: int,
+        search_top_k: int,
+        retriever_options: dict | None,
+        adapter: str,
         **common,
     ):
         opts = dict(

@@ -13,10 +13,12 @@ first ``encode_turns`` turns; the context is cut at ``max_context_chars``.
 from __future__ import annotations
 
 import asyncio
+from typing import Any
 
-from memlens.core.settings import M3CSettings
+from memlens.core.registry import component
+from memlens.core.settings import PositiveInt, configured
 from memlens.eval.agents.common import session_doc, session_text
-from memlens.eval.agents.runtime import AgentAnswer, Memory, MemoryAgent, QuestionContext, Retrieved
+from memlens.eval.agents.runtime import AgentAnswer, AgentSettings, Memory, MemoryAgent, QuestionContext, Retrieved
 from memlens.eval.agents.view import AgentSession
 
 __all__ = ["M3CAgent"]
@@ -94,6 +96,18 @@ class _M3CMemory(Memory):
         return AgentAnswer(raw.strip(), hits, {"context_chars": len(context), "shown_sessions": len(shown)})
 
 
+class M3CSettings(AgentSettings):
+    """``model`` with ``_target_: memlens.eval.agents.m3c.M3CAgent``."""
+
+    top_k: PositiveInt = 3
+    encode_turns: PositiveInt = 4
+    max_turns_per_session: PositiveInt = 20
+    max_context_chars: PositiveInt = 12000
+    retriever_options: dict[str, Any] | None = None
+
+
+@configured
+@component("agent", "m3c")
 class M3CAgent(MemoryAgent):
     """M3C style: dense top ``top_k`` sessions keyed by their first ``encode_turns`` turns."""
 
@@ -104,11 +118,12 @@ class M3CAgent(MemoryAgent):
     def __init__(
         self,
         name: str = "m3c",
-        top_k: int = 3,
-        encode_turns: int = 4,
-        max_turns_per_session: int = 20,
-        max_context_chars: int = 12000,
-        retriever_options: dict | None = None,
+        *,
+        top_k: int,
+        encode_turns: int,
+        max_turns_per_session: int,
+        max_context_chars: int,
+        retriever_options: dict | None,
         **common,
     ):
         opts = dict(

@@ -39,13 +39,14 @@ import shutil
 import subprocess
 import tempfile
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from memlens.core.errors import ConfigError, MemLensError
+from memlens.core.registry import component
 from memlens.core.schema import parse_date
-from memlens.core.settings import Mem0Settings
+from memlens.core.settings import PositiveFloat, PositiveInt, configured, operational
 from memlens.eval.agents import mem0_worker
-from memlens.eval.agents.runtime import AgentAnswer, Memory, MemoryAgent, QuestionContext, Retrieved
+from memlens.eval.agents.runtime import AgentAnswer, AgentSettings, Memory, MemoryAgent, QuestionContext, Retrieved
 from memlens.eval.agents.view import AgentSession, render_turn
 
 __all__ = ["Mem0Agent"]
@@ -344,6 +345,30 @@ class _Mem0Memory(Memory):
         return AgentAnswer(raw.strip(), retrieved, notes, {"embedding_cache_hits": embedding_hits})
 
 
+class Mem0Settings(AgentSettings):
+    """``model`` with ``_target_: memlens.eval.agents.mem0.Mem0Agent`` (mem0ai 2.0.4 in
+    ``.venv-mem0``): the backbone extracts and answers, ``embedder_*`` name an OpenAI-compatible
+    ``/v1/embeddings`` endpoint (null base URL: ``base_url``) whose vectors have ``embedding_dims``."""
+
+    top_k: PositiveInt = 20
+    embedder_base_url: str | None = operational(None)
+    embedder_model: str = "text-embedding-3-small"
+    embedder_api_key_env: str | None = operational(None)  # NAME of the environment variable holding its key
+    embedding_dims: PositiveInt = 1536
+    distance_strategy: Literal["cosine", "euclidean", "inner_product"] = "cosine"
+    extraction_max_tokens: PositiveInt = 2000  # mem0's own calls (its default)
+    worker_python: str = operational(".venv-mem0/bin/python")  # relative to the project root
+    worker_timeout_s: PositiveFloat = operational(3600)  # per worker request (one session's add, the search)
+    worker_reuse: PositiveInt = operational(
+        50
+    )  # questions per worker process (each in a fresh Memory); 1: one process each
+    # the date mem0's extraction prompt gives as "today": the session's (reproducible, cacheable) or
+    # the wall clock's (mem0's own behaviour: the prompt changes every day)
+    observation_date: Literal["session", "clock"] = "session"
+
+
+@configured
+@component("agent", "mem0")
 class Mem0Agent(MemoryAgent):
     """Mem0 (``mem0ai`` 2.0.4, FAISS) in worker processes, a fresh ``Memory`` per question;
     ``search(top_k)`` then one answer call over the retrieved memories."""
@@ -355,17 +380,18 @@ class Mem0Agent(MemoryAgent):
     def __init__(
         self,
         name: str = "mem0",
-        top_k: int = 20,
-        embedder_base_url: str | None = None,
-        embedder_model: str = "text-embedding-3-small",
-        embedder_api_key_env: str | None = None,
-        embedding_dims: int = 1536,
-        distance_strategy: str = "cosine",
-        extraction_max_tokens: int = 2000,
-        worker_python: str = ".venv-mem0/bin/python",
-        worker_timeout_s: float = 3600,
-        worker_reuse: int = 50,
-        observation_date: str = "session",
+        *,
+        top_k: int,
+        embedder_base_url: str | None,
+        embedder_model: str,
+        embedder_api_key_env: str | None,
+        embedding_dims: int,
+        distance_strategy: str,
+        extraction_max_tokens: int,
+        worker_python: str,
+        worker_timeout_s: float,
+        worker_reuse: int,
+        observation_date: str,
         **common,
     ):
         super().__init__(name, **common)

@@ -17,9 +17,10 @@ from __future__ import annotations
 
 import asyncio
 
-from memlens.core.settings import MemAgentSettings
+from memlens.core.registry import component
+from memlens.core.settings import PositiveInt, configured
 from memlens.eval.agents.common import session_text
-from memlens.eval.agents.runtime import AgentAnswer, Memory, MemoryAgent, QuestionContext
+from memlens.eval.agents.runtime import AgentAnswer, AgentSettings, Memory, MemoryAgent, QuestionContext
 from memlens.eval.agents.view import AgentSession
 
 __all__ = ["MemAgent", "chunk_text"]
@@ -94,6 +95,16 @@ class _RecurrentMemory(Memory):
         return {"items": 1 if self.memory else 0, "bytes": len(self.memory.encode("utf-8"))}
 
 
+class MemAgentSettings(AgentSettings):
+    """``model`` with ``_target_: memlens.eval.agents.memagent.MemAgent``."""
+
+    chunk_tokens: PositiveInt = 5000
+    memory_tokens: PositiveInt = 1024
+    max_context_tokens: PositiveInt = 300000
+
+
+@configured
+@component("agent", "memagent")
 class MemAgent(MemoryAgent):
     """MemAgent style: ``chunk_tokens`` chunks, memory rewritten after each (``memory_tokens``)."""
 
@@ -102,12 +113,7 @@ class MemAgent(MemoryAgent):
     RETRIEVER = "none (reads every chunk)"
 
     def __init__(
-        self,
-        name: str = "memagent",
-        chunk_tokens: int = 5000,
-        memory_tokens: int = 1024,
-        max_context_tokens: int = 300000,
-        **common,
+        self, name: str = "memagent", *, chunk_tokens: int, memory_tokens: int, max_context_tokens: int, **common
     ):
         opts = dict(chunk_tokens=chunk_tokens, memory_tokens=memory_tokens, max_context_tokens=max_context_tokens)
         super().__init__(name, **common)

@@ -15,9 +15,10 @@ from __future__ import annotations
 
 import asyncio
 
-from memlens.core.settings import MemoryT1Settings
+from memlens.core.registry import component
+from memlens.core.settings import PositiveInt, configured
 from memlens.eval.agents.common import answer_line, pack, session_doc, session_text
-from memlens.eval.agents.runtime import AgentAnswer, Memory, MemoryAgent, QuestionContext, Retrieved
+from memlens.eval.agents.runtime import AgentAnswer, AgentSettings, Memory, MemoryAgent, QuestionContext, Retrieved
 from memlens.eval.agents.view import AgentSession
 
 __all__ = ["MemoryT1Agent"]
@@ -89,6 +90,16 @@ class _T1Memory(Memory):
         return AgentAnswer(answer_line(raw), hits, {"packed_sessions": len(kept), "memory_tokens": used})
 
 
+class MemoryT1Settings(AgentSettings):
+    """``model`` with ``_target_: memlens.eval.agents.memory_t1.MemoryT1Agent``."""
+
+    top_k: PositiveInt = 10
+    temporal_filter: bool = True
+    prompt_budget_tokens: PositiveInt = 30000
+
+
+@configured
+@component("agent", "memory_t1")
 class MemoryT1Agent(MemoryAgent):
     """Memory-T1 style: BM25 top ``top_k`` sessions, temporal filter, ``prompt_budget_tokens``."""
 
@@ -97,12 +108,7 @@ class MemoryT1Agent(MemoryAgent):
     RETRIEVER = "bm25 over sessions"
 
     def __init__(
-        self,
-        name: str = "memory-t1",
-        top_k: int = 10,
-        temporal_filter: bool = True,
-        prompt_budget_tokens: int = 30000,
-        **common,
+        self, name: str = "memory-t1", *, top_k: int, temporal_filter: bool, prompt_budget_tokens: int, **common
     ):
         super().__init__(name, **common)
         self.options.update(

@@ -38,16 +38,29 @@ from abc import ABC, abstractmethod
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, ClassVar
+from typing import Annotated, Any, ClassVar, Literal
 
+from pydantic import model_validator
 from tqdm import tqdm
 
 from memlens.core.errors import ConfigError, MemLensError
+from memlens.core.http import BackoffSettings
 from memlens.core.io import canonical_bytes
 from memlens.core.items import EvalItem
+from memlens.core.registry import named
+from memlens.core.settings import (
+    Fraction,
+    NonNegFloat,
+    NonNegInt,
+    PositiveFloat,
+    PositiveInt,
+    configured,
+    operational,
+    reject_api_key,
+)
 from memlens.eval.agents.llm import Backbone, CallCache, CallCounter
 from memlens.eval.agents.view import AgentImage, AgentSession, AgentView, ImageStore, build_view
-from memlens.eval.systems.base import Model, ModelOutput, ResultCallback
+from memlens.eval.systems.base import DescriptiveSettings, Model, ModelOutput, ResultCallback
 
 log = logging.getLogger(__name__)
 
@@ -150,11 +163,46 @@ class Memory(ABC):
         return {"items": self.items, "bytes": self.bytes}
 
 
+class AgentSettings(DescriptiveSettings, BackoffSettings):
+    """Keys of every memory agent (:class:`memlens.eval.agents.runtime.MemoryAgent`): the backbone
+    endpoint (flat, like :class:`OpenAICompatibleSettings`, so endpoint and concurrency stay out of
+    the system identity), the input adapter and the token counter of the budgets."""
+
+    base_url: str = operational("http://127.0.0.1:8000/v1")
+    model: str = "qwen3-8b"
+    api_key_env: str | None = operational(None)
+    concurrency: PositiveInt = operational(8)  # questions (and requests) in flight
+    max_new_tokens: PositiveInt = 2048
+    temperature: NonNegFloat | None = 0.0
+    timeout_s: PositiveFloat = operational(600)
+    deadline_s: PositiveFloat | None = operational(1800)  # total per attempt (null: none)
+    max_response_mb: PositiveFloat | None = operational(8)  # largest answer read (null: no cap); not retried
+    max_retries: NonNegInt = operational(5)
+    image_transport: Literal["base64", "url"] = "base64"
+    max_image_side: PositiveInt | None = 800
+    extra_body: dict[str, Any] | None = None
+    top_p: Fraction | None = None
+    seed: int | None = None
+    token_param: Literal["max_tokens", "max_completion_tokens"] = "max_tokens"
+    adapter: Annotated[str, named("adapter")] = "markers"  # an input adapter (memlens list adapters)
+    adapter_options: dict[str, Any] | None = None
+    tokenizer: str = "minilm"  # token counter of the budgets: minilm or a tokenizer.json path
+    cache_calls: bool = True  # backbone answers cached by request (a resumed run repeats no call)
+    backbone_config: str | None = operational(None)  # the backbone's model config (backbone-matched comparison)
+
+    @model_validator(mode="before")
+    @classmethod
+    def _no_api_key(cls, data: Any) -> Any:
+        return reject_api_key("model", data)
+
+
+@configured
 class MemoryAgent(Model):
     """Base class of the memory agents (see the module docstring). Subclasses set ``PROMPTS`` (every
     prompt text they send), ``Config`` and implement :meth:`new_memory`."""
 
     kind = "agent"
+    Config: ClassVar[type] = AgentSettings
     default_subset: ClassVar[str | None] = "agent_subset_195"
     PROMPTS: ClassVar[dict[str, str]] = {}
     #: adapters this agent accepts (None: any)
@@ -165,37 +213,37 @@ class MemoryAgent(Model):
     def __init__(
         self,
         name: str,
-        kind: str | None = None,
-        base_url: str = "http://127.0.0.1:8000/v1",
-        model: str = "qwen3-8b",
-        api_key_env: str | None = None,
-        concurrency: int = 8,
-        max_new_tokens: int = 2048,
-        temperature: float | None = 0.0,
-        timeout_s: float = 600,
-        max_retries: int = 5,
-        backoff_base_s: float = 1.0,
-        backoff_max_s: float = 30.0,
-        image_transport: str = "base64",
-        max_image_side: int | None = 800,
-        extra_body: dict | None = None,
-        top_p: float | None = None,
-        seed: int | None = None,
-        deadline_s: float | None = 1800,
-        max_response_mb: float | None = 8,
-        token_param: str = "max_tokens",
-        adapter: str = "markers",
-        adapter_options: dict | None = None,
-        tokenizer: str = "minilm",
-        cache_calls: bool = True,
-        hf_id: str | None = None,
-        context_window: int | None = None,
-        thinking: bool = False,
-        resources: dict | None = None,
-        notes: str | None = None,
-        params_total_b: float | None = None,
-        params_active_b: float | None = None,
-        backbone_config: str | None = None,
+        kind: str | None,
+        base_url: str,
+        model: str,
+        api_key_env: str | None,
+        concurrency: int,
+        max_new_tokens: int,
+        temperature: float | None,
+        timeout_s: float,
+        max_retries: int,
+        backoff_base_s: float,
+        backoff_max_s: float,
+        image_transport: str,
+        max_image_side: int | None,
+        extra_body: dict | None,
+        top_p: float | None,
+        seed: int | None,
+        deadline_s: float | None,
+        max_response_mb: float | None,
+        token_param: str,
+        adapter: str,
+        adapter_options: dict | None,
+        tokenizer: str,
+        cache_calls: bool,
+        hf_id: str | None,
+        context_window: int | None,
+        thinking: bool,
+        resources: dict | None,
+        notes: str | None,
+        params_total_b: float | None,
+        params_active_b: float | None,
+        backbone_config: str | None,
     ):
         from memlens.core.http import OpenAICompatibleConfig
 

@@ -11,7 +11,7 @@ SUBSETS = ("auto", "all", "agent_subset_195")
 
 def subset_name(cfg, model) -> str:
     """The subset ``eval.subset`` names for this system (``auto`` resolved: :attr:`Model.default_subset`)."""
-    name = str(cfg.eval.get("subset", "auto") or "auto")
+    name = str(cfg.eval.subset)
     if name == "auto":
         name = model.default_subset or "all"
     if name not in SUBSETS:

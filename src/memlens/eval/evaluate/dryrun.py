@@ -25,11 +25,11 @@ import re
 import sys
 from typing import TextIO
 
-from omegaconf import OmegaConf
-
-from memlens.core.config import Paths, resolved_lengths
+from memlens.core.config import Paths, resolved_lengths, section
 from memlens.core.errors import ConfigError, DataError
 from memlens.core.io import sha256_file
+from memlens.core.registry import class_for_target
+from memlens.core.settings import Settings, as_settings
 from memlens.core.tasks import task_key
 from memlens.eval.agents.subset import question_subset
 from memlens.eval.benchmark import open_benchmark
@@ -93,15 +93,16 @@ def _value(v) -> str:
     return "null" if v is None else json.dumps(v)
 
 
-def run(cfg, paths: Paths, *, chars: int = 240, out: TextIO | None = None) -> int:
+def run(cfg: Settings, paths: Paths, *, chars: int = 240, out: TextIO | None = None) -> int:
     """Print the prompt and request key of the first item the evaluate stage would ask."""
+    cfg = as_settings(cfg)
     out = out or sys.stdout
     mode = str(cfg.eval.mode)
     if mode not in MODES:
         raise ConfigError(f"unknown eval.mode {mode!r} (known: {', '.join(MODES)})")
     source = open_benchmark(cfg, paths)
-    lengths = [str(x) for x in (cfg.eval.get("lengths") or [])] or (
-        resolved_lengths(cfg) if str(cfg.data.get("items", "built")) == "built" else source.lengths()
+    lengths = [str(x) for x in cfg.eval.lengths] or (
+        resolved_lengths(cfg) if cfg.data.items == "built" else source.lengths()
     )
     built = source.lengths()
     missing = [n for n in lengths if n not in built]
@@ -110,21 +111,23 @@ def run(cfg, paths: Paths, *, chars: int = 240, out: TextIO | None = None) -> in
     if not lengths:
         raise DataError("the benchmark has no lengths to evaluate")
     length = lengths[0]
-    model_cfg = OmegaConf.to_container(cfg.model, resolve=True)
+    model_cfg = section(cfg, "model")["model"]  # as composed: what the system identity is made of
+    model = cfg.model  # typed, every default filled in
     agent = None
-    if str(model_cfg.get("kind") or "") == "agent":
+    if model.kind == "agent":
         agent = build_model(cfg)  # no client, no connection: only what its identity needs
         agent.attach(paths, source)
-    subset = question_subset(cfg, source, agent or _ModelClass(model_cfg))
+    subset = question_subset(cfg, source, agent or _ModelClass(model.target))
     item = next((it for it in source.items(length) if subset is None or it.question_id in subset), None)
     if item is None:
         raise DataError(f"the benchmark has no item at {length}" + ("" if subset is None else " in eval.subset"))
     if agent is not None:
         return _agent_dry_run(paths, source, agent, model_cfg, item, length, mode, subset, out)
 
-    layout = str(model_cfg.get("layout") or cfg.eval.get("layout") or "messages")
-    label_images = bool(model_cfg.get("label_images", False))
-    system_prefix = model_cfg.get("system_prefix")
+    # prompt options exist for the LVLM backends only (a baseline's schema has none)
+    layout = str(getattr(model, "layout", None) or cfg.eval.layout)
+    label_images = bool(getattr(model, "label_images", False))
+    system_prefix = getattr(model, "system_prefix", None)
     try:
         messages = build_messages(item, mode, layout=layout, label_images=label_images, system_prefix=system_prefix)
     except ValueError as exc:
@@ -137,13 +140,13 @@ def run(cfg, paths: Paths, *, chars: int = 240, out: TextIO | None = None) -> in
         b.get("type") == "image_url" for m in messages if isinstance(m["content"], list) for b in m["content"]
     )
     n_chars = sum(len(b.get("text", "")) for m in messages if isinstance(m["content"], list) for b in m["content"])
-    target = str(model_cfg.get("_target_", "?"))
+    target = model.target
     endpoint = ", ".join(
-        f"{k} {model_cfg[k]}" for k in ("base_url", "model", "hf_id", "model_path") if model_cfg.get(k)
+        f"{k} {getattr(model, k)}" for k in ("base_url", "model", "hf_id", "model_path") if getattr(model, k, None)
     )
     head = [
         "memlens evaluate --dry-run: nothing is sent and no model or client is built",
-        f"system       {model_cfg.get('name')} ({target.rsplit('.', 1)[-1]}, kind {model_cfg.get('kind') or '?'})"
+        f"system       {model.name} ({target.rsplit('.', 1)[-1]}, kind {model.kind or '?'})"
         + (f"; {endpoint}" if endpoint else ""),
         f"prompt       mode {mode}, layout {layout}, label_images {str(label_images).lower()}, "
         f"system_prefix {_value(system_prefix)}, protocol {PROMPT_PROTOCOL}",
@@ -165,13 +168,10 @@ def run(cfg, paths: Paths, *, chars: int = 240, out: TextIO | None = None) -> in
 class _ModelClass:
     """What :func:`question_subset` reads of a model (its ``default_subset``), from its class alone."""
 
-    def __init__(self, model_cfg: dict):
-        from hydra.utils import get_class
-
-        try:
-            self.default_subset = getattr(get_class(str(model_cfg.get("_target_"))), "default_subset", None)
-        except Exception:  # an unknown class fails where the stage builds it; here: every question
-            self.default_subset = None
+    def __init__(self, target: str):
+        self.default_subset = getattr(
+            class_for_target(("model", "agent"), target, section="model"), "default_subset", None
+        )
 
 
 def _caption_extra(cfg, paths: Paths, source, mode: str) -> dict:
@@ -198,7 +198,7 @@ def _agent_dry_run(paths: Paths, source, agent, model_cfg: dict, item, length: s
     store = ResultsStore(results_root(paths), identity)
     key = request_key(store.key, PROMPT_PROTOCOL, mode, item.fingerprint())
     q = item.question
-    target = str(model_cfg.get("_target_", "?"))
+    target = str(model_cfg["_target_"])
     backbone = ", ".join(f"{k} {model_cfg[k]}" for k in ("model", "hf_id", "base_url") if model_cfg.get(k))
     # what the role-stripped view (memlens.eval.agents.view) will hold, without building it: it
     # copies the images into the agents' image folder, and a dry run writes nothing

@@ -13,14 +13,14 @@ import logging
 import time
 from pathlib import Path
 
-from hydra.utils import instantiate
-from omegaconf import OmegaConf
 from tqdm import tqdm
 
 from memlens.core.config import Paths, section
 from memlens.core.errors import ConfigError, DataError, MemLensError
 from memlens.core.items import EvalItem
+from memlens.core.registry import class_for_target
 from memlens.core.schema import Prediction
+from memlens.core.settings import Settings, as_settings, operational_keys
 from memlens.core.store import hash_tree, write_manifest
 from memlens.eval.agents.subset import subset_ids, subset_name
 from memlens.eval.benchmark import open_benchmark, requested_lengths
@@ -49,74 +49,38 @@ def postprocess(raw: str | None, mode: str) -> str | None:
     return text
 
 
-def build_model(cfg) -> Model:
+def build_model(cfg: Settings) -> Model:
+    """The system ``model`` names: its ``_target_`` class (a component of kind ``model`` or
+    ``agent``, or a class of your own with a ``Config``) built from the section as composed."""
+    cfg = as_settings(cfg)
+    options = section(cfg, "model")["model"]
+    cls = class_for_target(("model", "agent"), str(options.get("_target_")), section="model")
     try:
-        model = instantiate(cfg.model, _convert_="all")
+        model = cls(**{k: v for k, v in options.items() if k != "_target_"})
     except Exception as exc:
-        raise ConfigError(f"cannot build model {cfg.model.get('name')!r} from conf/model: {exc}") from None
+        raise ConfigError(f"cannot build model {options.get('name')!r} from conf/model: {exc}") from None
     if not isinstance(model, Model):
-        raise ConfigError(f"model._target_ {cfg.model.get('_target_')!r} is not a memlens Model")
+        raise ConfigError(f"model._target_ {options.get('_target_')!r} is not a memlens Model")
     return model
 
 
-#: model config keys that change how a system is reached, never what it answers: left out of its
-#: identity so that a new endpoint, more concurrency or a longer timeout reuses stored answers
-OPERATIONAL_KEYS = frozenset(
-    {
-        "name",
-        "kind",
-        "base_url",
-        "api_key_env",
-        "concurrency",
-        "timeout_s",
-        "deadline_s",
-        "max_response_mb",
-        "max_retries",
-        "backoff_base_s",
-        "backoff_max_s",
-        "reorder_window",
-        "image_cache_mb",
-        "host",
-        "port",
-        "bind_host",
-        "command",
-        "startup_timeout_s",
-        "health_interval_s",
-        "shutdown_timeout_s",
-        "log_file",
-        "env",
-        "resources",
-        "tensor_parallel_size",
-        "gpu_memory_utilization",
-        "enable_prefix_caching",
-        "served_model_name",
-        "device",
-        "device_map",
-        "context_window",
-        "extra_args",
-        "notes",
-        "progress",
-        "embedder_base_url",
-        "embedder_api_key_env",
-        "worker_python",
-        "worker_timeout_s",
-        "worker_reuse",
-        # the report's system card (sizes, the backbone's config): descriptive, never what is answered
-        "params_total_b",
-        "params_active_b",
-        "backbone_config",
-    }
-)
-
-
-def system_identity(model_cfg: dict, extra: dict | None = None) -> dict:
-    """What determines a system's answers: its model config without the operational keys, plus
-    what the system itself adds (:meth:`Model.identity_extra`: a memory agent's prompt version and
-    adapter id; nothing for the other systems)."""
-    ident = {k: v for k, v in sorted(model_cfg.items()) if k not in OPERATIONAL_KEYS}
+def system_identity(model_cfg: dict, extra: dict | None = None, *, operational: frozenset[str] | None = None) -> dict:
+    """What determines a system's answers: its model config as composed without the operational
+    keys (those its schema marks :func:`~memlens.core.settings.operational`: ``operational``, by
+    default the keys of the schema of its ``_target_``), plus what the system itself adds
+    (:meth:`Model.identity_extra`: a memory agent's prompt version and adapter id; nothing for the
+    other systems)."""
+    if operational is None:
+        operational = operational_keys(model_schema(str(model_cfg.get("_target_"))))
+    ident = {k: v for k, v in sorted(model_cfg.items()) if k not in operational}
     for k, v in sorted((extra or {}).items()):
         ident[f"+{k}"] = v
     return ident
+
+
+def model_schema(target: str):
+    """The schema (``Config``) of a model ``_target_`` class."""
+    return class_for_target(("model", "agent"), target, section="model").Config
 
 
 def results_root(paths: Paths) -> Path:
@@ -255,7 +219,8 @@ def evaluate_length(
     return stats
 
 
-def run(cfg, paths: Paths) -> None:
+def run(cfg: Settings, paths: Paths) -> None:
+    cfg = as_settings(cfg)
     mode = str(cfg.eval.mode)
     if mode not in MODES:
         raise ConfigError(f"unknown eval.mode {mode!r} (known: {', '.join(MODES)})")
@@ -273,7 +238,7 @@ def run(cfg, paths: Paths) -> None:
         extra = {**extra, "caption_adapter": captions.adapter_id}
     subset_label = subset_name(cfg, model)
     subset = subset_ids(subset_label, source)
-    identity = system_identity(OmegaConf.to_container(cfg.model, resolve=True), extra)
+    identity = system_identity(section(cfg, "model")["model"], extra, operational=operational_keys(type(cfg.model)))
     store = ResultsStore(results_root(paths), identity)
     out = paths.predictions / model.name
     summary = {}
@@ -293,8 +258,8 @@ def run(cfg, paths: Paths) -> None:
                 length,
                 mode,
                 paths,
-                cfg.eval.get("max_items"),
-                wait_for_lock=bool(cfg.eval.get("wait_for_lock", False)),
+                cfg.eval.max_items,
+                wait_for_lock=cfg.eval.wait_for_lock,
                 before_first_request=check_once,
                 subset=subset,
                 prepare=prepare,
@@ -310,14 +275,14 @@ def run(cfg, paths: Paths) -> None:
         "system_key": store.key,
         "prompt_protocol": PROMPT_PROTOCOL,
         "dataset_sha256": source.dataset_hash(),
-        "max_items": cfg.eval.get("max_items"),
+        "max_items": cfg.eval.max_items,
         "subset": None if subset is None else len(subset),
         "subset_name": subset_label,
     }
     write_manifest(
         out, "evaluate", {"model": identity, "eval": section(cfg, "eval")["eval"]}, arts, code=(__name__,), extra=extra
     )
-    fail_limit(summary, float(cfg.eval.get("max_failure_rate", 0.05)), model.name)
+    fail_limit(summary, float(cfg.eval.max_failure_rate), model.name)
 
 
 class TooManyFailuresError(MemLensError):

@@ -6,18 +6,20 @@ lets :func:`memlens.eval.judge.commit.commit` decide what it commits to:
 * **A/B** (:func:`read_choice`): the letter in any form ("A", "(A)", "option a", "A." but not the
   article in "A trip"), "the first/former", "the second/latter" (when the question names options
   A and B), and the option's own words as the question states them ("Your trip to Porto lasted
-  longer."); a comparative reads as the question asks ("B is shorter than A" answers A for "which
-  lasted longer"); denying the only option named chooses the other ("It's not A." is B).
+  longer."); a comparative reads as the question asks ("B is shorter than A" and "B was quicker"
+  answer A for "which lasted longer"); denying the only option named chooses the other ("It's not A." is B).
 * **yes/no** (:func:`read_yes_no`): "yes"/"no" and the words of the comparison ("the same place",
   "different shops", "not the same", "identical"); "Yes and no." commits to nothing.
 * **order** (:func:`read_order`): parenthesised indices "(2)(3)(1)", plain index sequences with
   any separator ("2, 3, 1", "3-4-1-2", "2 -> 3", "Earliest first: 2, then 1, then 3"), numbered
-  lists (of indices or of the events), or the question's events named in order; "latest first"
-  reverses the sequence.
+  lists (of indices or of the events), the question's events named in order (in prose with order
+  words, or as a bare list "Bistro, Opticians, Charity run"), or one digit string holding each of
+  at most nine indices once ("213"); "latest first" reverses the sequence.
 """
 
 from __future__ import annotations
 
+import itertools
 import re
 from functools import lru_cache
 
@@ -128,11 +130,11 @@ _CHOICE_RE = re.compile(
 )
 _QUESTION_OPTIONS_RE = re.compile(r"(?:\(A\)|\bA[).:]|option\s+A\b).*?(?:\(B\)|\bB[).:]|option\s+B\b)", re.I | re.S)
 _CMP_RE = re.compile(
-    r"[^.!?]{0,30}?\b(?P<c>longer|longest|more|most|greater|bigger|further|shorter|shortest|less|least|fewer|"
-    r"smaller)\b(?P<than>[^.!?]*?\bthan\b)?",
+    r"[^.!?]{0,30}?\b(?P<c>longer|longest|more|most|greater|bigger|further|slower|slowest|shorter|shortest|less|least|"
+    r"fewer|smaller|quicker|quickest|faster|fastest|briefer)\b(?P<than>[^.!?]*?\bthan\b)?",
     re.I,
 )
-_MORE = frozenset(("longer", "longest", "more", "most", "greater", "bigger", "further"))
+_MORE = frozenset(("longer", "longest", "more", "most", "greater", "bigger", "further", "slower", "slowest"))
 
 
 def question_direction(question: str | None) -> str:
@@ -141,7 +143,7 @@ def question_direction(question: str | None) -> str:
     if not question:
         return "more"
     stem = question.split("(A)", 1)[0]
-    if re.search(r"\bshort", stem, re.I) and not re.search(r"\blong", stem, re.I):
+    if re.search(r"\b(?:short|quick|fast|brief)", stem, re.I) and not re.search(r"\b(?:long|slow)", stem, re.I):
         return "less"
     return "more"
 
@@ -272,7 +274,14 @@ def index_runs(text: str) -> list[Mention]:
     for m in _ORDER_RUN_RE.finditer(t):
         if m.lastgroup == "plain" and _LABEL_RUN_RE.search(t, max(0, m.start() - 12), m.start()):
             continue
-        runs[m.lastgroup].append(Mention(_seq(_INT_RE.findall(m.group(0))), m.start(), m.end()))
+        run = m.group(0)
+        end = (
+            m.start()
+            + max(run.rfind(")"), run.rfind("]"), max((d.end() for d in _INT_RE.finditer(run)), default=0) - 1)
+            + 1
+        )
+        # the run ends at its last index: a trailing separator ("(3)(1)(2) - no, ...") is not part of it
+        runs[m.lastgroup].append(Mention(_seq(_INT_RE.findall(run)), m.start(), end))
     return runs["paren"] or runs["plain"]
 
 
@@ -299,10 +308,12 @@ def _listed(text: str, events: dict[str, str]) -> list[Mention]:
 
 def _named_in_order(text: str, events: dict[str, str]) -> list[Mention]:
     """The events named in prose, in the order of their first naming (every event named)."""
-    if not events or not _ORDER_WORDS_RE.search(text):
+    if not events:
+        return []
+    named = _named(text, events)
+    if not _ORDER_WORDS_RE.search(text) and not _only_separators(text, named):
         return []
     first: dict[str, int] = {}
-    named = _named(text, events)
     for n in named:
         first.setdefault(n.value, n.start)
     if set(first) != set(events):
@@ -311,9 +322,42 @@ def _named_in_order(text: str, events: dict[str, str]) -> list[Mention]:
     return [Mention(_seq(seq), named[0].start, named[-1].end)]
 
 
+_DIGIT_RUN_RE = re.compile(r"(?<![\w.,/:])[1-9]{2,9}(?![\w.,/:]\d|\w)")
+
+
+def _digit_string(text: str, events: dict[str, str]) -> list[Mention]:
+    """The indices written as one digit string ("213") when the question has at most nine events:
+    each of them exactly once."""
+    if not events or len(events) > 9:
+        return []
+    want = set(events)
+    return [
+        Mention(_seq(list(m.group(0))), m.start(), m.end())
+        for m in _DIGIT_RUN_RE.finditer(blank_dates(text))
+        if len(m.group(0)) == len(want) and set(m.group(0)) == want
+    ]
+
+
+_SEPARATOR_WORDS_RE = re.compile(
+    r"(?:[\W_]|\b(?:the|a|an|and|then|to|at|visiting|visit|shopping|finding|flying)\b)*", re.I
+)
+
+
+def _only_separators(text: str, named: list[Mention]) -> bool:
+    """The events listed with nothing but separators between them ("Bistro, Opticians, Charity run")."""
+    if len(named) < 2:
+        return False
+    gaps = (
+        [text[: named[0].start]]
+        + [text[a.end : b.start] for a, b in itertools.pairwise(named)]
+        + [text[named[-1].end :]]
+    )
+    return all(_SEPARATOR_WORDS_RE.fullmatch(g) for g in gaps)
+
+
 def read_order(text: str, question: str | None = None) -> Commitment:
     events = order_events(question)
-    mentions = _listed(text, events) or index_runs(text) or _named_in_order(text, events)
+    mentions = _listed(text, events) or index_runs(text) or _named_in_order(text, events) or _digit_string(text, events)
     if "first" in text.lower() or "reverse" in text.lower() or "from" in text.lower():
         reverse = bool(_REVERSED_RE.search(text))
     else:

@@ -7,8 +7,9 @@ The judge grades the commitment, never a substring. Given the value mentions a t
    "scratch that", "on second thought", "I misread" ... is replaced by the values after it
    ("B. Actually, no - A lasted longer." commits to A).
 2. **Supersession**: a value introduced as a first thought or an original plan ("I first thought",
-   "the original plan was", "initially", "originally") gives way to a later value ("The original
-   plan was 12:15, but we settled on 13:15." commits to 13:15).
+   "the original plan was", "initially", "originally") or followed by its change ("5,99 \u20ac, reduced
+   to 5,00 \u20ac", "moved it from X to Y") gives way to a later value ("The original plan was 12:15,
+   but we settled on 13:15." commits to 13:15).
 3. **Context**: a value in a clause that cites where the answer came from ("you mentioned it on
    ...", "according to", "dated", "from the session on ...") or inside parentheses is context, as
    long as a value outside such clauses remains ("2024/12/14 - you mentioned it on 2024/12/17").
@@ -16,8 +17,10 @@ The judge grades the commitment, never a substring. Given the value mentions a t
    the negated value is not committed; when every value is negated, the answer is a pure
    **denial** ("It definitely wasn't 2.").
 5. **Conclusion**: with several values left, the ones after the last concluding marker ("so",
-   "therefore", "in total", "=", "which makes", "the answer is" ...) are the committed ones; a head
-   value followed by ":" or " - " and a breakdown commits to the head ("3 plants: one in ...").
+   "therefore", "in total", "=", "which makes", "the answer is" ...) are the committed ones; a final
+   value standing alone after a sentence end, a line break or a colon is committed ("Two large and
+   one small one: 3."); a head value followed by ":" or " - " and a breakdown commits to the head
+   ("3 plants: one in ...").
 6. Still more than one value: a **range** ("between 3 and 5", "3-5", "from May 2 to May 4") or
    an **ambiguous** answer (a hedge "3 or 4", "either ... or", a list of candidates).
 7. One value left: a **bound** when every mention of it is one ("at least 3", "more than 2", "3 or
@@ -114,6 +117,13 @@ _CHANGE_FROM_RE = re.compile(
     re.I,
 )
 _TO_AFTER_RE = re.compile(r"^\s*(?:to|into|until)\b", re.I)
+#: a value followed by its change ("5,99 \u20ac, reduced to 5,00 \u20ac", "12:15, later moved to 13:15"): what it became
+_CHANGED_TO_AFTER_RE = re.compile(
+    r"^[\s*_]*[,;]?\s*(?:(?:and|but|then|later|since|now|which\s+was|which\s+got)\s+)*(?:(?:was|were|got|been)\s+)?"
+    r"(?:reduced|lowered|cut|discounted|marked\s+down|dropped|raised|increased|changed|moved|pushed|rescheduled|"
+    r"updated|bumped|brought\s+(?:forward|back)|corrected|amended|revised)\s+(?:it\s+)?(?:down\s+|up\s+)?to\b",
+    re.I,
+)
 _SUPERSEDED_RE = re.compile(
     r"\b(?:first\s+(?:thought|said|guessed|agreed|planned)|i\s+thought|initially|originally|at\s+first|"
     r"the\s+original|was\s+going\s+to\s+be|had\s+planned|had\s+(?:said|suggested|agreed)|before\s+changing)\b",
@@ -316,6 +326,7 @@ def roles(
             (has_sup and bool(_SUPERSEDED_RE.search(lead)))
             or bool(_SUPERSEDED_AFTER_RE.match(tail))
             or bool(_CHANGE_FROM_RE.search(lead) and _TO_AFTER_RE.match(tail))
+            or bool(_CHANGED_TO_AFTER_RE.match(tail))
         )
         out.append(_Seen(m, negated, bound, approx, context, sup))
         prev_end = m.end
@@ -419,6 +430,13 @@ def _concluded(text: str, affirmed: list[_Seen], question: str | None = None) ->
         after = [s for s in affirmed if s.m.start >= cut[1]]
         if len(_distinct(after)) == 1 or not _hedged(text, ms, cut[1]):
             return after
+    last = ms[-1]
+    if (
+        _STANDS_ALONE_BEFORE_RE.search(text, 0, last.start)
+        and _STANDS_ALONE_AFTER_RE.fullmatch(text, last.end)
+        and not _labelled_list(text, ms)
+    ):  # a final value on its own after the reasoning ("Two large and one small: 3.", "... Records. $215.37.")
+        return [s for s in affirmed if s.m.value == last.value]
     head = _HEAD_RE.search(text, ms[0].end)
     if head is not None and not _labelled_list(text, ms):
         before = [s for s in affirmed if s.m.end <= head.start()]
@@ -436,6 +454,9 @@ def _concluded(text: str, affirmed: list[_Seen], question: str | None = None) ->
     return affirmed
 
 
+#: a final value that stands alone: after a sentence end, a line break or a colon, with nothing after it
+_STANDS_ALONE_BEFORE_RE = re.compile(r"(?:[.!?:]\s+|\n)[\s*_#>(]*$")
+_STANDS_ALONE_AFTER_RE = re.compile(r"[\s*_.!)]*")
 _POSTFIX_CONCLUSION_RE = re.compile(r"(?:in\s+total|altogether|total)$", re.I)
 _FIRST_SENTENCE_RE = re.compile(r"^[^\n]*?[.!?](?=\s|$)")
 _Q_STOP = frozenset(
@@ -500,7 +521,10 @@ def _asked(text: str, affirmed: list[_Seen], question: str) -> list[_Seen]:
     those after it up to a connective
     ("the grey car had CJV 44E", "6 nights, for 2 guests", "check-in on 2023/05/08 and check-out on
     2023/05/11", "the card receipt was $51.10 and the cash one $32.40"); a pair of the question's words
-    in a row ("check-out", "grey car") counts twice more."""
+    in a row ("check-out", "grey car") counts twice more. Values joined only by "and" or a comma
+    share the words before the first ("The label showed \u00a36.99 and \u00a35.89": a list, no choice), and a
+    value standing alone after a comma takes the clause it closes ("the orange car was the California
+    one, 0ZXT695")."""
     from memlens.eval.judge.values import text_tokens
 
     q_tokens = [t.norm for t in text_tokens(question)]
@@ -511,12 +535,21 @@ def _asked(text: str, affirmed: list[_Seen], question: str) -> list[_Seen]:
     ms = [s.m for s in affirmed]
     breaks = [m.span() for m in _ASK_BREAK_RE.finditer(text)]  # a label's colon stays in its value's words
     best: dict = {}
+    before = ""
     for i, s in enumerate(affirmed):
-        lo = _lead_start(breaks, ms[i - 1].end if i else 0, s.m.start)
+        prev_end = ms[i - 1].end if i else 0
         hi = ms[i + 1].start if i + 1 < len(ms) else len(text)
         stop = _TAIL_STOP_RE.search(text, s.m.end, hi)
-        lead = text[lo : s.m.start].split()
-        before = " ".join(lead if len(lead) <= 6 else lead[-3:])  # a short clause, else its last words
+        if not (i and _COORDINATED_RE.match(text, prev_end, s.m.start)):  # else: the previous value's words
+            lo = _lead_start(breaks, prev_end, s.m.start)
+            lead = text[lo : s.m.start].split()
+            if lo > prev_end and text[lo - 1] == "," and not _WORDY_RE.search(text, lo, s.m.start):
+                # an appositive after a comma: the words of the clause it closes
+                clause = text[_lead_start(breaks, prev_end, lo - 1) : lo - 1].split()
+                lead = clause if len(clause) <= 8 else clause[-3:]
+            elif len(lead) > 6:
+                lead = lead[-3:]  # a long clause: its last words
+            before = " ".join(lead)
         own = before + " " + text[s.m.end : stop.start() if stop else hi]
         toks = [t.norm for t in text_tokens(own)]
         hits = len(set(toks) & asked) + 2 * len(set(itertools.pairwise(toks)) & pairs)
@@ -528,6 +561,8 @@ def _asked(text: str, affirmed: list[_Seen], question: str) -> list[_Seen]:
     return affirmed
 
 
+_COORDINATED_RE = re.compile(r"\s*(?:,\s*|,?\s*(?:and|&|plus)\s+)(?:the\s+)?$", re.I)
+_WORDY_RE = re.compile(r"[^\W\d_]")
 _TAIL_STOP_RE = re.compile(r"[,;.!?():\n]|\b(?:and|but|while|whereas|versus|vs|than|or|then)\b", re.I)
 _ASK_BREAK_RE = re.compile(r"[;!?\n(]|[.,](?=\s|$)|\s[-\u2013\u2014]+\s")
 

@@ -95,7 +95,6 @@ from memlens.eval.judge.values import (
     ref_quantity,
     ref_time,
     ref_tokens,
-    text_tokens,
 )
 
 __all__ = [
@@ -119,7 +118,12 @@ __all__ = [
 #: reference kind in IE and KU (dates, times, durations, quantities, codes, counts, amounts),
 #: word-bounded text, A/B by the option's text and comparatives, orders in any notation, yes/no by
 #: committed polarity, KU direction, refusals by meaning.
-RULES_VERSION = "3"
+#: 4: the red-team rules (tests/judge/natural_items_redteam.py): more refusal phrasings, coordinated
+#: and appositive values, "changed to" supersession, times in words, inverted and joined names, paired
+#: units, a final standalone value, KU swap / "left" / "from <source>", quicker/faster, trimmed order
+#: runs, digit-string orders, bare event lists, compact and two-digit-year dates, amounts in words,
+#: dotted yen thousands.
+RULES_VERSION = "4"
 
 #: What an abstention is compared against officially (the AR reference is ignored).
 ABSTENTION_ANSWER = REFUSAL_REFERENCE
@@ -315,12 +319,44 @@ def _match_text(ref: str, text: str, ctx: _Ctx) -> _Outcome:
     if not want:
         ok = ref.strip().lower() == text.strip().lower()
         return _Outcome(ok, normalize_text(text) or None, "text-match" if ok else "text-mismatch")
-    status = cm.commit_phrase(text, find_phrase(text, want))
+    status = cm.commit_phrase(text, _phrase_spans(text, ref))
     if status == cm.VALUE:
         return _Outcome(True, " ".join(want), "text-match")
     if status == cm.NONE:
         return _Outcome(False, normalize_text(text) or None, "text-mismatch")
     return _Outcome(False, None, f"{status}: {' '.join(want)}")
+
+
+_ALNUM_RE = re.compile(r"[^\W_]+")
+
+
+def _phrase_spans(text: str, ref: str) -> list[tuple[int, int]]:
+    """Word-bounded occurrences of a text reference, or of the reference written otherwise."""
+    want = ref_tokens(ref)
+    return find_phrase(text, want) or _written_otherwise(text, ref, want)
+
+
+def _written_otherwise(text: str, ref: str, want: tuple[str, ...]) -> list[tuple[int, int]]:
+    """Occurrences of a text reference written another way: with its words joined or split
+    ("Movie Nest" for "MovieNest", "JuniperYard" for "Juniper Yard"), or a name surname first
+    after a comma ("KELLY, LEAH" for "Leah Kelly")."""
+    if len(want) >= 2:
+        inverted = find_phrase(text, (want[-1], *want[:-1]))
+        inverted = [(a, b) for a, b in inverted if "," in text[a:b]]
+        if inverted:
+            return inverted
+    joined = "".join(_ALNUM_RE.findall(ref.lower()))
+    words = [(m.start(), m.end(), m.group().lower()) for m in _ALNUM_RE.finditer(text)]
+    out = []
+    for i in range(len(words)):
+        acc = ""
+        for j in range(i, min(len(words), i + len(want) + 3)):
+            acc += words[j][2]
+            if acc == joined and (j > i or len(want) > 1):
+                out.append((words[i][0], words[j][1]))
+            if not joined.startswith(acc):
+                break
+    return out
 
 
 def _match_entity(ref: str, text: str, ctx: _Ctx) -> _Outcome:
@@ -392,6 +428,7 @@ _KU_CUES = (
             r"\b(?:now|currently|these\s+days|nowadays|at\s+the\s+moment|at\s+present|today|lately|"
             r"from\s+now\s+on|replaced\s+(?:by|with)|switched\s+(?:over\s+)?to|changed\s+(?:it\s+|over\s+)?to|"
             r"moved\s+(?:on\s+|over\s+)?to|upgraded\s+to|went\s+(?:with|for)|settled\s+on|the\s+new|new|"
+            r"(?:swapped|traded|exchanged)\s+(?:out\s+|in\s+)?for|"
             r"current|latest)\b",
             re.I,
         ),
@@ -403,7 +440,7 @@ _KU_CUES = (
             r"(?:\b(?:from|used\s+to|previously|formerly|originally|initially|at\s+first|no\s+longer|before|"
             r"earlier|the\s+old|old|prior|instead\s+of|rather\s+than|replaced|replacing|not|never|until\s+recently|"
             r"had\s+been|back\s+then|in\s+the\s+past|once|finished|stopped\s+\w+ing|quit|gave\s+up(?:\s+on)?|"
-            r"dropped)\b|n't)",
+            r"dropped|swapped|swapping|traded|trading|exchanged|ditched|ditching|left|leaving|abandoned)\b|n't)",
             re.I,
         ),
         -2,
@@ -411,19 +448,37 @@ _KU_CUES = (
     (re.compile(r"\b(?:was|were)\b", re.I), -1),
 )
 _KU_PASSIVE_AFTER = re.compile(
-    r"^\W*(?:was|were|has\s+been|had\s+been|got|is|'s|has|have)\s+(?:been\s+)?replaced\b", re.I
+    r"^\W*(?:was|were|has\s+been|have\s+been|had\s+been|got|is|are)\s+"
+    r"(?:replaced|swapped|traded|exchanged|dropped|ditched|abandoned)\b",
+    re.I,
 )
 _KU_ACTIVE_AFTER = re.compile(r"^\W*(?:has\s+|have\s+|now\s+)?replac(?:ed|es)\b", re.I)
 _KU_PAST_AFTER = re.compile(
     r"^\W*(?:(?:was|were|is)\s+)?(?:before|previously|earlier|originally|at\s+first|in\s+the\s+past|back\s+then|"
-    r"formerly|no\s+longer|not\s+anymore|anymore|until\s+recently)\b",
+    r"formerly|no\s+longer|not\s+anymore|anymore|until\s+recently)\b"
+    r"|^\W*(?:was|were|is)\s+(?:the\s+|your\s+)?(?:old|previous|former|earlier|original|first)\b",
     re.I,
 )
 _KU_CURRENT_AFTER = re.compile(
-    r"^\W*(?:(?:is|are)\s+(?:it\s+)?)?(?:now|currently|these\s+days|nowadays|at\s+the\s+moment|today)\b", re.I
+    r"^\W*(?:(?:is|are)\s+(?:it\s+)?)?(?:now|currently|these\s+days|nowadays|at\s+the\s+moment|today)\b"
+    r"|^\W*(?:is|'s|are)\s+(?:the\s+|your\s+)?(?:new|current|latest|newest|present)\b",
+    re.I,
 )
 _KU_HEDGE_RE = re.compile(r"\b(?:or|either|not\s+sure\s+which|unsure\s+which|one\s+of)\b|/", re.I)
 _KU_TO_RE = re.compile(r"^\W*(?:and\s+)?(?:then\s+)?(?:to|into|for|with)\s*$", re.I)
+#: a change away from what follows "from" ("switched from", "moved there from", "moving on from")
+_KU_LEFT_FROM = re.compile(
+    r"\b(?:mov\w*|switch\w*|chang\w*|came|come|coming|went|go|gone|going|upgrad\w*|shift\w*|transfer\w*|"
+    r"away|on|over|back)\s+(?:\w+\s+){0,2}from$",
+    re.I,
+)
+_KU_TO_AFTER = re.compile(r"^\W*(?:(?:and|then|over|on)\s+)*(?:to|into)\b", re.I)
+#: what a value after "to", "for" or "with" replaces: "from X to Y", "swapped X for Y", "replaced X with Y"
+_KU_FROM_BEFORE = re.compile(
+    r"\b(?:from|swapped|swapping|swap|traded|trading|trade|exchanged|exchanging|replaced|replacing|ditched|left|"
+    r"leaving|abandoned)\W*$",
+    re.I,
+)
 
 
 def _ku_score(text: str, m: Mention, prev: Mention | None, nxt: Mention | None, prev_from: bool) -> int:
@@ -437,7 +492,9 @@ def _ku_score(text: str, m: Mention, prev: Mention | None, nxt: Mention | None, 
     s = 2 if prev_from and _KU_TO_RE.match(lead) else 0
     cues = [(c.end(), c.start(), w) for rx, w in _KU_CUES for c in rx.finditer(lead)]
     if cues:
-        end, _, w = max(cues)
+        end, start, w = max(cues)
+        if lead[start:end].lower() == "from" and not (_KU_TO_AFTER.match(tail) or _KU_LEFT_FROM.search(lead, 0, end)):
+            w = 0  # a source ("you buy it from X now"), not a change ("from X to Y", "switched from X")
         if len(lead[end:].split()) <= 3:
             s += w
     if _KU_PASSIVE_AFTER.match(tail) or _postfix(_KU_PAST_AFTER, tail, nxt):
@@ -454,7 +511,10 @@ def _postfix(rx: re.Pattern, tail: str, nxt: Mention | None) -> bool:
     m = rx.match(tail)
     if m is None:
         return False
-    return nxt is None or bool(re.match(r"\s*[.;,!?)]", tail[m.end() :]))
+    return nxt is None or bool(_CUE_CLOSED_RE.match(tail[m.end() :]))
+
+
+_CUE_CLOSED_RE = re.compile(r"\s*(?:[\w']+\s*){0,2}[.;,!?)]")
 
 
 def _ku_mentions(ref: str, old: str, text: str, ctx: _Ctx) -> list[Mention] | None:
@@ -470,11 +530,10 @@ def _ku_mentions(ref: str, old: str, text: str, ctx: _Ctx) -> list[Mention] | No
                 label = "ref" if k.same(want, x.value, ctx) else "old" if k.same(was, x.value, ctx) else "other"
                 out.append(Mention(label, x.start, x.end))
             return out
-    if not find_phrase(text, ref_tokens(old)):
+    o_spans = _phrase_spans(text, old)
+    if not o_spans:
         return []
-    toks = text_tokens(text)
-    r_spans = find_phrase(text, ref_tokens(ref), toks)
-    o_spans = find_phrase(text, ref_tokens(old), toks)
+    r_spans = _phrase_spans(text, ref)
     # one value inside the other ("Paris" / "Paris, Texas"): the longer one is the mention
     r_spans = [s for s in r_spans if not any(o[0] <= s[0] and s[1] <= o[1] and o != s for o in o_spans)]
     o_spans = [s for s in o_spans if not any(r[0] <= s[0] and s[1] <= r[1] and r != s for r in r_spans)]
@@ -509,7 +568,7 @@ def _match_update(ref: str, text: str, ctx: _Ctx) -> _Outcome:
     prev_from = False
     for i, m in enumerate(ms):
         s = _ku_score(text, m, ms[i - 1] if i else None, ms[i + 1] if i + 1 < len(ms) else None, prev_from)
-        prev_from = bool(re.search(r"\bfrom\W*$", text[ms[i - 1].end if i else 0 : m.start], re.I))
+        prev_from = bool(_KU_FROM_BEFORE.search(text, ms[i - 1].end if i else 0, m.start))
         scores.append(s)
     top = max(scores)
     winners = {m.value for m, s in zip(ms, scores) if s == top}

@@ -11,8 +11,9 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Protocol
 
+from memlens.core.registry import component
 from memlens.core.schema import Prediction, Question, Verdict
-from memlens.core.settings import DeterministicJudgeSettings
+from memlens.core.settings import NonNegFloat, SafeName, Targeted, configured
 
 
 class Judge(Protocol):
@@ -41,12 +42,21 @@ def failed_verdict(judge: str, q: Question, p: Prediction, reason: str) -> Verdi
     return verdict_for(judge, q, p, correct=None, reason=reason)
 
 
+class DeterministicJudgeSettings(Targeted):
+    """``judge`` with ``_target_: memlens.eval.judge.judges.DeterministicJudge``."""
+
+    name: SafeName
+    tolerance: NonNegFloat | None = None  # absolute tolerance of arithmetic answers; null = exact to the cent
+
+
+@configured
+@component("judge", "deterministic")
 class DeterministicJudge:
     """The typed rules of :mod:`memlens.eval.judge.deterministic` (``conf/judge/deterministic.yaml``)."""
 
     Config = DeterministicJudgeSettings
 
-    def __init__(self, name: str = "deterministic", tolerance: float | None = None):
+    def __init__(self, name: str = "deterministic", *, tolerance: float | None):
         self.name = name
         self.tolerance = tolerance
 

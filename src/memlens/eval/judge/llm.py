@@ -37,12 +37,26 @@ import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
+
+from pydantic import model_validator
 
 from memlens.core.errors import ConfigError
+from memlens.core.http import BackoffSettings
+from memlens.core.registry import component
 from memlens.core.reqcache import open_sqlite
 from memlens.core.schema import Prediction, Question, Verdict
-from memlens.core.settings import LLMJudgeSettings
+from memlens.core.settings import (
+    NonNegFloat,
+    NonNegInt,
+    PositiveFloat,
+    PositiveInt,
+    SafeName,
+    Targeted,
+    configured,
+    operational,
+    reject_api_key,
+)
 from memlens.eval.judge import deterministic as det
 from memlens.eval.judge.judges import failed_verdict, verdict_for
 from memlens.eval.judge.official import official_diagnostics
@@ -187,13 +201,43 @@ class _Pending:
     messages: list[dict] = field(repr=False)
 
 
+class LLMJudgeSettings(Targeted, BackoffSettings):
+    """``judge`` with ``_target_: memlens.eval.judge.llm.LLMJudge`` (see ``conf/judge/llm.yaml``).
+    ``prompt_version`` must match :data:`memlens.eval.judge.prompts.PROMPT_VERSION` (checked when the
+    judge is built)."""
+
+    name: SafeName
+    base_url: str = operational("http://127.0.0.1:8001/v1")
+    model: str = "qwen3-235b-judge"
+    model_id: str | None = None  # judge identity in the cache key; default: model
+    api_key_env: str | None = operational("MEMLENS_JUDGE_API_KEY")
+    concurrency: PositiveInt = operational(8)
+    max_new_tokens: PositiveInt = 512
+    temperature: NonNegFloat = 0.0
+    timeout_s: PositiveFloat = operational(300.0)
+    max_retries: NonNegInt = operational(4)
+    extra_body: dict[str, Any] | None = None
+    cache_path: str | None = operational(".memlens_cache/judge.sqlite")
+    prompt_version: str | None = None
+    layout: Literal["system", "single"] = "system"
+    max_words: PositiveInt = 500
+    progress: bool | None = None  # null: a progress bar when stderr is a terminal
+
+    @model_validator(mode="before")
+    @classmethod
+    def _no_api_key(cls, data: Any) -> Any:
+        return reject_api_key("judge", data)
+
+
+@configured
+@component("judge", "llm")
 class LLMJudge:
     """OpenAI-compatible LLM judge implementing the :class:`~memlens.eval.judge.judges.Judge` protocol.
 
     Built from ``conf/judge/llm.yaml`` (see there for the keys). ``cache_path`` relative paths are
     resolved against the project root (``set_root``, called by the judge stage; else the project
     root found from the working directory); ``cache_path: null`` disables the cache. The config
-    schema is :class:`memlens.core.settings.LLMJudgeSettings` (``LLMJudge.Config``; ``root`` is not a
+    schema is :class:`LLMJudgeSettings` (``LLMJudge.Config``; ``root`` is not a
     config key: the judge stage sets it).
     """
 
@@ -203,23 +247,23 @@ class LLMJudge:
         self,
         name: str = "llm",
         *,
-        base_url: str = "http://127.0.0.1:8001/v1",
-        model: str = "qwen3-235b-judge",
-        model_id: str | None = None,
-        api_key_env: str | None = "MEMLENS_JUDGE_API_KEY",
-        concurrency: int = 8,
-        max_new_tokens: int = 512,
-        temperature: float = 0.0,
-        timeout_s: float = 300.0,
-        max_retries: int = 4,
-        backoff_base_s: float = 1.0,
-        backoff_max_s: float = 30.0,
-        extra_body: dict | None = None,
-        cache_path: str | None = ".memlens_cache/judge.sqlite",
-        prompt_version: str | None = None,
-        layout: str = "system",
-        max_words: int = 500,
-        progress: bool | None = None,
+        base_url: str,
+        model: str,
+        model_id: str | None,
+        api_key_env: str | None,
+        concurrency: int,
+        max_new_tokens: int,
+        temperature: float,
+        timeout_s: float,
+        max_retries: int,
+        backoff_base_s: float,
+        backoff_max_s: float,
+        extra_body: dict | None,
+        cache_path: str | None,
+        prompt_version: str | None,
+        layout: str,
+        max_words: int,
+        progress: bool | None,
         root: str | Path | None = None,
     ):
         if prompt_version is not None and str(prompt_version) != PROMPT_VERSION:

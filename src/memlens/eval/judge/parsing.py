@@ -230,7 +230,8 @@ def prepare_prediction(
 #: 6. not mentioned: "not mentioned/specified/stated/provided (in ...)", "never mentioned",
 #:    "nothing is/was mentioned";
 #: 7. nothing there: "there's nothing in/about ...", "nothing you've shared", "nothing about the
-#:    other";
+#:    other", "there's nothing for me to total / to go on"; a negative subject with a verb of being
+#:    shared: "no receipts from that trip were ever shared", "none of those visits appear in our chats";
 #: 8. not in the record: "no record/mention/information of", "not in our conversation(s)",
 #:    "doesn't appear in the history", "it's unclear from the conversation";
 #: 9. unanswerable: "unanswerable", "not answerable", "there's no way to know".
@@ -261,7 +262,7 @@ _REFUSAL_FAMILIES: tuple[tuple[tuple[str, ...], tuple[str, ...]], ...] = (
             _INFO + r"\s+(?:is|are|was|were)\s+(?:insufficient|not\s+(?:enough|sufficient|available))",
             _INFO + r"\s+(?:isn't|aren't|wasn't|weren't|is\s+not|are\s+not)\s+(?:available|known|given|there)",
             r"(?:not|no|isn't|aren't|without|lacks?|lacking)\s+(?:enough|sufficient|adequate)\s+" + _INFO,
-            r"not\s+enough\s+to\s+(?:determine|answer|tell|know|say|work|compare|count)",
+            r"(?:not|\w+n't\s+have)\s+enough\s+to\s+(?:determine|answer|tell|know|say|work|compare|count|go\s+(?:on|by))",
             r"lack(?:s|ing)?\s+(?:of\s+)?" + _INFO,
         ),
     ),
@@ -271,6 +272,7 @@ _REFUSAL_FAMILIES: tuple[tuple[tuple[str, ...], tuple[str, ...]], ...] = (
             r"(?:can\s*not|can't|cant|could\s+not|couldn't|unable\s+to|not\s+able\s+to|impossible\s+to|"
             r"not\s+possible\s+to|no\s+way\s+(?:for\s+me\s+)?to|hard\s+to|difficult\s+to)\s+(?:be\s+)?" + _VERB,
             r"(?:can\s*not|can't|cannot)\s+be\s+(?:determined|answered|known|inferred|found|identified|compared|counted)",
+            r"not\s+something\s+i\s+(?:can|could|am\s+able\s+to)\s+" + _VERB,
         ),
     ),
     (  # 3 not known
@@ -295,9 +297,8 @@ _REFUSAL_FAMILIES: tuple[tuple[tuple[str, ...], tuple[str, ...]], ...] = (
     (  # 5 never said
         ("never", "n't", "not", "come up", "came up"),
         (
-            r"(?:you|it|that|this|they)\s+(?:never|didn't|did\s+not|haven't|have\s+not|hasn't|has\s+not)\s+"
-            + _ADV
-            + _SAID,
+            r"(?:you|it|that|this|they)(?:'ve|'d|\s+have|\s+had)?\s+"
+            r"(?:never|didn't|did\s+not|haven't|have\s+not|hasn't|has\s+not)\s+" + _ADV + _SAID,
             r"(?:don't|do\s+not)\s+think\s+you\s+(?:ever\s+)?" + _SAID,
             r"(?:never|didn't|did\s+not|hasn't|has\s+not)\s+(?:come|came)\s+up",
             r"(?:conversations?|context|history|chat|sessions?|records?|memory|text|it)\s+"
@@ -307,12 +308,12 @@ _REFUSAL_FAMILIES: tuple[tuple[tuple[str, ...], tuple[str, ...]], ...] = (
     ),
     (  # 6 not mentioned
         ("mention", "never", "specified", "stated", "provided", "discussed", "recorded", "indicated")
-        + ("documented", "given", "shared", "included", "nothing"),
+        + ("documented", "given", "shared", "included", "nothing", "covered"),
         (
             r"(?:not|\w+n't)[\s_]+(?:been\s+)?" + _ADV + r"mentioned",
             r"never\s+" + _ADV + r"(?:mentioned|discussed|stated|specified|provided|shared|shown|said)",
             r"(?:not|\w+n't)\s+(?:been\s+)?" + _ADV + r"(?:specified|stated|provided|discussed|recorded|"
-            r"indicated|documented|given|shared|included)(?:\s+(?:in|anywhere|within)|(?=\s*(?:[.,;!?]|$)))",
+            r"indicated|documented|given|shared|included|covered)(?:\s+(?:in|anywhere|within)|(?=\s*(?:[.,;!?]|$)))",
             r"nothing\s+(?:is|was|has\s+been)\s+(?:mentioned|said|recorded|stated)",
         ),
     ),
@@ -323,11 +324,27 @@ _REFUSAL_FAMILIES: tuple[tuple[tuple[str, ...], tuple[str, ...]], ...] = (
             r"nothing\s+(?:that\s+)?you(?:'ve|\s+have)?\s+(?:shared|told|mentioned|said|sent|shown|showed)",
             r"nothing\s+(?:about|on|regarding)\s+(?:the|that|it|this|those|these|them|how|what|when|where|which|who)\b",
             r"nothing\s+(?:in|from)\s+(?:our|the|your|what|my|any)\b",
+            r"nothing\s+(?:for\s+me\s+)?to\s+(?:go\s+(?:on|by)|total|count|add(?:\s+up)?|sum|compare|order|rank|"
+            r"work\s+(?:with|from)|check)",
+        ),
+    ),
+    (  # 7b nothing of it was shared: a negative subject ("no ...", "none of ...") with a verb of being shared
+        ("shared", "shown", "sent", "mention", "given", "provided", "recorded", "appear", "show up", "came up")
+        + ("come up",),
+        (
+            r"(?:no|none\s+of)\s+(?:[\w'&]+\s+){0,10}?(?:was|were|has\s+been|have\s+been|had\s+been)\s+(?:ever\s+)?"
+            r"(?:shared|shown|sent|mentioned|given|provided|recorded)",
+            r"(?:no|none\s+of)\s+(?:[\w'&]+\s+){0,10}?(?:appears?|appeared|shows?\s+up|showed\s+up|comes?\s+up|came\s+up)"
+            r"\s+(?:anywhere\s+)?(?:in|within|during)\b",
         ),
     ),
     (  # 8 not in the record
         _INFO_WORDS,
-        (r"(?:no|without)\s+(?:relevant\s+|specific\s+|such\s+|clear\s+)?" + _INFO,),
+        (
+            r"(?:no|without)\s+(?:relevant\s+|specific\s+|such\s+|clear\s+)?" + _INFO,
+            r"(?:isn't|aren't|wasn't|weren't|is\s+not|are\s+not|was\s+not|were\s+not)\s+(?:any|a)\s+"
+            r"(?:relevant\s+|specific\s+|such\s+)?" + _INFO,
+        ),
     ),
     (
         ("conversation", "history", "chat", "record", "message", "session", "unclear", "not clear"),
@@ -357,7 +374,8 @@ _GUARD_RE = re.compile(
 # Whole-answer abstentions: weak on their own inside a longer answer (a hedge, not a refusal).
 _WHOLE_REFUSAL_RE = re.compile(
     r"^\W*(?:unknown|n/?a|(?:i'?m|i\s+am)\s+not\s+(?:sure|certain)|not\s+sure|no\s+idea|"
-    r"idk|unsure|cannot\s+say|can't\s+say)\W*$",
+    r"idk|unsure|cannot\s+say|can't\s+say|unclear|not\s+clear|not\s+specified|not\s+stated|unspecified|"
+    r"undetermined|indeterminate|no\s+answer)\W*$",
     re.I,
 )
 

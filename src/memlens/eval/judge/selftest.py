@@ -32,12 +32,13 @@ from collections.abc import Sequence
 from dataclasses import asdict
 from pathlib import Path
 
-from hydra.utils import instantiate
+from pydantic import Field
 
 from memlens.core.config import Paths, section
 from memlens.core.errors import DataError
 from memlens.core.io import write_json, write_jsonl
 from memlens.core.schema import Prediction, Question
+from memlens.core.settings import PositiveInt, Section, Settings, as_settings
 from memlens.core.tasks import TASK_KEYS
 from memlens.eval.judge.decoys import benchmark_facts
 from memlens.eval.judge.selfcases import PATTERNS, Case, generate
@@ -47,6 +48,16 @@ log = logging.getLogger(__name__)
 #: version of the case generator: part of every self-test's identity (report, MLflow run key)
 SELFTEST_VERSION = "1"
 GATE_ACCURACY = 0.98
+
+
+class SelfTestSettings(Section):
+    """``selftest`` (optional, ``memlens judge --selftest +selftest.max_cases=2000``): the judge
+    self-test's seed (which texts its patterns use) and an optional stratified sample size."""
+
+    seed: int = 0
+    max_cases: PositiveInt | None = Field(default=None)
+
+
 GATE_FALSE_ACCEPT = 0.01
 ROLE = "judge_selftest"
 
@@ -233,16 +244,15 @@ def log_to_mlflow(cfg, paths: Paths, meta: dict, summary: dict, files: list[Path
     )
 
 
-def run(cfg, paths: Paths) -> None:
+def run(cfg: Settings, paths: Paths) -> None:
     """``memlens judge --selftest``: build the cases, judge them, report (see the module docstring)."""
     from memlens.eval.benchmark import open_benchmark
-    from memlens.eval.judge.stage import judge_key
+    from memlens.eval.judge.stage import build_judge, judge_key
 
-    opts = cfg.get("selftest") or {}
-    seed = int(opts.get("seed", 0) or 0)
-    max_cases = opts.get("max_cases")
-    max_cases = int(max_cases) if max_cases is not None else None
-    judge = instantiate(cfg.judge, _convert_="all")
+    cfg = as_settings(cfg)
+    opts: SelfTestSettings = cfg.selftest
+    seed, max_cases = opts.seed, opts.max_cases
+    judge = build_judge(cfg)
     if hasattr(judge, "set_root"):
         judge.set_root(paths.root)
     bench = open_benchmark(cfg, paths)

@@ -17,11 +17,11 @@ from __future__ import annotations
 import logging
 from pathlib import Path
 
-from hydra.utils import instantiate
-
 from memlens.core.config import Paths, section
 from memlens.core.errors import DataError, MemLensError
 from memlens.core.io import read_json, write_jsonl
+from memlens.core.registry import build_target
+from memlens.core.settings import Settings, as_settings, operational_keys
 from memlens.core.store import hash_tree, write_manifest
 from memlens.eval.failures import judge_failed, judge_failure_count
 from memlens.eval.results import PredictionStore, verdict_archive
@@ -48,10 +48,17 @@ def attach_diagnostics(verdicts: list, pairs: list) -> None:
             v.details = {**official_diagnostics(p), **(v.details or {})}
 
 
-def run(cfg, paths: Paths) -> None:
+def build_judge(cfg: Settings):
+    """The judge ``judge`` names: its ``_target_`` class (a component of kind ``judge``), built from
+    the section as composed."""
+    return build_target("judge", section(as_settings(cfg), "judge")["judge"], section="judge")
+
+
+def run(cfg: Settings, paths: Paths) -> None:
+    cfg = as_settings(cfg)
     from memlens.eval.benchmark import open_benchmark, requested_lengths
 
-    judge = instantiate(cfg.judge, _convert_="all")
+    judge = build_judge(cfg)
     if hasattr(judge, "set_root"):
         judge.set_root(paths.home)  # the judge cache is shared by the workspace and every DVC experiment
     system, mode = str(cfg.model.name), str(cfg.eval.mode)
@@ -200,24 +207,15 @@ def current_archive(paths: Paths, dataset: str, judge: str, key: str) -> Path:
     return root
 
 
-def judge_key(cfg) -> str:
-    """SHA-256 naming the judge: its config (model, prompt version, rules) without operational keys,
-    and the version of the deterministic rules (which also give the LLM judge its abstention flag)."""
-    from omegaconf import OmegaConf
-
+def judge_key(cfg: Settings) -> str:
+    """SHA-256 naming the judge: its config as composed (model, prompt version, rules) without the
+    keys its schema marks operational, and the version of the deterministic rules (which also give
+    the LLM judge its abstention flag)."""
     from memlens.core.io import canonical_bytes, sha256_bytes
     from memlens.eval.judge.deterministic import RULES_VERSION
 
-    j = OmegaConf.to_container(cfg.judge, resolve=True)
-    ops = {
-        "base_url",
-        "api_key_env",
-        "concurrency",
-        "timeout_s",
-        "max_retries",
-        "backoff_base_s",
-        "backoff_max_s",
-        "cache_path",
-    }
+    cfg = as_settings(cfg)
+    j = section(cfg, "judge")["judge"]
+    ops = operational_keys(type(cfg.judge))
     ident = {k: v for k, v in sorted(j.items()) if k not in ops}
     return sha256_bytes(canonical_bytes({**ident, "rules_version": RULES_VERSION}))

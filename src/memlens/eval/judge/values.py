@@ -4,16 +4,18 @@ Every finder returns :class:`Mention` s (a canonical value and its span) in text
 knows about task keys or about what an answer commits to (:mod:`memlens.eval.judge.commit` decides
 that). Canonical values:
 
-* counts: ``float`` ("three" -> 3.0, "a dozen" -> 12.0, "twice" -> 2.0, "none" -> 0.0); labels such
+* counts: ``float`` ("three" -> 3.0, "a dozen" -> 12.0, "twice" -> 2.0, "a pair of" -> 2.0, "a single" ->
+  1.0, "none" -> 0.0); labels such
   as "session 3", dates and times are not counts, and of a partitive ("one of the three") only the
   part is;
 * amounts: :class:`Amount` (value and currency; every notation the image renderers print:
   "$1,234.50", "1.234,50 €", "45,00 kr.", "CHF 1'234.00", "7.98$");
-* dates: ``"YYYY/MM/DD"`` from ISO, slash, dotted, "March 4, 2025", "4 March 2025", "the 4th of
-  March, 2025", "March fourth, 2025", weekday prefixes; ``d/m/yyyy`` and ``m/d/yyyy`` only where the
+* dates: ``"YYYY/MM/DD"`` from ISO, slash, dotted, compact ("20250304"), two-digit years ("04/03/25"),
+  "March 4, 2025", "4 March 2025", "the 4th of March, 2025", "March fourth, 2025", weekday prefixes; ``d/m/yyyy`` and ``m/d/yyyy`` only where the
   two readings agree or one is impossible, else ``AMBIGUOUS_DATE``;
 * times: ``"HH:MM"`` from "19:45", "7:45 PM", "7.45 p.m.", "19.45", "19h45", "7 pm", "7:45 in the
-  evening", "noon", "midnight" (a bare "7:45" is read as 24-hour);
+  evening", "noon", "midnight", and in words: "half past two in the afternoon", "quarter to eight",
+  "seven thirty pm", "six o'clock" (a bare "7:45" or "half past seven" is read as 24-hour);
 * durations: minutes (``float``) from "1 hour 30 minutes", "90 min", "1.5 hours", "2 days", "a week";
 * quantities: ``(unit, amount)`` in a base unit (grams, millilitres, millimetres, or the counted
   noun: "40 bags"), so "0.5 kg" = "500 g" and "2kg" = "2 kilograms";
@@ -101,7 +103,9 @@ DATE_RE = re.compile(
     r"(?:[T ]\d{1,2}:\d{2}(?::\d{2}(?:\.\d+)?)?(?:Z|[+-]\d{2}:?\d{2})?)?(?!\d)"
     r"|\b(?P<m2>" + _MONTH_RE + r")\.?\s+(?:the\s+)?(?P<d2>" + _DAY + r"),?\s+(?P<y2>\d{4})(?!\d)"
     r"|\b(?:the\s+)?(?P<d3>" + _DAY + r")\s+(?:of\s+)?(?P<m3>" + _MONTH_RE + r")\.?,?\s+(?P<y3>\d{4})(?!\d)"
-    r"|(?<![\d/.\-])(?P<a4>\d{1,2})(?P<s4>[/\-.])(?P<b4>\d{1,2})(?P=s4)(?P<y4>\d{4})(?!\d)",
+    r"|(?<![\d/.\-])(?P<a4>\d{1,2})(?P<s4>[/\-.])(?P<b4>\d{1,2})(?P=s4)(?P<y4>\d{4})(?!\d)"
+    r"|(?<![\d/.\-])(?P<a6>\d{1,2})(?P<s6>[/.])(?P<b6>\d{1,2})(?P=s6)(?P<y6>\d{2})(?![\d/.]\d|\d)"
+    r"|(?<![\d/.\-])(?P<y5>(?:19|20)\d\d)(?P<m5>0[1-9]|1[0-2])(?P<d5>0[1-9]|[12]\d|3[01])(?!\d)",
     re.I,
 )
 AMBIGUOUS_DATE = "ambiguous-date"
@@ -127,7 +131,12 @@ def _date_of(m: re.Match) -> str | None:
         return _mkdate(g("y2"), _MONTHS[g("m2")[:3].lower()], _day(g("d2")))
     if g("y3"):
         return _mkdate(g("y3"), _MONTHS[g("m3")[:3].lower()], _day(g("d3")))
-    a, b, y = int(g("a4")), int(g("b4")), g("y4")
+    if g("y5"):
+        return _mkdate(g("y5"), g("m5"), g("d5"))  # 20231123
+    if g("y6"):
+        a, b, y = int(g("a6")), int(g("b6")), 2000 + int(g("y6"))  # 23/11/23, 11/23/23: a two-digit year
+    else:
+        a, b, y = int(g("a4")), int(g("b4")), g("y4")
     if a > 12:
         return _mkdate(y, b, a)  # dd/mm/yyyy
     if b > 12 or a == b:
@@ -185,6 +194,54 @@ def _time_of(m: re.Match) -> str | None:
     return f"{h:02d}:{mi:02d}"
 
 
+_HOUR_WORDS = {
+    w: i
+    for i, w in enumerate(
+        ("one", "two", "three", "four", "five", "six", "seven", "eight", "nine", "ten", "eleven", "twelve"), start=1
+    )
+}
+_HOUR_WORD = r"(?:" + "|".join(sorted(_HOUR_WORDS, key=len, reverse=True)) + r"|1[0-2]|0?[1-9])"
+_PAST_MINUTES = {"five": 5, "ten": 10, "quarter": 15, "a quarter": 15, "twenty": 20, "twenty-five": 25}
+_PAST_MINUTES.update({"twenty five": 25, "half": 30})
+_CLOCK_MINUTES = {"oh five": 5, "ten": 10, "fifteen": 15, "twenty": 20, "twenty-five": 25, "twenty five": 25}
+_CLOCK_MINUTES.update({"thirty": 30, "thirty-five": 35, "thirty five": 35, "forty": 40, "forty-five": 45})
+_CLOCK_MINUTES.update({"forty five": 45, "fifty": 50, "fifty-five": 55, "fifty five": 55})
+_DAY_PART = (
+    r"(?:\s*(?P<ampm>[ap]\.?\s?m\b\.?)|\s+in\s+the\s+(?P<part>morning|afternoon|evening)|\s+at\s+(?P<night>night))?"
+)
+#: clock times in words: "half past two in the afternoon", "quarter to eight", "seven thirty pm", "six o'clock"
+_WORD_TIME_RE = re.compile(
+    r"\b(?:(?P<pm>" + "|".join(sorted(map(re.escape, _PAST_MINUTES), key=len, reverse=True)) + r")"
+    r"(?:\s+minutes)?\s+(?P<dir>past|after|to|before)\s+(?P<h1>" + _HOUR_WORD + r")"
+    r"|(?P<h2>"
+    + _HOUR_WORD.replace("|1[0-2]|0?[1-9]", "")
+    + r")(?:\s+(?P<cm>"
+    + "|".join(sorted(map(re.escape, _CLOCK_MINUTES), key=len, reverse=True))
+    + r")|\s*(?P<oc>o'?clock))"
+    r")\b" + _DAY_PART,
+    re.I,
+)
+
+
+def _word_time_of(m: re.Match) -> str | None:
+    g = m.group
+    if g("h1"):
+        h = _HOUR_WORDS.get(g("h1").lower()) or int(g("h1"))
+        mi = _PAST_MINUTES[re.sub(r"\s+", " ", g("pm").lower())]
+        if g("dir").lower() in ("to", "before"):
+            h, mi = (h - 2) % 12 + 1, 60 - mi
+    else:
+        h = _HOUR_WORDS[g("h2").lower()]
+        mi = _CLOCK_MINUTES[re.sub(r"\s+", " ", g("cm").lower())] if g("cm") else 0
+    ampm = (g("ampm") or "").lower()
+    part = (g("part") or g("night") or "").lower()
+    if ampm.startswith("a") or part == "morning" or (part == "night" and h == 12):
+        h %= 12
+    elif ampm.startswith("p") or part in ("afternoon", "evening") or (part == "night" and h >= 6):
+        h = h % 12 + 12
+    return f"{h:02d}:{mi:02d}"
+
+
 @short_cache
 def find_times(text: str) -> list[Mention]:
     text = blank_dates(text)
@@ -193,7 +250,15 @@ def find_times(text: str) -> list[Mention]:
         t = _time_of(m)
         if t is not None:
             out.append(Mention(t, m.start(), m.end()))
+    if _WORDY_TIME_CUES.search(text):
+        words = [Mention(_word_time_of(m), m.start(), m.end()) for m in _WORD_TIME_RE.finditer(text)]
+        if words:
+            out = [x for x in out if not any(w.start <= x.start < w.end for w in words)] + words
+            out.sort(key=lambda x: x.start)
     return out
+
+
+_WORDY_TIME_CUES = re.compile(r"past|after|to\b|before|o'?clock|thirty|fifteen|forty|fifty|twenty|\boh\b|ten\b", re.I)
 
 
 _REF_TIME_RE = re.compile(
@@ -237,15 +302,19 @@ _COUNT_TOKEN_RE = re.compile(
     + _W
     + r")))"
     r"|(?P<times>\b(?:twice|thrice|once)\b)"
+    r"|(?P<pair>\ba\s+pair\s+of\b)|(?P<single>\ba\s+single\b(?!\s+one\b))"
     r"|(?P<none>\b(?:none|nothing|no\s+(?:one|ones)\b|not\s+(?:a\s+)?(?:single\s+)?one\b|"
+    r"(?:weren't|wasn't|aren't|isn't|were\s+not|was\s+not|are\s+not|is\s+not)\s+any\b|"
     r"no(?=\s+[a-z]+)(?!\s+(?:longer|more|less|idea|way|doubt|matter|problem|information|info|record|records|"
     r"mention|data|details?|clue|sign|time|need|other|such|further|later|earlier|than)\b)))",
     re.I,
 )
-#: "the red one", "this one", "the only one", "no one": not the number 1 ("only one receipt" is)
+#: "the red one", "this one", "the only one", "no one", "one small one", "the bigger one": not the number
+#: 1 ("only one receipt", "I counted one" are)
 _PRONOUN_ONE_RE = re.compile(
     r"\b(?:the|this|that|which|each|every|any|no|another|other|some|a|last|first|right|wrong|"
-    r"same|new|old|[a-z]+(?:er|est|ed))\s+(?:only\s+)?$",
+    r"same|new|old|(?<=the\s)[a-z]+(?:er|est|ed)|(?<=a\s)[a-z]+(?:er|est|ed)|small|large|big|little|tiny|huge|short|long|tall|round|square|plain|"
+    r"red|orange|yellow|green|blue|purple|pink|brown|black|white|grey|gray|silver|gold|beige|cream)\s+(?:only\s+)?$",
     re.I,
 )
 _YEAR_RE = re.compile(r"^(?:19|20)\d\d$")
@@ -344,7 +413,7 @@ def find_counts(text: str) -> list[Mention]:
             out.append(Mention(float(m.group("num").replace(",", "")), m.start(), m.end()))
         elif kind == "words":
             w = m.group("words")
-            if w.lower() == "one" and _PRONOUN_ONE_RE.search(text, max(0, m.start() - 12), m.start()):
+            if w.lower() == "one" and _PRONOUN_ONE_RE.search(text, max(0, m.start() - 16), m.start()):
                 continue
             out.extend(Mention(float(v), m.start(), m.end()) for v in _words_to_ints(w))
         elif kind == "times":
@@ -352,6 +421,8 @@ def find_counts(text: str) -> list[Mention]:
             out.append(Mention({"once": 1.0, "twice": 2.0}.get(t, 3.0), m.start(), m.end()))
         elif kind == "none":
             out.append(Mention(0.0, m.start(), m.end()))
+        elif kind in ("pair", "single"):  # "a pair of mugs", "a single receipt"
+            out.append(Mention(2.0 if kind == "pair" else 1.0, m.start(), m.end()))
     if len(out) > 1:  # years, and the size of a set the count is taken from ("all three receipts")
         kept = [x for x in out if not _YEAR_RE.match(f"{x.value:g}")]
         kept = [x for x in kept if not _SET_SIZE_RE.search(text, max(0, x.start - 12), x.start)] or kept
@@ -374,7 +445,7 @@ def ref_count(ref: str) -> float | None:
 # Amounts
 # --------------------------------------------------------------------------------------------
 
-_SYMBOLS = {"$": "USD", "us$": "USD", "€": "EUR", "£": "GBP", "¥": "JPY", "₹": "INR", "₩": "KRW"}
+_SYMBOLS = {"$": "USD", "us$": "USD", "€": "EUR", "£": "GBP", "¥": "JPY", "₹": "INR", "₩": "KRW", "円": "JPY"}
 _SYMBOLS.update({"c$": "CAD", "ca$": "CAD", "a$": "AUD", "au$": "AUD", "%": "%"})
 _CODES = {
     **dict.fromkeys(("usd", "dollar", "dollars", "bucks"), "USD"),
@@ -410,7 +481,7 @@ _NUM = (
 _AMOUNT_RE = re.compile(
     r"(?:(?P<pre>(?:us|ca|au|a|c)?\$|[€£¥₹₩]|\b(?:" + _PRE_CODES + r")\.?)\s?|(?<![\w.']))"
     r"(?P<num>" + _NUM + r")(?!\d|[/:]\d)"
-    r"(?:\s?(?P<post>[€£¥₹₩$](?!\s?\d)|%|(?:" + _POST_CODES + r")\b\.?))?",
+    r"(?:\s?(?P<post>[€£¥₹₩$円](?!\s?\d)|%|(?:" + _POST_CODES + r")\b\.?))?",
     re.I,
 )
 _COMMA_THOUSANDS_RE = re.compile(r"-?\d{1,3}(?:,\d{3})+(?:\.\d+)?")
@@ -451,10 +522,36 @@ def find_amounts(text: str) -> list[Mention]:
             if tag:
                 t = re.sub(r"\s+", " ", tag.lower().rstrip("."))
                 cur = _SYMBOLS.get(t) or _CODES.get(t) or cur
-        out.append(Mention(Amount(amount_value(m.group("num")), cur), m.start(), m.end()))
+        raw = m.group("num")
+        if cur in _NO_MINOR_UNIT and _DOT_THOUSANDS_RE.fullmatch(raw):
+            raw = raw.replace(".", "")  # "55.600 \u00a5": yen have no decimals, the dot groups thousands
+        out.append(Mention(Amount(amount_value(raw), cur), m.start(), m.end()))
+    if _CURRENCY_WORD_RE.search(text):
+        out = sorted(out + _word_amounts(text, out), key=lambda x: x.start)
     if any(x.value.currency for x in out):
         out = _inherit_currency(text, out)
         out = [x for x in out if x.value.currency]
+    return out
+
+
+_NO_MINOR_UNIT = frozenset(("JPY", "KRW"))
+_DOT_THOUSANDS_RE = re.compile(r"\d{1,3}(?:\.\d{3})+")
+_CURRENCY_WORDS = "dollars?|bucks|euros?|pounds?|quid|yen|francs?|kron(?:e|er|or|ur)|rupees?|won"
+_CURRENCY_WORD_RE = re.compile(r"\b(?:" + _CURRENCY_WORDS + r")\b", re.I)
+#: an amount in number words: "fourteen dollars", "fifty-five thousand six hundred yen"
+_WORD_AMOUNT_RE = re.compile(
+    r"(?<![\w-])(?P<w>(?:an?\s+(?=(?:hundred|thousand)\b))?" + _W + r"(?:(?:\s+|\s*-\s*)(?:and\s+)?" + _W + r")*)"
+    r"\s+(?P<cur>" + _CURRENCY_WORDS + r")\b",
+    re.I,
+)
+
+
+def _word_amounts(text: str, found: list[Mention]) -> list[Mention]:
+    out = []
+    for m in _WORD_AMOUNT_RE.finditer(text):
+        vals = _words_to_ints(m.group("w"))
+        if len(vals) == 1 and not any(x.start < m.end() and m.start() < x.end for x in found):
+            out.append(Mention(Amount(float(vals[0]), _CODES[m.group("cur").lower()]), m.start(), m.end()))
     return out
 
 
@@ -546,12 +643,17 @@ def _dur_unit(u: str) -> float:
 
 
 def find_durations(text: str) -> list[Mention]:
+    """Every duration, in minutes; a bare number paired with one ("2 or 3 days") takes its unit."""
     out = []
     for m in _DURATION_RE.finditer(text):
         v = _num(m.group("n1")) * _dur_unit(m.group("u1"))
         if m.group("n2"):
             v += _num(m.group("n2")) * _dur_unit(m.group("u2"))
         out.append(Mention(round(v, 6), m.start(), m.end()))
+        bare = _BARE_BEFORE_RE.search(text, 0, m.start())
+        if bare is not None and not m.group("n2"):
+            b = float(bare.group("n").replace(",", ".")) * _dur_unit(m.group("u1"))
+            out.insert(len(out) - 1, Mention(round(b, 6), bare.start(), bare.start() + len(bare.group("n"))))
     return out
 
 
@@ -590,13 +692,39 @@ _QTY_RE = re.compile(
 )
 
 
+_COUNTED_UNITS = {u: v for u, v in _QTY_UNITS.items() if v[0] not in ("g", "ml", "mm", "oz", "lb")}
+#: a count of a counted noun with words between ("60 dishwasher tablets", "20 coffee pods")
+_COUNTED_QTY_RE = re.compile(
+    r"(?<![\w.,])(?P<n>\d+)\s+(?:(?!(?:of|out|and|or|to|per|each|from|in|at)\b)[a-z]+\s+){1,2}(?P<u>"
+    + "|".join(sorted((re.escape(u).replace(r"\ ", r"\s+") for u in _COUNTED_UNITS), key=len, reverse=True))
+    + r")\b",
+    re.I,
+)
+
+
 def find_quantities(text: str) -> list[Mention]:
+    """Every quantity with a unit; a bare number paired with one ("1 or 2 kg", "1-2 kg") takes its unit;
+    a counted noun may follow its describing words ("60 dishwasher tablets")."""
     out = []
-    for m in _QTY_RE.finditer(text):
+    matches = list(_QTY_RE.finditer(text))
+    matches += [
+        m
+        for m in _COUNTED_QTY_RE.finditer(text)
+        if not any(x.start() < m.end() and m.start() < x.end() for x in matches)
+    ]
+    for m in sorted(matches, key=lambda m: m.start()):
         unit, factor = _QTY_UNITS[re.sub(r"\s+", " ", m.group("u").lower())]
         v = float(m.group("n").replace(",", ".")) * factor
         out.append(Mention((unit, round(v, 6)), m.start(), m.end()))
+        bare = _BARE_BEFORE_RE.search(text, 0, m.start())
+        if bare is not None:
+            b = float(bare.group("n").replace(",", ".")) * factor
+            out.insert(len(out) - 1, Mention((unit, round(b, 6)), bare.start(), bare.start() + len(bare.group("n"))))
     return out
+
+
+#: a bare number right before a value with a unit, joined to it as a pair ("1 or 2 kg", "2-3 days")
+_BARE_BEFORE_RE = re.compile(r"(?<![\w.,:/])(?P<n>\d+(?:[.,]\d+)?)\s*(?:or|-|\u2013|to|and|/)\s*$", re.I)
 
 
 @lru_cache(maxsize=4096)

@@ -49,13 +49,10 @@ from pathlib import Path
 from typing import Any, Protocol, runtime_checkable
 
 from memlens.core.errors import ConfigError, DataError
+from memlens.core.registry import component, component_names, find_component
 from memlens.eval.memory.cache import CachedAdapter, ImageInput
-from memlens.eval.memory.caption import CaptionAdapter
-from memlens.eval.memory.ocr import OCRAdapter
-from memlens.eval.memory.render import RenderAdapter
 
 __all__ = [
-    "ADAPTERS",
     "Adapter",
     "ImageInput",
     "InterleavedAdapter",
@@ -69,7 +66,6 @@ __all__ = [
     "truth_text",
 ]
 
-ADAPTERS = ("markers", "ocr", "caption", "oracle_caption", "render", "interleaved")
 MARKER = "[image]"
 
 
@@ -80,11 +76,16 @@ class Adapter(Protocol):
     def describe_images(self, images: Sequence[ImageInput]) -> list[str]: ...
 
 
+@component("adapter", "markers")
 class MarkersAdapter:
     """``[image]`` for every image: the text-only baseline (costs nothing, needs no cache)."""
 
     id = "markers/v1"
     upper_bound = False
+
+    @classmethod
+    def create(cls, *, cache_dir: Path | None = None, fallback_dirs: Sequence[Path] = (), **options: Any):
+        return cls()
 
     def __init__(self) -> None:
         self.stats = {"calls": 0, "hits": 0}
@@ -93,11 +94,18 @@ class MarkersAdapter:
         return [MARKER for _ in images]
 
 
+@component("adapter", "interleaved")
 class InterleavedAdapter:
     """The original images: their file paths (for agents that keep or read pixels)."""
 
     id = "interleaved/v1"
     upper_bound = False
+    #: ``describe_images`` gives image paths, not text
+    gives_paths = True
+
+    @classmethod
+    def create(cls, *, cache_dir: Path | None = None, fallback_dirs: Sequence[Path] = (), **options: Any):
+        return cls()
 
     def __init__(self) -> None:
         self.stats = {"calls": 0, "hits": 0}
@@ -147,6 +155,7 @@ def truth_text(truth: Mapping[str, Any]) -> str:
     return "; ".join(_flatten(dict(truth)))
 
 
+@component("adapter", "oracle_caption")
 class OracleCaptionAdapter(CachedAdapter):
     """The ground truth of each image written as text: an upper bound on any captioner.
 
@@ -166,6 +175,12 @@ class OracleCaptionAdapter(CachedAdapter):
         super().__init__(cache_dir, fallback_dirs)
         self._truth_of = truth_of
 
+    @classmethod
+    def create(cls, *, cache_dir: Path | None = None, fallback_dirs: Sequence[Path] = (), **options: Any):
+        if options.get("truth_of") is None:
+            raise ConfigError("oracle_caption needs truth_of (sha256 -> ground truth, from the image index)")
+        return cls(cache_dir, truth_of=options.pop("truth_of"), fallback_dirs=fallback_dirs)
+
     def _truth(self, sha: str) -> dict:
         t = self._truth_of(sha) if callable(self._truth_of) else self._truth_of.get(sha)
         if t is None:
@@ -183,8 +198,9 @@ class OracleCaptionAdapter(CachedAdapter):
 def build_adapter(
     name: str, *, cache_dir: Path | None = None, fallback_dirs: Sequence[Path] = (), **options: Any
 ) -> Adapter:
-    """An adapter by name (:data:`ADAPTERS`); its cache under ``cache_dir`` (entries missing there
-    are read from ``fallback_dirs``). Options:
+    """An adapter by name (a component of kind ``adapter``: ``memlens list adapters``), built by
+    its class's ``create``; its cache under ``cache_dir`` (entries missing there are read from
+    ``fallback_dirs``). Options:
 
     - ``ocr``: ``min_score`` (0.5), ``progress`` (True).
     - ``caption``: ``backend`` = ``blip2`` (``model_dir``: a local BLIP-2 folder; ``max_new_tokens``,
@@ -193,23 +209,12 @@ def build_adapter(
     - ``oracle_caption``: ``truth_of`` (required): sha256 -> truth dict, from the image index.
     - ``render``: ``width`` (1024), ``max_height`` (4096), ``resolve_image`` (sha -> path).
     """
-    if name == "markers":
-        return MarkersAdapter()
-    if name == "interleaved":
-        return InterleavedAdapter()
-    if name == "ocr":
-        return OCRAdapter(cache_dir, fallback_dirs=fallback_dirs, **options)
-    if name == "caption":
-        return CaptionAdapter.from_options(cache_dir, fallback_dirs=fallback_dirs, **options)
-    if name == "oracle_caption":
-        if options.get("truth_of") is None:
-            raise ConfigError("oracle_caption needs truth_of (sha256 -> ground truth, from the image index)")
-        return OracleCaptionAdapter(cache_dir, truth_of=options.pop("truth_of"), fallback_dirs=fallback_dirs)
-    if name == "render":
-        if cache_dir is None:
-            raise ConfigError("render needs a cache_dir (the rendered images are files)")
-        return RenderAdapter(cache_dir, **options)
-    raise ConfigError(f"unknown adapter {name!r} (known: {', '.join(ADAPTERS)})")
+    return find_component("adapter", name).create(cache_dir=cache_dir, fallback_dirs=fallback_dirs, **options)
+
+
+def text_adapters() -> list[str]:
+    """The adapters whose ``describe_images`` gives text (not image paths)."""
+    return [n for n in component_names("adapter") if not getattr(find_component("adapter", n), "gives_paths", False)]
 
 
 # ------------------------------------------------------------------------------- the shared cache

@@ -22,6 +22,7 @@ from typing import Any
 
 from memlens.core.errors import ConfigError, MemLensError
 from memlens.core.http import OpenAICompatibleClient, OpenAICompatibleConfig
+from memlens.core.registry import component
 from memlens.eval.memory.cache import CachedAdapter, ImageInput
 
 #: the captioning instruction (our words) and its version (part of the adapter id)
@@ -42,8 +43,13 @@ def format_caption(text: str) -> str:
     return f"[image: {text}]" if text else "[image: (no caption)]"
 
 
+@component("adapter", "caption")
 class CaptionAdapter(CachedAdapter):
     """Captions from BLIP-2 (transformers) or an OpenAI-compatible endpoint; see the module doc."""
+
+    @classmethod
+    def create(cls, *, cache_dir: Path | None = None, fallback_dirs: Sequence[Path] = (), **options: Any):
+        return cls.from_options(cache_dir, fallback_dirs=fallback_dirs, **options)
 
     def __init__(
         self, cache_dir: Path | None, *, backend: str, describe, adapter_id: str, fallback_dirs: Sequence[Path] = ()

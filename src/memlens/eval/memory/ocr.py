@@ -14,6 +14,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from memlens.core.errors import ImageError
+from memlens.core.registry import component
 from memlens.eval.memory.cache import CachedAdapter, ImageInput
 
 log = logging.getLogger(__name__)
@@ -56,8 +57,13 @@ def format_ocr(lines: Sequence[str]) -> str:
     return f"[image; text read: {' | '.join(lines)}]" if lines else "[image; no text read]"
 
 
+@component("adapter", "ocr")
 class OCRAdapter(CachedAdapter):
     """rapidocr over each image (cached by image hash and adapter id); ``images_per_s`` after a run."""
+
+    @classmethod
+    def create(cls, *, cache_dir: Path | None = None, fallback_dirs: Sequence[Path] = (), **options):
+        return cls(cache_dir, fallback_dirs=fallback_dirs, **options)
 
     def __init__(
         self,

@@ -22,8 +22,9 @@ from PIL import Image, ImageDraw
 
 from memlens.construction.images.synthetic.fonts import font
 from memlens.core.constants import IMAGE_PLACEHOLDER
-from memlens.core.errors import ImageError
+from memlens.core.errors import ConfigError, ImageError
 from memlens.core.io import atomic_write_bytes, canonical_bytes, sha256_bytes
+from memlens.core.registry import component
 from memlens.eval.memory.cache import ImageInput
 
 RENDER_VERSION = "v1"
@@ -48,10 +49,18 @@ def _wrap(text: str, f, max_w: float) -> list[str]:
     return lines
 
 
+@component("adapter", "render")
 class RenderAdapter:
     """Sessions as composite images; ``describe_images`` returns image paths (like ``interleaved``)."""
 
     upper_bound = False
+    gives_paths = True
+
+    @classmethod
+    def create(cls, *, cache_dir: Path | None = None, fallback_dirs: Sequence[Path] = (), **options):
+        if cache_dir is None:
+            raise ConfigError("render needs a cache_dir (the rendered images are files)")
+        return cls(cache_dir, **options)
 
     def __init__(
         self,

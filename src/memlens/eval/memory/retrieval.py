@@ -8,7 +8,7 @@ Interface (stable; memory agents code against it)::
         id: str
         def index(self, docs: Sequence[Doc]) -> None
         def search(self, query: str, k: int, *, before: str | None = None) -> list[Hit]
-    def build_retriever(kind, **options) -> Retriever      # bm25 | dense | image | fusion
+    def build_retriever(name, **options) -> Retriever      # bm25 | dense | image | fusion (memlens list retrievers)
     def session_docs(sessions, texts_for_images, granularity="session", first_turns=None) -> list[Doc]
 
 - ``bm25``: bm25s (Lucene BM25, ``k1`` 1.5, ``b`` 0.75), English stopwords, tokens ``\\w+``
@@ -42,9 +42,9 @@ import numpy as np
 from memlens.core.constants import IMAGE_PLACEHOLDER
 from memlens.core.errors import ConfigError
 from memlens.core.io import sha256_file
+from memlens.core.registry import component, find_component
 
 __all__ = [
-    "RETRIEVERS",
     "BM25Retriever",
     "DenseRetriever",
     "Doc",
@@ -52,6 +52,8 @@ __all__ = [
     "Hit",
     "ImageEncoder",
     "ImageRetriever",
+    "RetrievalContext",
+    "RetrieverBase",
     "Retriever",
     "TextEncoder",
     "build_retriever",
@@ -59,7 +61,6 @@ __all__ = [
     "session_ranking",
 ]
 
-RETRIEVERS = ("bm25", "dense", "image", "fusion")
 TOKEN_PATTERN = r"(?u)\b\w+\b"
 
 
@@ -161,8 +162,43 @@ def session_ranking(hits: Sequence[Hit]) -> list[str]:
     return list(seen)
 
 
-class _Base:
+@dataclass
+class RetrievalContext:
+    """What ``memlens diagnose`` gives the retrievers it builds by name (:meth:`RetrieverBase.for_diagnostics`):
+    one dense text encoder, shared and made on first use (embeddings cached under ``cache_dir``),
+    and the image retrieval options of the ``memory`` section."""
+
+    image_path: Callable[[str], Path] | None
+    image_checkpoint: str | None
+    image_model: str
+    cache_dir: Path | None = None
+    _encoder: TextEncoder | None = None
+
+    def encoder(self) -> TextEncoder:
+        if self._encoder is None:
+            self._encoder = TextEncoder(cache_dir=self.cache_dir)
+        return self._encoder
+
+    @property
+    def made_encoder(self) -> TextEncoder | None:
+        """The dense encoder, if a retriever used it."""
+        return self._encoder
+
+    def image_options(self) -> dict[str, Any]:
+        return {"checkpoint": self.image_checkpoint, "model_name": self.image_model, "image_path": self.image_path}
+
+
+class RetrieverBase:
+    """What a retriever component builds on: its documents (``_set_docs``), the temporal filter and
+    the ranking (``_top``); a subclass implements ``index`` and ``search``."""
+
     id = "retriever"
+
+    @classmethod
+    def for_diagnostics(cls, ctx: RetrievalContext) -> Retriever:
+        """The retriever ``memlens diagnose`` runs (its defaults; a retriever that needs the shared
+        encoder or the image options takes them from ``ctx``)."""
+        return cls()
 
     def __init__(self) -> None:
         self.docs: list[Doc] = []
@@ -206,7 +242,8 @@ def _bm25s_quiet() -> None:
         lg.setLevel(logging.WARNING)
 
 
-class BM25Retriever(_Base):
+@component("retriever", "bm25")
+class BM25Retriever(RetrieverBase):
     def __init__(self, *, k1: float = 1.5, b: float = 0.75, stopwords: str | None = "en"):
         super().__init__()
         self.k1, self.b, self.stopwords = float(k1), float(b), stopwords
@@ -392,12 +429,17 @@ def _faiss_scores(index, q: np.ndarray, n: int) -> np.ndarray:
     return scores
 
 
-class DenseRetriever(_Base):
+@component("retriever", "dense")
+class DenseRetriever(RetrieverBase):
     def __init__(self, *, encoder: TextEncoder | None = None, model_path: str | Path | None = None):
         super().__init__()
         self.encoder = encoder or TextEncoder(model_path)
         self.id = f"dense/{self.encoder.id}-faiss-ip"
         self._index = None
+
+    @classmethod
+    def for_diagnostics(cls, ctx: RetrievalContext) -> DenseRetriever:
+        return cls(encoder=ctx.encoder())
 
     def index(self, docs: Sequence[Doc]) -> None:
         self._set_docs(docs)
@@ -446,8 +488,8 @@ class ImageEncoder:
 
             name = self.model_name
             if self.model_config is not None:
-                cfg = json.loads(self.model_config.read_text())
-                name = cfg.get("name", self.model_config.stem)
+                arch = json.loads(self.model_config.read_text())  # an open_clip model config file
+                name = arch.get("name", self.model_config.stem)
                 open_clip.add_model_config(self.model_config)
             model, _, preprocess = open_clip.create_model_and_transforms(
                 name, pretrained=str(self.checkpoint), device=self.device
@@ -485,7 +527,8 @@ class ImageEncoder:
         return v[0].astype(np.float32)
 
 
-class ImageRetriever(_Base):
+@component("retriever", "image")
+class ImageRetriever(RetrieverBase):
     def __init__(
         self,
         *,
@@ -504,6 +547,12 @@ class ImageRetriever(_Base):
         self.id = f"image/{encoder.id}-mean"
         self._index = None
         self._valid = np.zeros(0, dtype=bool)
+
+    @classmethod
+    def for_diagnostics(cls, ctx: RetrievalContext) -> ImageRetriever:
+        if not ctx.image_checkpoint:
+            raise ConfigError("memory.retrievers has 'image' but memory.image_checkpoint is not set")
+        return cls(**ctx.image_options())
 
     def index(self, docs: Sequence[Doc]) -> None:
         self._set_docs(docs)
@@ -527,8 +576,25 @@ class ImageRetriever(_Base):
 
 
 # ---------------------------------------------------------------------------------------- fusion
-class FusionRetriever(_Base):
+@component("retriever", "fusion")
+class FusionRetriever(RetrieverBase):
     """Reciprocal-rank fusion of sub-retrievers' rankings (Cormack et al. 2009)."""
+
+    @classmethod
+    def for_diagnostics(cls, ctx: RetrievalContext) -> FusionRetriever:
+        """RRF of bm25 and dense, plus image retrieval when a checkpoint is set."""
+        parts: list[tuple[str, dict]] = [("bm25", {}), ("dense", {"encoder": ctx.encoder()})]
+        if ctx.image_checkpoint:
+            parts.append(("image", ctx.image_options()))
+        return cls.create(parts=parts)
+
+    @classmethod
+    def create(cls, **options: Any) -> FusionRetriever:
+        """``retrievers`` (built ones) and/or ``parts`` (``[(kind, options), ...]`` to build)."""
+        subs = list(options.pop("retrievers", []))
+        for sub_kind, sub_opts in options.pop("parts", []):
+            subs.append(build_retriever(sub_kind, **dict(sub_opts)))
+        return cls(subs, **options)
 
     def __init__(self, retrievers: Sequence[Retriever], *, k_rrf: int = 60, depth: int = 100):
         super().__init__()
@@ -556,16 +622,8 @@ class FusionRetriever(_Base):
 
 
 def build_retriever(kind: str, **options: Any) -> Retriever:
-    """A retriever by kind (:data:`RETRIEVERS`); see the module docstring for the options."""
-    if kind == "bm25":
-        return BM25Retriever(**options)
-    if kind == "dense":
-        return DenseRetriever(**options)
-    if kind == "image":
-        return ImageRetriever(**options)
-    if kind == "fusion":
-        subs = list(options.pop("retrievers", []))
-        for sub_kind, sub_opts in options.pop("parts", []):
-            subs.append(build_retriever(sub_kind, **dict(sub_opts)))
-        return FusionRetriever(subs, **options)
-    raise ConfigError(f"unknown retriever {kind!r} (known: {', '.join(RETRIEVERS)})")
+    """A retriever by name (a component of kind ``retriever``: ``memlens list retrievers``), built by
+    its class's ``create`` when it has one, else its constructor; see the module docstring for the
+    options."""
+    cls = find_component("retriever", kind)
+    return getattr(cls, "create", cls)(**options)

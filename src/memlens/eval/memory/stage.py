@@ -26,18 +26,20 @@ from collections import defaultdict
 from pathlib import Path
 from typing import Any
 
-from omegaconf import OmegaConf
 from tqdm import tqdm
 
 from memlens.construction.export.stage import agent_subset
-from memlens.core.config import Paths, length_tokens
+from memlens.core.config import Paths, length_tokens, section
 from memlens.core.constants import QUESTION_TYPES, TYPE_ABBREV
 from memlens.core.errors import ConfigError, DataError
 from memlens.core.io import canonical_json, sha256_file, write_json
+from memlens.core.registry import find_component
+from memlens.core.settings import Settings, as_settings
 from memlens.eval.benchmark import open_benchmark
 from memlens.eval.memory.adapters import ImageInput, open_adapter, truth_lookup
 from memlens.eval.memory.diagnostics import KS, answer_critical_facts, fidelity, mean_rows, retrieval_metrics
-from memlens.eval.memory.retrieval import TextEncoder, build_retriever, session_docs, session_ranking
+from memlens.eval.memory.retrieval import RetrievalContext, session_docs, session_ranking
+from memlens.eval.memory.settings import MemorySettings
 
 log = logging.getLogger(__name__)
 
@@ -80,45 +82,34 @@ def sample_ids(bench, ids: list[str], n: int) -> list[str]:
     return sorted(out)
 
 
-def make_retriever(kind: str, mcfg, encoder: TextEncoder | None, image_path):
-    if kind in ("bm25", "dense"):
-        return build_retriever(kind, **({"encoder": encoder} if kind == "dense" else {}))
-    ckpt = mcfg.get("image_checkpoint")
-    image_opts = {"checkpoint": ckpt, "model_name": str(mcfg.get("image_model", "ViT-B-32")), "image_path": image_path}
-    if kind == "image":
-        if not ckpt:
-            raise ConfigError("memory.retrievers has 'image' but memory.image_checkpoint is not set")
-        return build_retriever("image", **image_opts)
-    if kind == "fusion":
-        parts = [("bm25", {}), ("dense", {"encoder": encoder})]
-        if ckpt:
-            parts.append(("image", image_opts))
-        return build_retriever("fusion", parts=parts)
-    raise ConfigError(f"unknown memory retriever {kind!r}")
+def make_retriever(name: str, ctx: RetrievalContext):
+    """The retriever ``memory.retrievers`` names (a component of kind ``retriever``), as diagnose
+    runs it (:meth:`for_diagnostics`: the shared encoder, the image options)."""
+    return find_component("retriever", name).for_diagnostics(ctx)
 
 
-def _adapter_options(name: str, mcfg) -> dict[str, Any]:
+def _adapter_options(name: str, mcfg: MemorySettings) -> dict[str, Any]:
     if name == "caption":
-        opts = mcfg.get("caption")
-        if not opts:
+        if not mcfg.caption:
             raise ConfigError("memory.adapters has 'caption' but memory.caption (backend options) is not set")
-        return dict(OmegaConf.to_container(opts, resolve=True))
+        return dict(mcfg.caption)
     if name == "ocr":
         return {"progress": True}
     return {}
 
 
-def run(cfg, paths: Paths) -> None:
-    mcfg = cfg.memory
+def run(cfg: Settings, paths: Paths) -> None:
+    cfg = as_settings(cfg)
+    mcfg: MemorySettings = cfg.memory
     bench = open_benchmark(cfg, paths)
     ds_hash = bench.dataset_hash()
     built = bench.lengths()
-    lengths = [str(x) for x in (mcfg.get("lengths") or [])] or built
+    lengths = [str(x) for x in mcfg.lengths] or built
     missing = [ln for ln in lengths if ln not in built]
     if missing:
         raise ConfigError(f"memory.lengths {missing} are not in the benchmark (built: {built})")
     lengths = sorted(lengths, key=length_tokens)
-    ids = set(sample_ids(bench, question_ids(bench, str(mcfg.subset)), int(mcfg.get("sample") or 0)))
+    ids = set(sample_ids(bench, question_ids(bench, str(mcfg.subset)), int(mcfg.sample)))
     questions = bench.questions
     truth_of = truth_lookup(bench) if bench.kind == "built" else None
     items = {ln: [it for it in bench.items(ln) if it.question_id in ids] for ln in lengths}
@@ -143,7 +134,7 @@ def run(cfg, paths: Paths) -> None:
         if name == "oracle_caption" and truth_of is None:
             log.warning("diagnose: oracle_caption skipped (an official release has no image ground truth)")
             continue
-        if name in ("render", "interleaved"):
+        if getattr(find_component("adapter", name), "gives_paths", False):
             raise ConfigError(f"memory.adapters: {name!r} stores images, not text; diagnose text adapters")
         adapter = open_adapter(name, _adapter_options(name, mcfg), cache_root=paths.cache, benchmark=bench)
         texts[name] = dict(zip(shas, adapter.describe_images(inputs)))
@@ -158,8 +149,9 @@ def run(cfg, paths: Paths) -> None:
         log.info("diagnose: adapter %s: %d images (%s)", adapter.id, len(shas), run_stats[name])
 
     # 2. retrieval over each question's history
-    dense = any(str(k) in ("dense", "fusion") for k in mcfg.retrievers)
-    encoder = TextEncoder(cache_dir=paths.cache / "memory" / "embeddings") if dense else None
+    ctx = RetrievalContext(
+        paths_of.__getitem__, mcfg.image_checkpoint, mcfg.image_model, cache_dir=paths.cache / "memory" / "embeddings"
+    )
     per_q: list[dict] = []
     retriever_ids: dict[str, str] = {}
     before = bool(mcfg.temporal_filter)
@@ -170,7 +162,7 @@ def run(cfg, paths: Paths) -> None:
     bar = tqdm(total=total, desc="diagnose: retrieval", unit="q", disable=None, dynamic_ncols=True, mininterval=0.5)
     try:
         for kind, adapter in work:
-            r = make_retriever(kind, mcfg, encoder, paths_of.__getitem__)
+            r = make_retriever(kind, ctx)
             retriever_ids[kind] = r.id
             for ln in lengths:
                 for it in items[ln]:
@@ -199,6 +191,7 @@ def run(cfg, paths: Paths) -> None:
                     bar.update()
     finally:
         bar.close()
+    encoder = ctx.made_encoder
     if encoder is not None:
         run_stats["dense_encoder"] = {"encoded": encoder.encoded, "cache_hits": encoder.cache_hits}
         log.info("diagnose: dense encoder %s: %s", encoder.id, run_stats["dense_encoder"])
@@ -218,7 +211,7 @@ def run(cfg, paths: Paths) -> None:
     for stale in out.glob("*"):
         if stale.is_file():
             stale.unlink()
-    config = OmegaConf.to_container(mcfg, resolve=True)
+    config = section(cfg, "memory")["memory"]
     header = {
         "dataset_hash": ds_hash,
         "config": config,

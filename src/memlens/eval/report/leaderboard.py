@@ -301,15 +301,12 @@ def write_leaderboard(board: dict[str, list[dict]], reports: Path, note: str = "
     (reports / "leaderboard.csv").write_text(render_csv(board["complete"]))
 
 
-def run_cli(args) -> int:
+def rebuild(cfg, paths) -> int:
     """``memlens leaderboard``: rebuild reports/leaderboard.{md,csv} and the length plot from MLflow."""
-    from memlens.core.config import Paths, load_config
     from memlens.eval.benchmark import dataset_hash
     from memlens.eval.report.plots import plot_length_curves
     from memlens.eval.tracking import Tracker
 
-    cfg = load_config(args.overrides, params=args.params, root=args.root)
-    paths = Paths.from_cfg(cfg, root=args.root)
     ds_hash = dataset_hash(cfg, paths)
     tracker = Tracker(paths.root, cfg.tracking, ds_hash)
     board = leaderboard_rows(tracker.runs(dataset_hash=ds_hash), ds_hash)

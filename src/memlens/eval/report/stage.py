@@ -44,6 +44,7 @@ from memlens.core.constants import TYPE_ORDER
 from memlens.core.errors import DataError
 from memlens.core.io import read_json, read_records, write_json
 from memlens.core.schema import TYPE_ABBREV, Verdict
+from memlens.core.settings import Settings, as_settings
 from memlens.eval.agents.subset import subset_ids
 from memlens.eval.benchmark import Benchmark, open_benchmark
 from memlens.eval.prompt import PROMPT_PROTOCOL
@@ -60,6 +61,7 @@ from memlens.eval.report.llm_labels import labels_dir
 from memlens.eval.report.metrics import system_metrics, type_columns
 from memlens.eval.report.plots import plot_length_curves
 from memlens.eval.report.retrieval import write_attribution
+from memlens.eval.report.settings import ReportSettings
 
 #: Report outputs that depend on other systems' verdicts or on MLflow state (not DVC outputs).
 CROSS_SYSTEM_OUTPUTS = (
@@ -81,13 +83,6 @@ def load_verdicts(paths: Paths, system: str, mode: str, judge: str) -> dict[str,
     if not out:
         raise DataError(f"{d}: no verdicts of judge {judge!r}; run `memlens judge` first")
     return dict(sorted(out.items(), key=lambda kv: length_tokens(kv[0])))
-
-
-def _report_option(cfg, key: str, default):
-    from omegaconf import OmegaConf
-
-    v = OmegaConf.select(cfg, f"report.{key}", default=None)
-    return default if v is None else v
 
 
 def system_transitions(by_length: dict[str, list[Verdict]]) -> dict[str, dict]:
@@ -290,12 +285,10 @@ def check_questions(paths: Paths, system: str, mode: str, judge: str, by_length:
 def label_errors(paths: Paths, source: Benchmark, system: str, mode: str, by_length: dict, root: Path, llm) -> None:
     """The LLM-labelled taxonomy of this system's wrong answers (``report.llm_labels``), stored per
     length under ``root`` (:mod:`memlens.eval.report.llm_labels`); cached replies cost nothing."""
-    from omegaconf import OmegaConf
-
     from memlens.eval.report.llm_labels import LabellerSettings, build_messages, label_answers, write_labels
     from memlens.eval.results import PredictionStore
 
-    raw = OmegaConf.to_container(llm, resolve=True) if not isinstance(llm, dict) else dict(llm)
+    raw = llm.model_dump() if hasattr(llm, "model_dump") else dict(llm)
     settings = LabellerSettings(**raw)
     questions = source.questions
     for ln, vs in by_length.items():
@@ -433,14 +426,10 @@ def evaluation(cfg, paths: Paths, source: Benchmark, ds_hash: str, manifest: dic
         "model": section(cfg, "model")["model"],
         "eval": section(cfg, "eval")["eval"],
         "judge": section(cfg, "judge")["judge"],
-        "data": {
-            "scale": str(cfg.data.scale),
-            "seed": int(cfg.data.seed),
-            "items": str(cfg.data.get("items", "built")),
-        },
+        "data": {"scale": str(cfg.data.scale), "seed": int(cfg.data.seed), "items": str(cfg.data.items)},
         "dataset_hash": ds_hash,
     }
-    built = str(cfg.data.get("items", "built")) == "built"
+    built = cfg.data.items == "built"
     if built and (cost := build_accounting(paths.generated)) is not None:  # generator=llm: models, tokens, cost
         params["build"] = cost
     lengths = list(cover)
@@ -510,7 +499,9 @@ def results_table(
 
 
 # ----------------------------------------------------------------------------------- the stage
-def run(cfg, paths: Paths) -> None:
+def run(cfg: Settings, paths: Paths) -> None:
+    cfg = as_settings(cfg)
+    options: ReportSettings = cfg.report
     system, mode, judge = str(cfg.model.name), str(cfg.eval.mode), str(cfg.judge.name)
     source = open_benchmark(cfg, paths)
     questions = source.questions
@@ -606,7 +597,7 @@ def run(cfg, paths: Paths) -> None:
         if archive.is_dir():  # what the analyses know of this system: kind, sizes, backbone
             write_card(archive, card_from_config(section(cfg, "model")["model"]))
         labels = labels_dir(paths.cache, ds_hash)
-        llm = _report_option(cfg, "llm_labels", None)
+        llm = options.llm_labels
         if llm is not None and mode == "standard":
             bar.set_description_str("report: LLM error labels")
             label_errors(paths, source, system, mode, by_length, labels, llm)
@@ -619,14 +610,14 @@ def run(cfg, paths: Paths) -> None:
             questions=questions,
             n_resamples=n_res,
             seed=seed,
-            alpha=float(_report_option(cfg, "alpha", 0.05)),
-            hard_threshold=float(_report_option(cfg, "hard_threshold", 0.2)),
-            reference_length=_report_option(cfg, "hard_reference_length", None),
-            test_direction=str(_report_option(cfg, "degradation_test_direction", "any")),
+            alpha=float(options.alpha),
+            hard_threshold=float(options.hard_threshold),
+            reference_length=options.hard_reference_length,
+            test_direction=options.degradation_test_direction,
             built=source.source if source.kind == "built" else None,
             conf_model_dir=paths.root / "conf" / "model",
             labels_root=labels,
-            retention_lengths=_report_option(cfg, "retention_lengths", None),
+            retention_lengths=options.retention_lengths,
             taxonomy_cache=paths.cache / "taxonomy",
         )
         bar.update()

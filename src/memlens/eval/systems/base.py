@@ -3,9 +3,11 @@
 
 A model is one YAML file in ``conf/model/`` whose ``_target_`` names the class and whose other keys
 are its constructor arguments, so adding a model is one YAML file and, at most, one small class.
-Constructors are strict (no ``**kwargs`` catch-all): every key a class accepts is a named argument,
-and its ``Config`` class attribute is the pydantic schema the configuration is validated against
-before anything runs (:mod:`memlens.core.settings`; a new class declares its own ``Config``).
+A class is a component (``@component("model", name)``, or ``"agent"`` for a memory agent) whose
+``Config`` class attribute is the pydantic schema the configuration is validated against before
+anything runs, defined beside it; its constructor takes every key as a named argument (no
+``**kwargs`` catch-all) and, decorated :func:`~memlens.core.settings.configured`, the defaults of
+its schema (declared once, there). The schemas every system shares are here.
 """
 
 from __future__ import annotations
@@ -16,9 +18,47 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
-from memlens.core.items import EvalItem
+from pydantic import Field
 
+from memlens.core.items import EvalItem
+from memlens.core.settings import PositiveFloat, PositiveInt, SafeName, Section, operational
+
+#: the evaluation modes (``eval.mode``; :mod:`memlens.eval.prompt` renders each)
 MODES = ("standard", "cot", "reasoning", "text_only", "no_context", "label_images", "oracle_evidence", "caption")
+
+
+class ResourcesSettings(Section):
+    """``model.resources``: what a model needs to run (scheduling; checked against the serve settings)."""
+
+    accelerator: str | None = None
+    gpus: PositiveInt | None = None
+    tensor_parallel_size: PositiveInt | None = None
+    nodes: PositiveInt | None = None
+    cpus: PositiveInt | None = None
+    mem_gb: PositiveFloat | None = None
+
+
+class SystemSettings(Section):
+    """Keys of every system: ``name`` names the prediction folder; ``kind`` (lvlm, baseline, agent ...)
+    defaults to the class's own."""
+
+    name: SafeName = operational()
+    target: str = Field(alias="_target_")
+    kind: str | None = operational(None)
+
+
+class DescriptiveSettings(SystemSettings):
+    """Descriptive keys, kept for the logs, the sweep planner and the report's system cards only
+    (``params_total_b`` / ``params_active_b``: parameter counts in billions, for retention vs size;
+    not part of the system identity)."""
+
+    hf_id: str | None = None
+    context_window: PositiveInt | None = operational(None)
+    thinking: bool = False
+    resources: ResourcesSettings | None = operational(None)
+    notes: str | None = operational(None)
+    params_total_b: PositiveFloat | None = operational(None)
+    params_active_b: PositiveFloat | None = operational(None)
 
 
 @dataclass

@@ -9,29 +9,44 @@
 from __future__ import annotations
 
 from memlens.core.items import EvalItem
+from memlens.core.registry import component
 from memlens.core.schema import REFUSAL_REFERENCE
-from memlens.core.settings import ChanceSettings, RefuseSettings
+from memlens.core.settings import configured
 from memlens.core.store import derive_rng
-from memlens.eval.systems.base import Model, ModelOutput
+from memlens.eval.systems.base import Model, ModelOutput, SystemSettings
 
 
+class RefuseSettings(SystemSettings):
+    """``model`` with ``_target_: memlens.eval.systems.baselines.RefuseBaseline``."""
+
+
+class ChanceSettings(SystemSettings):
+    """``model`` with ``_target_: memlens.eval.systems.baselines.ChanceBaseline``."""
+
+    seed: int = 0
+
+
+@configured
+@component("model", "refuse")
 class RefuseBaseline(Model):
     kind = "baseline"
     Config = RefuseSettings
 
-    def __init__(self, name: str = "refuse", kind: str | None = None):
+    def __init__(self, name: str = "refuse", *, kind: str | None):
         super().__init__(name, kind)
 
     def generate(self, item: EvalItem, mode: str = "standard") -> ModelOutput:
         return ModelOutput(text=REFUSAL_REFERENCE)
 
 
+@configured
+@component("model", "chance")
 class ChanceBaseline(Model):
     kind = "baseline"
     Config = ChanceSettings
     answer_space = True  # draws from the question's answer space: sees its type and format hints
 
-    def __init__(self, name: str = "chance", seed: int = 0, kind: str | None = None):
+    def __init__(self, name: str = "chance", *, seed: int, kind: str | None):
         super().__init__(name, kind, options={"seed": seed})
         self.seed = int(seed)
 

@@ -27,13 +27,16 @@ import threading
 import time
 from collections import OrderedDict
 from collections.abc import Mapping
-from typing import Any
+from typing import Any, Literal
+
+from pydantic import model_validator
 
 from memlens.core.errors import ConfigError
 from memlens.core.items import EvalItem
-from memlens.core.settings import TransformersSettings
+from memlens.core.registry import component
+from memlens.core.settings import DeviceMap, PositiveInt, configured, operational
 from memlens.eval.prompt import LAYOUTS, build_messages
-from memlens.eval.systems.base import Model, ModelOutput
+from memlens.eval.systems.base import DescriptiveSettings, Model, ModelOutput
 
 log = logging.getLogger(__name__)
 
@@ -57,6 +60,35 @@ def to_hf_messages(messages: list[dict], load_image, image_key: str = "image") -
     return out
 
 
+class TransformersSettings(DescriptiveSettings):
+    """``model`` with ``_target_: memlens.eval.systems.hf_transformers.TransformersModel``."""
+
+    model_path: str | None = None
+    revision: str | None = None
+    dtype: Literal["auto", "bfloat16", "float16", "float32"] = "auto"
+    device: str = operational("auto")  # auto | cpu | cuda | cuda:N
+    device_map: DeviceMap = operational(None)  # e.g. auto (accelerate sharding)
+    max_new_tokens: PositiveInt = 2048
+    max_image_side: PositiveInt | None = 800
+    layout: Literal[LAYOUTS] = "messages"  # type: ignore[valid-type]
+    label_images: bool = False
+    system_prefix: str | None = None
+    chat_template_kwargs: dict[str, Any] | None = None
+    model_class: str = "AutoModelForImageTextToText"
+    image_key: str = "image"
+    trust_remote_code: bool = False
+    attn_implementation: str | None = None
+    image_cache_size: PositiveInt = 256
+
+    @model_validator(mode="after")
+    def _source(self) -> TransformersSettings:
+        if not (self.model_path or self.hf_id):
+            raise ValueError("transformers needs model_path or hf_id")
+        return self
+
+
+@configured
+@component("model", "transformers")
 class TransformersModel(Model):
     """A vision-language model run in-process with transformers (greedy decoding).
 
@@ -79,7 +111,7 @@ class TransformersModel(Model):
         context_window, thinking, resources, notes, params_total_b, params_active_b: descriptive keys
             (logs, sweep planner, the report's system cards).
 
-    The schema is :class:`memlens.core.settings.TransformersSettings` (``TransformersModel.Config``).
+    The schema is :class:`TransformersSettings` (``TransformersModel.Config``).
     """
 
     kind = "lvlm"
@@ -88,31 +120,31 @@ class TransformersModel(Model):
     def __init__(
         self,
         name: str,
-        model_path: str | None = None,
-        hf_id: str | None = None,
+        model_path: str | None,
+        hf_id: str | None,
         *,
-        revision: str | None = None,
-        dtype: str = "auto",
-        device: str = "auto",
-        device_map: str | Mapping | None = None,
-        max_new_tokens: int = 2048,
-        max_image_side: int | None = 800,
-        layout: str = "messages",
-        label_images: bool = False,
-        system_prefix: str | None = None,
-        chat_template_kwargs: Mapping[str, Any] | None = None,
-        model_class: str = "AutoModelForImageTextToText",
-        image_key: str = "image",
-        trust_remote_code: bool = False,
-        attn_implementation: str | None = None,
-        image_cache_size: int = 256,
-        kind: str | None = None,
-        context_window: int | None = None,
-        thinking: bool = False,
-        resources: Mapping[str, Any] | None = None,
-        notes: str | None = None,
-        params_total_b: float | None = None,
-        params_active_b: float | None = None,
+        revision: str | None,
+        dtype: str,
+        device: str,
+        device_map: str | Mapping | None,
+        max_new_tokens: int,
+        max_image_side: int | None,
+        layout: str,
+        label_images: bool,
+        system_prefix: str | None,
+        chat_template_kwargs: Mapping[str, Any] | None,
+        model_class: str,
+        image_key: str,
+        trust_remote_code: bool,
+        attn_implementation: str | None,
+        image_cache_size: int,
+        kind: str | None,
+        context_window: int | None,
+        thinking: bool,
+        resources: Mapping[str, Any] | None,
+        notes: str | None,
+        params_total_b: float | None,
+        params_active_b: float | None,
     ):
         super().__init__(
             name,

@@ -8,8 +8,8 @@ memlens.eval.systems.openai_model.OpenAICompatibleModel``); the keys are those o
 ``backoff_base_s``, ``backoff_max_s``) plus the prompt options (``layout``, ``label_images``,
 ``system_prefix``), ``token_param`` and ``image_cache_mb``. Descriptive keys (``hf_id``,
 ``context_window``, ``thinking``, ``resources``, ``notes``) are kept for the logs only. The schema is
-:class:`memlens.core.settings.OpenAICompatibleSettings` (``OpenAICompatibleModel.Config``); any other
-key is an error.
+:class:`OpenAICompatibleSettings` (``OpenAICompatibleModel.Config``, below); any other key is an
+error.
 
 How :meth:`OpenAICompatibleModel.run` drives the client:
 
@@ -37,19 +37,77 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Iterable, Iterator
-from typing import Any
+from typing import Any, Literal
+
+from pydantic import model_validator
 
 from memlens.core.errors import MemLensError
+from memlens.core.http import BackoffSettings
 from memlens.core.items import EvalItem
-from memlens.core.settings import OpenAICompatibleSettings
+from memlens.core.registry import component
+from memlens.core.settings import (
+    Fraction,
+    NonNegFloat,
+    NonNegInt,
+    PositiveFloat,
+    PositiveInt,
+    configured,
+    operational,
+    reject_api_key,
+)
 from memlens.eval.prompt import LAYOUTS, build_messages, history_key
-from memlens.eval.systems.base import Model, ModelOutput, ResultCallback
+from memlens.eval.systems.base import DescriptiveSettings, Model, ModelOutput, ResultCallback
 
 log = logging.getLogger(__name__)
 
-__all__ = ["OpenAICompatibleModel", "completion_to_output", "prefix_ordered", "run_items"]
+__all__ = [
+    "ClientSettings",
+    "OpenAICompatibleModel",
+    "OpenAICompatibleSettings",
+    "completion_to_output",
+    "prefix_ordered",
+    "run_items",
+]
 
 TOKEN_PARAMS = ("max_tokens", "max_completion_tokens")
+
+
+class ClientSettings(DescriptiveSettings, BackoffSettings):
+    """Client, decoding and prompt keys shared by the OpenAI-compatible backends (see
+    :class:`memlens.core.http.OpenAICompatibleConfig`)."""
+
+    api_key_env: str | None = operational(None)  # NAME of the environment variable holding the key
+    concurrency: PositiveInt = operational(8)
+    max_new_tokens: PositiveInt = 2048
+    temperature: NonNegFloat | None = 0.0  # null: no temperature is sent (reasoning APIs)
+    timeout_s: PositiveFloat = operational(600)
+    deadline_s: PositiveFloat | None = operational(1800)  # total per attempt (null: none)
+    max_response_mb: PositiveFloat | None = operational(8)  # largest answer read (null: no cap); not retried
+    max_retries: NonNegInt = operational(5)
+    image_transport: Literal["base64", "url"] = "base64"
+    max_image_side: PositiveInt | None = 800
+    extra_body: dict[str, Any] | None = None
+    top_p: Fraction | None = None
+    seed: int | None = None
+    token_param: Literal["max_tokens", "max_completion_tokens"] = "max_tokens"
+    layout: Literal[LAYOUTS] = "messages"  # type: ignore[valid-type]
+    label_images: bool = False
+    system_prefix: str | None = None
+    reorder_window: PositiveInt = operational(16)
+    image_cache_mb: NonNegInt = operational(384)
+    progress: bool = operational(False)
+
+    @model_validator(mode="before")
+    @classmethod
+    def _no_api_key(cls, data: Any) -> Any:
+        return reject_api_key("model", data)
+
+
+class OpenAICompatibleSettings(ClientSettings):
+    """``model`` with ``_target_: memlens.eval.systems.openai_model.OpenAICompatibleModel``."""
+
+    base_url: str = operational()
+    model: str
 
 
 def prefix_ordered(items: Iterable[EvalItem], mode: str, window: int) -> Iterator[EvalItem]:
@@ -96,6 +154,8 @@ def completion_to_output(result) -> ModelOutput:
     )
 
 
+@configured
+@component("model", "openai_compatible")
 class OpenAICompatibleModel(Model):
     """A system served behind an OpenAI-compatible ``/v1/chat/completions`` endpoint.
 
@@ -124,37 +184,37 @@ class OpenAICompatibleModel(Model):
         name: str,
         base_url: str,
         model: str,
-        api_key_env: str | None = None,
-        concurrency: int = 8,
-        max_new_tokens: int = 2048,
-        temperature: float | None = 0.0,
-        timeout_s: float = 600,
-        max_retries: int = 5,
-        image_transport: str = "base64",
-        max_image_side: int | None = 800,
+        api_key_env: str | None,
+        concurrency: int,
+        max_new_tokens: int,
+        temperature: float | None,
+        timeout_s: float,
+        max_retries: int,
+        image_transport: str,
+        max_image_side: int | None,
         *,
-        extra_body: dict | None = None,
-        top_p: float | None = None,
-        seed: int | None = None,
-        deadline_s: float | None = 1800,
-        max_response_mb: float | None = 8,
-        backoff_base_s: float = 1.0,
-        backoff_max_s: float = 30.0,
-        token_param: str = "max_tokens",
-        layout: str = "messages",
-        label_images: bool = False,
-        system_prefix: str | None = None,
-        reorder_window: int = 16,
-        image_cache_mb: int = 384,
-        progress: bool = False,
-        kind: str | None = None,
-        hf_id: str | None = None,
-        context_window: int | None = None,
-        thinking: bool = False,
-        resources: dict | None = None,
-        notes: str | None = None,
-        params_total_b: float | None = None,
-        params_active_b: float | None = None,
+        extra_body: dict | None,
+        top_p: float | None,
+        seed: int | None,
+        deadline_s: float | None,
+        max_response_mb: float | None,
+        backoff_base_s: float,
+        backoff_max_s: float,
+        token_param: str,
+        layout: str,
+        label_images: bool,
+        system_prefix: str | None,
+        reorder_window: int,
+        image_cache_mb: int,
+        progress: bool,
+        kind: str | None,
+        hf_id: str | None,
+        context_window: int | None,
+        thinking: bool,
+        resources: dict | None,
+        notes: str | None,
+        params_total_b: float | None,
+        params_active_b: float | None,
     ):
         from memlens.core.http import OpenAICompatibleConfig
 

@@ -37,15 +37,16 @@ from __future__ import annotations
 import math
 import re
 from decimal import Decimal, InvalidOperation
-from typing import Any
+from typing import Any, Literal
 
 from memlens.core.config import length_tokens
 from memlens.core.constants import AR, KU, REFUSAL_REFERENCE
 from memlens.core.errors import ConfigError
 from memlens.core.items import EvalItem
-from memlens.core.settings import StandinSettings
+from memlens.core.registry import component
+from memlens.core.settings import Fraction, NonNegFloat, configured, operational
 from memlens.core.store import derive_rng
-from memlens.eval.systems.base import Model, ModelOutput
+from memlens.eval.systems.base import Model, ModelOutput, SystemSettings
 
 __all__ = ["PlantedErrors", "PATTERNS", "EXPECTED_SOURCE", "STANDIN_VERSION"]
 
@@ -68,6 +69,24 @@ _FABRICATED_NAME = "Quillon Vantablue"
 _FABRICATED_DATE = "1907/03/14"
 
 
+class StandinSettings(SystemSettings):
+    """``model`` with ``_target_: memlens.eval.systems.standin.PlantedErrors``: a stand-in system with
+    planted error patterns (reads the answer key; for testing the analyses, not a model). The sizes
+    and the backbone are descriptive (the report's system card), not part of the system identity."""
+
+    seed: int = 0
+    accuracy: Fraction = 0.6  # share of correct answers at 32K
+    decay_per_doubling: NonNegFloat = 0.05  # lost per doubling of the length
+    patterns: dict[str, NonNegFloat] | None = None  # weights of the planted error kinds; null: all alike
+    subset: Literal["agent_subset_195"] | None = None  # the agent stand-in is evaluated on the agent subset
+    params_total_b: float | None = operational(None)
+    params_active_b: float | None = operational(None)
+    backbone_config: str | None = operational(None)
+    notes: str | None = operational(None)
+
+
+@configured
+@component("model", "standin")
 class PlantedErrors(Model):
     """See the module docstring."""
 
@@ -77,16 +96,17 @@ class PlantedErrors(Model):
     def __init__(
         self,
         name: str = "standin",
-        kind: str | None = None,
-        seed: int = 0,
-        accuracy: float = 0.6,
-        decay_per_doubling: float = 0.05,
-        patterns: dict[str, float] | None = None,
-        subset: str | None = None,
-        params_total_b: float | None = None,
-        params_active_b: float | None = None,
-        backbone_config: str | None = None,
-        notes: str | None = None,
+        *,
+        kind: str | None,
+        seed: int,
+        accuracy: float,
+        decay_per_doubling: float,
+        patterns: dict[str, float] | None,
+        subset: str | None,
+        params_total_b: float | None,
+        params_active_b: float | None,
+        backbone_config: str | None,
+        notes: str | None,
     ):
         weights = dict(patterns or {p: 1.0 for p in PATTERNS})
         unknown = sorted(set(weights) - set(PATTERNS))

@@ -48,13 +48,16 @@ import urllib.request
 import weakref
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Annotated, Any
+
+from pydantic import Field, model_validator
 
 from memlens.core.errors import ConfigError, MemLensError
 from memlens.core.items import EvalItem
-from memlens.core.settings import VLLMServerSettings
+from memlens.core.registry import component
+from memlens.core.settings import Command, EnvValue, NonNegInt, PositiveFloat, PositiveInt, configured, operational
 from memlens.eval.systems.base import ResultCallback
-from memlens.eval.systems.openai_model import OpenAICompatibleModel
+from memlens.eval.systems.openai_model import ClientSettings, OpenAICompatibleModel
 
 log = logging.getLogger(__name__)
 
@@ -326,6 +329,59 @@ class VLLMServer:
         self.stop()
 
 
+class VLLMServerSettings(ClientSettings):
+    """``model`` with ``_target_: memlens.eval.systems.vllm_server.VLLMServerModel``: ``hf_id`` or
+    ``model_path`` is served; the client connects to ``host:port`` (no ``base_url``/``model``)."""
+
+    model_path: str | None = None
+    served_model_name: str | None = operational(None)  # default: name
+    command: Command = operational(None)  # null: $MEMLENS_VLLM_COMMAND or `vllm serve`
+    host: str = operational("127.0.0.1")
+    bind_host: str | None = operational(None)
+    port: Annotated[int, Field(ge=0, le=65535)] = operational(0)
+    tensor_parallel_size: PositiveInt | None = operational(None)
+    max_model_len: PositiveInt | None = None
+    limit_mm_per_prompt: dict[str, NonNegInt] | None = None
+    gpu_memory_utilization: Annotated[float, Field(gt=0, le=1)] | None = operational(0.9)
+    trust_remote_code: bool = False
+    enable_prefix_caching: bool = operational(True)
+    extra_args: list[str] = operational([])
+    env: dict[str, EnvValue] | None = operational(None)
+    startup_timeout_s: PositiveFloat = operational(1800)
+    health_interval_s: PositiveFloat = operational(2.0)
+    shutdown_timeout_s: PositiveFloat = operational(60)
+    log_file: str | None = operational(None)
+
+    @model_validator(mode="before")
+    @classmethod
+    def _no_external_server(cls, data: Any) -> Any:
+        if isinstance(data, Mapping) and ("base_url" in data or "model" in data):
+            raise ValueError(
+                "vllm_server derives base_url/model from host, port and served_model_name; use the "
+                "openai_compatible backend (memlens.eval.systems.openai_model.OpenAICompatibleModel) "
+                "for an external server"
+            )
+        return data
+
+    @model_validator(mode="after")
+    def _served(self) -> VLLMServerSettings:
+        if not (self.hf_id or self.model_path):
+            raise ValueError("vllm_server needs hf_id or model_path")
+        res = self.resources
+        tp_res = res.tensor_parallel_size if res else None
+        tp = self.tensor_parallel_size or tp_res or 1
+        if tp_res is not None and self.tensor_parallel_size is not None and tp_res != self.tensor_parallel_size:
+            raise ValueError(
+                f"tensor_parallel_size {self.tensor_parallel_size} disagrees with "
+                f"resources.tensor_parallel_size {tp_res}"
+            )
+        if res and res.gpus is not None and res.gpus < tp:
+            raise ValueError(f"resources.gpus ({res.gpus}) must be >= tensor_parallel_size ({tp})")
+        return self
+
+
+@configured
+@component("model", "vllm_server")
 class VLLMServerModel(OpenAICompatibleModel):
     """An open-weight model served by a ``vllm serve`` process that the evaluate stage manages.
 
@@ -354,27 +410,27 @@ class VLLMServerModel(OpenAICompatibleModel):
     def __init__(
         self,
         name: str,
-        hf_id: str | None = None,
+        hf_id: str | None,
         *,
-        model_path: str | None = None,
-        served_model_name: str | None = None,
-        command: str | Sequence[str] | None = None,
-        host: str = "127.0.0.1",
-        bind_host: str | None = None,
-        port: int = 0,
-        tensor_parallel_size: int | None = None,
-        max_model_len: int | None = None,
-        limit_mm_per_prompt: Mapping[str, int] | None = None,
-        gpu_memory_utilization: float | None = 0.9,
-        trust_remote_code: bool = False,
-        enable_prefix_caching: bool = True,
-        extra_args: Sequence[str] = (),
-        env: Mapping[str, Any] | None = None,
-        startup_timeout_s: float = 1800,
-        health_interval_s: float = 2.0,
-        shutdown_timeout_s: float = 60,
-        log_file: str | None = None,
-        resources: Mapping[str, Any] | None = None,
+        model_path: str | None,
+        served_model_name: str | None,
+        command: str | Sequence[str] | None,
+        host: str,
+        bind_host: str | None,
+        port: int,
+        tensor_parallel_size: int | None,
+        max_model_len: int | None,
+        limit_mm_per_prompt: Mapping[str, int] | None,
+        gpu_memory_utilization: float | None,
+        trust_remote_code: bool,
+        enable_prefix_caching: bool,
+        extra_args: Sequence[str],
+        env: Mapping[str, Any] | None,
+        startup_timeout_s: float,
+        health_interval_s: float,
+        shutdown_timeout_s: float,
+        log_file: str | None,
+        resources: Mapping[str, Any] | None,
         base_url: str | None = None,
         model: str | None = None,
         **client: Any,

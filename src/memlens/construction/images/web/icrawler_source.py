@@ -37,17 +37,28 @@ from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from datetime import UTC, datetime
 from pathlib import Path
-from types import MappingProxyType
+from typing import Annotated, Any, Literal
 
+from pydantic import Field, model_validator
 from tqdm import tqdm
 
-from memlens.construction.images.sources import ImageRequest, SyntheticSource
+from memlens.construction.images.sources import ImageRequest, SourceSettings, SyntheticSource
 from memlens.construction.images.web.cache import CandidateCache
 from memlens.construction.images.web.dedupe import Deduper, normalize_url
 from memlens.construction.images.web.download import Fetched, SafeDownloader
 from memlens.construction.images.web.engines import Hit, PageSession, page_urls, parse_page, rewrite_base
 from memlens.core.errors import ConfigError, ImageError
 from memlens.core.io import atomic_write_bytes, canonical_bytes, iter_jsonl
+from memlens.core.registry import component
+from memlens.core.settings import (
+    Fraction,
+    NonNegFloat,
+    NonNegInt,
+    PositiveFloat,
+    PositiveInt,
+    configured,
+    reject_api_key,
+)
 from memlens.core.store import derive_rng
 
 log = logging.getLogger(__name__)
@@ -60,41 +71,91 @@ def _now() -> str:
     return datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
-#: the downloader settings of a crawl that differ from :class:`SafeDownloader`'s own defaults
-CRAWLER_DOWNLOAD_DEFAULTS = MappingProxyType({"rate_per_host": 2.0, "user_agent": "memlens-crawler/1"})
+class IcrawlerSourceSettings(SourceSettings):
+    """``images`` with ``_target_: memlens.construction.images.web.icrawler_source.IcrawlerSource`` (web images
+    through icrawler's engines or a URL list, a safe downloader and a URL-keyed cache; see
+    ``conf/images/icrawler.yaml``)."""
+
+    name: str = "icrawler"
+    mode: Literal["engine", "urls"] = "engine"
+    engine: Literal["bing", "baidu", "google", "flickr"] = "bing"
+    engine_base_url: str | None = None  # replaces scheme+host of the engine's page URLs (mirror, local server)
+    engine_options: dict[str, Any] | None = None  # filters / language (icrawler feeders), flickr search keys
+    api_key_env: str | None = None  # NAME of the variable holding the engine's API key (flickr)
+    url_list: str | None = None  # mode=urls: a .txt (one URL a line) or .jsonl file
+    query_template: str = "{subtopic} {family}"
+    haystack_query_template: str | None = "{topic} {family}"  # null: query_template
+    family_words: dict[str, str] | None = None
+    web_roles: list[Literal["evidence", "haystack"]] | None = None  # null: [haystack]
+    candidates_per_request: PositiveInt = 1
+    overfetch: Annotated[float, Field(ge=1)] = 2.0
+    on_shortage: Literal["error", "synthetic"] = "error"
+    photo_effect_rate: Fraction = 0.5  # the synthetic renderer of the images the web does not serve
+    download_workers: PositiveInt = 16
+    max_bytes: PositiveInt = 10_000_000
+    max_page_bytes: PositiveInt = 5_000_000
+    max_pixels: PositiveInt = 16_000_000
+    min_side: PositiveInt = 64
+    max_side: PositiveInt = 8192
+    connect_timeout_s: PositiveFloat = 5.0
+    read_timeout_s: PositiveFloat = 10.0
+    total_timeout_s: PositiveFloat = 30.0
+    retries: NonNegInt = 2
+    backoff_s: NonNegFloat = 0.5
+    rate_per_host: NonNegFloat = 2.0  # requests per second per host; 0 = no limit
+    max_redirects: NonNegInt = 5
+    allow_private: bool = False  # loopback/private hosts (a local mirror or test server)
+    retry_failed: bool = False  # ask again for URLs whose earlier fetch failed
+    phash_max_distance: NonNegInt = 12
+    user_agent: str = "memlens-crawler/1"
+
+    @model_validator(mode="before")
+    @classmethod
+    def _no_api_key(cls, data: Any) -> Any:
+        return reject_api_key("images", data)
+
+    @model_validator(mode="after")
+    def _mode(self) -> IcrawlerSourceSettings:
+        if self.mode == "urls" and not self.url_list:
+            raise ValueError("images.mode=urls needs images.url_list (a file of image URLs)")
+        return self
 
 
+@configured
+@component("image_source", "icrawler")
 class IcrawlerSource:
     """See the module docstring. ``fetch_all`` is the crawl stage's entry point (the whole crawl
     at once: searches, downloads and dedupe need to see every request)."""
 
     name = "icrawler"
+    Config = IcrawlerSourceSettings
 
     def __init__(
         self,
-        name: str = "icrawler",
-        mode: str = "engine",
-        engine: str = "bing",
-        engine_base_url: str | None = None,
-        engine_options: dict | None = None,
-        api_key_env: str | None = None,
-        url_list: str | None = None,
-        query_template: str = "{subtopic} {family}",
-        haystack_query_template: str | None = "{topic} {family}",
-        family_words: dict | None = None,
-        web_roles: list | None = None,
-        candidates_per_request: int = 1,
-        overfetch: float = 2.0,
-        on_shortage: str = "error",
-        photo_effect_rate: float = 0.5,
-        download_workers: int = 16,
-        retry_failed: bool = False,
-        phash_max_distance: int = 12,
+        *,
+        name: str,
+        mode: str,
+        engine: str,
+        engine_base_url: str | None,
+        engine_options: dict | None,
+        api_key_env: str | None,
+        url_list: str | None,
+        query_template: str,
+        haystack_query_template: str | None,
+        family_words: dict | None,
+        web_roles: list | None,
+        candidates_per_request: int,
+        overfetch: float,
+        on_shortage: str,
+        photo_effect_rate: float,
+        download_workers: int,
+        retry_failed: bool,
+        phash_max_distance: int,
         **options,
     ):
         """The downloader's options (``max_bytes``, timeouts, ``retries``, ``rate_per_host`` ...) are
-        :class:`SafeDownloader`'s, with a crawler's defaults (2 request starts per second per host);
-        other keys of the image-source config are not this source's and are left alone."""
+        :class:`SafeDownloader`'s, with the crawler's defaults of the schema (2 request starts per
+        second per host); other keys of the image-source config are not this source's and are left alone."""
         if mode not in ("engine", "urls"):
             raise ConfigError(f"images.mode {mode!r}: expected engine or urls")
         if mode == "urls" and not url_list:
@@ -118,7 +179,7 @@ class IcrawlerSource:
         self.retry_failed = bool(retry_failed)
         self.phash_max_distance = int(phash_max_distance)
         self.synthetic = SyntheticSource(photo_effect_rate=photo_effect_rate)
-        self.dl = SafeDownloader(**{**CRAWLER_DOWNLOAD_DEFAULTS, **SafeDownloader.options_of(options)})
+        self.dl = SafeDownloader(**SafeDownloader.options_of(options))
         #: what the last ``fetch_all`` did (requests sent, cache hits, refusals by reason)
         self.stats: dict = {}
 

@@ -29,12 +29,15 @@ import json
 import logging
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
-from typing import Any
+from typing import Annotated, Any, Literal
+
+from pydantic import Field, model_validator
 
 from memlens.construction.text.llm.schemas import parse_json, validate
 from memlens.core.errors import MemLensError
 from memlens.core.http import OpenAICompatibleClient, OpenAICompatibleConfig
 from memlens.core.reqcache import CachedCompletion, RequestCache, request_key
+from memlens.core.settings import Fraction, NonNegFloat, PositiveInt, Section, reject_api_key
 
 __all__ = ["Endpoint", "LLMEngine", "LLMRequestError", "Usage"]
 
@@ -45,22 +48,28 @@ class LLMRequestError(MemLensError):
     """A construction request failed (after retries) or its answer stayed invalid (after repairs)."""
 
 
-@dataclass(frozen=True)
-class Endpoint:
-    """One role's endpoint and decoding settings (see ``conf/generator/llm.yaml``)."""
+class Endpoint(Section):
+    """One role's endpoint and decoding settings: the schema of ``generator.llm.<role>`` (see
+    ``conf/generator/llm.yaml``), an OpenAI-compatible endpoint and model. Prices are USD per
+    million tokens, for the cost accounting only."""
 
     base_url: str
-    model: str
-    model_id: str | None = None  # identity in the cache key; default: model
-    api_key_env: str | None = None
-    temperature: float | None = 0.7
-    top_p: float | None = None
-    max_new_tokens: int = 1024
-    token_param: str = "max_tokens"
-    extra_body: dict | None = None
-    structured_output: bool = True
-    price_prompt_per_mtok: float = 0.0
-    price_completion_per_mtok: float = 0.0
+    model: Annotated[str, Field(min_length=1)]
+    model_id: str | None = None  # identity in the request cache key; default: model
+    api_key_env: str | None = None  # NAME of the environment variable holding the key
+    temperature: NonNegFloat | None = 0.7  # null: none is sent (reasoning APIs)
+    top_p: Fraction | None = None
+    max_new_tokens: PositiveInt = 1024
+    token_param: Literal["max_tokens", "max_completion_tokens"] = "max_tokens"
+    extra_body: dict[str, Any] | None = None
+    structured_output: bool = True  # send response_format json_schema for JSON tasks
+    price_prompt_per_mtok: NonNegFloat = 0.0
+    price_completion_per_mtok: NonNegFloat = 0.0
+
+    @model_validator(mode="before")
+    @classmethod
+    def _no_api_key(cls, data: Any) -> Any:
+        return reject_api_key("generator.llm.<role>", data)
 
     @property
     def identity(self) -> str:

@@ -29,11 +29,11 @@ def single_threaded():
     return threadpool_limits(limits=1)
 
 
-def run_all(
-    bench: Bench, acfg: dict | None = None, *, seed: int = 0, progress: bool = False, only: tuple[str, ...] = ()
-) -> dict:
-    """Every adversary's figures (or those named in ``only``) and the seconds each took (``timing``)."""
-    a = dict(acfg or {})
+def run_all(bench: Bench, acfg: dict, *, seed: int = 0, progress: bool = False, only: tuple[str, ...] = ()) -> dict:
+    """Every adversary's figures (or those named in ``only``) and the seconds each took (``timing``);
+    ``acfg``: the ``validate`` section (:class:`~memlens.construction.validate.settings.ValidateSettings`,
+    dumped to a dict)."""
+    a = dict(acfg)
     timing = {}
     out = {}
     steps = (
@@ -41,9 +41,9 @@ def run_all(
             "text_only",
             lambda: textonly.run(
                 bench,
-                k_folds=int(a.get("folds", 5)),
-                vocab_min=int(a.get("vocab_min", 3)),
-                min_support=int(a.get("min_support", 2)),
+                k_folds=int(a["folds"]),
+                vocab_min=int(a["vocab_min"]),
+                min_support=int(a["min_support"]),
                 seed=seed,
             ),
         ),
@@ -51,16 +51,16 @@ def run_all(
             "detectors",
             lambda: detectors.run(
                 bench,
-                k_folds=int(a.get("folds", 5)),
+                k_folds=int(a["folds"]),
                 seed=seed,
-                top=int(a.get("top_features", 8)),
-                max_features=int(a.get("text_max_features", 20000)),
+                top=int(a["top_features"]),
+                max_features=int(a["text_max_features"]),
             ),
         ),
         (
             "repetition",
             lambda: repetition.run(
-                bench, min_words=int(a.get("min_sentence_words", 5)), frequent_uses=int(a.get("frequent_uses", 100))
+                bench, min_words=int(a["min_sentence_words"]), frequent_uses=int(a["frequent_uses"])
             ),
         ),
     )

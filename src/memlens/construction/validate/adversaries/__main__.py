@@ -2,18 +2,36 @@
 
     python -m memlens.construction.validate.adversaries --data DIR [--lengths 32k 64k] [--json out.json]
 
-DIR holds ``images/index.jsonl``, ``generated/`` and ``instances/`` (a project's ``data/``).
+DIR holds ``images/index.jsonl``, ``generated/`` and ``instances/`` (a project's ``data/``). The
+adversaries' settings are the ``validate`` section of ``--settings`` (default: the project's
+``conf/validate/default.yaml``).
 """
 
 from __future__ import annotations
 
 import argparse
 import sys
+from pathlib import Path
 
 from memlens.construction.validate.adversaries import load, run_all
 from memlens.construction.validate.adversaries.render import figures_md
-from memlens.core.errors import MemLensError
+from memlens.core.config import project_root
+from memlens.core.errors import ConfigError, MemLensError
 from memlens.core.io import write_json
+
+
+def load_settings(path: str | Path | None = None) -> dict:
+    """The ``validate`` section of a YAML file (default: the project's ``conf/validate/default.yaml``)."""
+    import yaml
+
+    p = Path(path) if path else project_root() / "conf" / "validate" / "default.yaml"
+    try:
+        data = yaml.safe_load(p.read_text())
+    except (OSError, yaml.YAMLError) as exc:
+        raise ConfigError(f"{p}: cannot read the validate section ({exc})") from None
+    if not isinstance(data, dict):
+        raise ConfigError(f"{p}: not a validate section (a mapping of its keys)")
+    return data
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -24,13 +42,19 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--lengths", nargs="*", default=None, help="only these lengths (default: every instances/*.jsonl)")
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--json", default=None, help="also write the figures to this JSON file")
+    ap.add_argument("--settings", default=None, help="a validate section (default: conf/validate/default.yaml)")
     args = ap.parse_args(argv)
     try:
+        settings = load_settings(args.settings)
         bench = load(args.data, args.lengths)
     except MemLensError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
-    figs = run_all(bench, seed=args.seed, progress=True)
+    try:
+        figs = run_all(bench, settings, seed=args.seed, progress=True)
+    except KeyError as exc:
+        print(f"error: {args.settings or 'conf/validate/default.yaml'}: missing key {exc}", file=sys.stderr)
+        return 2
     print("\n".join(figures_md(figs)))
     print("\nseconds: " + ", ".join(f"{k} {v:.1f}" for k, v in figs["timing"].items()))
     if args.json:
