@@ -156,14 +156,16 @@ def test_lengths_past_256k_are_found_and_ordered_by_tokens(tmp_path):
     assert rel.count("1m") == 1
 
 
-def test_built_lengths_are_ordered_by_tokens(tmp_path):
+def test_built_lengths_are_ordered_by_tokens(tmp_path, tiny_project):
+    import shutil
+
     from memlens.core.config import Paths
     from memlens.core.items import BuiltBenchmark
 
     gen, inst = tmp_path / "data" / "generated", tmp_path / "data" / "instances"
     gen.mkdir(parents=True)
     inst.mkdir(parents=True)
-    (gen / "questions.jsonl").write_text("")
+    shutil.copy(tiny_project / "data" / "generated" / "questions.jsonl", gen / "questions.jsonl")
     for n in ("1m", "256k", "32k", "512k", "64k"):
         (inst / f"{n}.jsonl").write_text("")
     assert BuiltBenchmark(Paths(tmp_path)).lengths() == ["32k", "64k", "256k", "512k", "1m"]
