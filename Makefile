@@ -43,7 +43,7 @@ drop_pinned = awk 'function key(s) { split(s, a, "=="); s = tolower(a[1]); gsub(
 	!/^[A-Za-z0-9]/ || !(key($$1) in base)' $(1) $(2)
 LINT_PATHS := src tests benchmarks
 
-.PHONY: install install-ml install-agents install-mem0 lock lint remote repro exps test test-fast test-cluster ui leaderboard bench params
+.PHONY: install install-ml install-agents install-mem0 lock lint remote repro standins exps test test-fast test-cluster ui leaderboard bench params
 
 install: $(VENV)/.installed
 
@@ -175,6 +175,14 @@ for m in $(filter-out $(DEFAULT_SYSTEM),$(BASELINES)); do \
 done; \
 if [ -n "$$ran" ]; then echo "== dvc exp apply $$d (the workspace back on the default system)"; dvc exp apply "$$d"; fi
 endef
+
+# Stand-in systems with planted error patterns (memlens.eval.systems.standin: test instruments, not
+# models), with made-up sizes and an agent naming its backbone: every analysis of docs/analyses.md
+# (error taxonomy, modality, retention vs size, backbone-matched, MDE) has something to show.
+# `make standins` is `make repro` with them added to the baselines (each an experiment of its own).
+STANDINS ?= standin-2b standin-8b standin-30b-a3b standin-72b standin-235b-a22b standin-agent-8b
+standins:
+	$(MAKE) repro BASELINES="$(BASELINES) $(STANDINS)"
 
 # The experiments of the current commit: system, then overall and per-type accuracy per length.
 exps: install

@@ -147,6 +147,30 @@ def test_missing_image_is_a_clear_error(tmp_path):
         item.resolve_image(item.image_ids[0])
 
 
+def test_lengths_past_256k_are_found_and_ordered_by_tokens(tmp_path):
+    """dataset_512k.json and dataset_1m.json are releases too, and "1m" is the longest, not the first."""
+    rel = _release(tmp_path, [_item()])
+    for name in ("dataset_1m.json", "dataset_512k.json", "dataset_128k.json"):
+        (tmp_path / "rel" / name).write_text(json.dumps([_item()]))
+    assert rel.lengths() == ["32k", "128k", "512k", "1m"]
+    assert rel.count("1m") == 1
+
+
+def test_built_lengths_are_ordered_by_tokens(tmp_path, tiny_project):
+    import shutil
+
+    from memlens.core.config import Paths
+    from memlens.core.items import BuiltBenchmark
+
+    gen, inst = tmp_path / "data" / "generated", tmp_path / "data" / "instances"
+    gen.mkdir(parents=True)
+    inst.mkdir(parents=True)
+    shutil.copy(tiny_project / "data" / "generated" / "questions.jsonl", gen / "questions.jsonl")
+    for n in ("1m", "256k", "32k", "512k", "64k"):
+        (inst / f"{n}.jsonl").write_text("")
+    assert BuiltBenchmark(Paths(tmp_path)).lengths() == ["32k", "64k", "256k", "512k", "1m"]
+
+
 def test_missing_length_lists_available(tmp_path):
     rel = _release(tmp_path, [_item()])
     with pytest.raises(DataError, match="available lengths: 32k"):

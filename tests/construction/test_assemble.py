@@ -439,3 +439,55 @@ def test_other_questions_evidence_is_haystack_too_and_sessions_recur_alike(tmp_p
 
 def owner_q(questions, inst):
     return next(q for q in questions if q.question_id == inst.question_id)
+
+
+def test_a_wider_lender_window_from_a_long_length_leaves_the_shorter_histories_unchanged(tmp_path, inputs):
+    """``window_days_by_length``: from that length on a history may also take the evidence of
+    questions asked further away; the histories of the shorter lengths are byte-identical."""
+    topics, images, sessions, questions = inputs
+    # a smaller haystack pool, so that haystack sessions recur (and lent ones have a share to fill)
+    sessions = {k: v for k, v in sessions.items() if v.kind != "haystack" or int(k[1:]) < 30}
+    # questions 10 days apart: a 5-day window lends nothing, a 100-day one lends every other question
+    questions = [
+        Question.from_dict({**q.to_dict(), "question_date": format_date(QDATE + timedelta(days=10 * i))})
+        for i, q in enumerate(questions)
+    ]
+    root = tmp_path / "proj"
+    d = root / "data"
+    write_jsonl(d / "ontology" / "topics.jsonl", topics)
+    write_jsonl(d / "generated" / "questions.jsonl", questions)
+    write_jsonl(d / "generated" / "sessions.jsonl", [sessions[k] for k in sorted(sessions)])
+    write_jsonl(d / "images" / "index.jsonl", [{"image": r.to_dict()} for r in images.values()])
+    owner = {e.session_id: q.question_id for q in questions for e in q.evidence}
+    out, lent = {}, {}
+    for wide in (False, True):
+        xcfg = {"enabled": True, "window_days": 5, "min_lenders": 0, "balance": 0.5}
+        if wide:
+            xcfg["window_days_by_length"] = {"16k": 100}
+        A.run(_cfg(xcfg), Paths(root))
+        out[wide] = {ln: (d / "instances" / f"{ln}.jsonl").read_bytes() for ln in LENGTHS}
+        lent[wide] = {
+            ln: sum(
+                1
+                for inst in read_records(d / "instances" / f"{ln}.jsonl", Instance)
+                for s in inst.session_ids
+                if owner.get(s, inst.question_id) != inst.question_id
+            )
+            for ln in LENGTHS
+        }
+    assert out[True]["8k"] == out[False]["8k"] and out[True]["16k"] != out[False]["16k"]
+    assert lent[False] == {"8k": 0, "16k": 0} and lent[True]["8k"] == 0 and lent[True]["16k"] > 0
+    for inst in read_records(d / "instances" / "16k.jsonl", Instance):  # still nested on 8k
+        short = next(
+            i for i in read_records(d / "instances" / "8k.jsonl", Instance) if i.question_id == inst.question_id
+        )
+        assert set(short.session_ids) <= set(inst.session_ids)
+
+
+def test_balanced_share():
+    # 1 + f S / E = (1 - f) S / H, by hand for S = 789 * 183.5, E = 2262, H = 1600: f = 0.5792
+    f = A.balanced_share(789, 183.5, 2262, 1600)
+    slots = 789 * 183.5
+    assert 1 + f * slots / 2262 == pytest.approx((1 - f) * slots / 1600)
+    assert f == pytest.approx(0.5792, abs=1e-4)
+    assert A.balanced_share(0, 10, 5, 5) == A.LENT_SHARE

@@ -24,6 +24,9 @@ from tests.conftest import REPO
 MODEL_DIR = REPO / "conf" / "model"
 ALL = sorted(p.stem for p in MODEL_DIR.glob("*.yaml"))
 RAW = {n: yaml.safe_load((MODEL_DIR / f"{n}.yaml").read_text()) or {} for n in ALL}
+#: memory agents (kind: agent) and stand-in systems with planted errors (kind: standin): not roster LVLMs
+AGENTS = {n for n in ALL if RAW[n].get("kind") == "agent"}
+STANDINS = {n for n in ALL if RAW[n].get("kind") == "standin"}
 #: the roster: the LVLMs of conf/model (kind: lvlm) but the generic backends (templates); baselines
 #: and memory agents are systems of their own (their facts are in their YAML files too)
 ROSTER = [n for n in ALL if RAW[n].get("kind") == "lvlm" and n not in GENERIC]
@@ -93,6 +96,46 @@ def test_roster_entry(name):
         assert int(argv[argv.index("--max-model-len") + 1]) <= raw["context_window"]
     assert model.config.max_new_tokens == raw["max_new_tokens"]
     assert model.layout == "messages"
+
+
+@pytest.mark.parametrize("name", ROSTER)
+def test_roster_sizes(name):
+    """Every roster model's card: total and active parameters (null only for unpublished API sizes)."""
+    raw = RAW[name]
+    assert "params_total_b" in raw and "params_active_b" in raw, name
+    if name in APIS - {"kimi-k2.5"}:
+        assert raw["params_total_b"] is None
+    else:
+        assert raw["params_total_b"] >= raw["params_active_b"] > 0
+
+
+def test_sizes_follow_the_paper_roster():
+    paper = {"kimi-k2.5": 1000, "qwen3.5-122b-a10b": 122, "qwen3-vl-235b-a22b-instruct": 235, "glm-4.6v": 106}
+    paper |= {"glm-4.5v": 106, "gemma3-27b": 27, "gemma3-12b": 12, "gemma3-4b": 4, "phi4-multimodal": 5.6}
+    paper |= {"cosmos-reason2-8b": 8, "nemotron-nano-12b-v2-vl": 12, "qwen3.5-2b": 2, "qwen3-vl-2b-instruct": 2}
+    assert {n: RAW[n]["params_total_b"] for n in paper} == paper
+    assert (
+        RAW["qwen3.5-122b-a10b"]["params_active_b"] == 10
+        and RAW["qwen3-vl-235b-a22b-thinking"]["params_active_b"] == 22
+    )
+
+
+def test_backbones_name_existing_configs():
+    named = {n: RAW[n]["backbone_config"] for n in AGENTS | STANDINS if RAW[n].get("backbone_config")}
+    assert named["m2a"] == named["hybrid-pixel"] == "qwen3-vl-8b-instruct"
+    assert named["standin-agent-8b"] == "standin-8b"
+    for agent, backbone in named.items():
+        assert backbone in ALL and RAW[backbone].get("kind") != "agent", agent
+
+
+def test_card_keys_are_not_part_of_the_identity():
+    from memlens.core.compose import load_config
+    from memlens.eval.evaluate.stage import system_identity
+
+    cfg = OmegaConf.to_container(load_config(["model=hybrid-pixel"], root=REPO).model, resolve=True)
+    ident = system_identity(cfg)
+    assert not {"params_total_b", "params_active_b", "backbone_config"} & set(ident)
+    assert system_identity({**cfg, "params_total_b": 99}) == ident
 
 
 def test_roster_covers_the_paper():

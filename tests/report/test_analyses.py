@@ -185,6 +185,13 @@ def test_degradation_table(tmp_path):
     assert all(r["n_tests"] == n_tests for r in recs)
     assert first["p_bonferroni"] == pytest.approx(min(1.0, first["p"] * n_tests))
     assert ov[1]["b01"] == 4 and ov[1]["reverts"] is None
+    # resolution: 11 of 20 flip (psi = 0.55); 55 points is more than the paired MDE there, 4 of 20
+    # back (psi = 0.2, delta = 0.2 = psi: the largest possible difference) is not detectable at n = 20
+    from memlens.eval.report.power import mde_paired
+
+    assert first["mde"] == pytest.approx(mde_paired(20, 11 / 20)) and first["resolved"] is True
+    assert mde_paired(20, 0.55) == pytest.approx(0.4377, abs=1e-3)  # sqrt(20) d = 1.96 sqrt(.55) + .84 sqrt(.55 - d^2)
+    assert ov[1]["mde"] is None and ov[1]["resolved"] is None
 
 
 def test_jaccard_records(vroot):

@@ -8,7 +8,13 @@ import io
 
 import pytest
 
-from memlens.eval.report.leaderboard import FAILURE_FLAG, leaderboard_rows, render_csv, render_markdown
+from memlens.eval.report.leaderboard import (
+    FAILURE_FLAG,
+    annotate_resolution,
+    leaderboard_rows,
+    render_csv,
+    render_markdown,
+)
 from memlens.eval.report.stage import Completeness, child_metrics, results_table, summary_metrics
 
 DS, OTHER = "aa" * 32, "bb" * 32
@@ -145,3 +151,44 @@ def test_results_table():
     assert lines[2].split()[:4] == ["chance", "32k", "25", "8.0"] and "66.7 [0.0-100.0]" in lines[2]
     assert lines[2].endswith("complete") and lines[3].endswith("INCOMPLETE (12% covered), 33% failed")
     assert len(lines) == 4 and max(len(x) for x in lines) < 120
+
+
+def test_gaps_carry_their_minimum_detectable_effect():
+    rows = [row("a", "32k", 0.60), row("b", "32k", 0.45), row("c", "32k", 0.40), row("a", "64k", 0.5)]
+    for r in rows:
+        r["metrics"]["n"] = 195
+    board = leaderboard_rows(rows, DS)
+
+    def lookup(mode, judge, length, x, y):  # a and b disagree on 30% of 195 questions; c is not at hand
+        return (195, 0.30) if {x, y} == {"a", "b"} else None
+
+    annotate_resolution(board["complete"], lookup)
+    res = {(r["system"], r["length"]): r.get("resolution") for r in board["complete"]}
+    from memlens.eval.report.power import mde_paired, mde_unpaired
+
+    ab, bc = res[("a", "32k")], res[("b", "32k")]
+    assert ab["kind"] == "paired" and ab["mde"] == pytest.approx(mde_paired(195, 0.30)) and ab["resolved"] is True
+    assert bc["kind"] == "unpaired" and bc["mde"] == pytest.approx(mde_unpaired(195, 195, 0.425))
+    # by hand: 2.8016 * sqrt(0.425 * 0.575 * 2 / 195) = 0.1403: 5 points at n = 195 are not resolved
+    assert bc["mde"] == pytest.approx(0.1403, abs=1e-3) and bc["resolved"] is False
+    assert res[("c", "32k")] is None and res[("a", "64k")] is None  # the last of a group, a group of one
+    md = render_markdown(board)
+    assert "gap to next (pp) | MDE (pp) |" in md
+    assert "| 15.0 | " in md and "| 5.0 ~ | 14.0 (u) |" in md and "~ marks a gap below its MDE" in md
+    table = list(csv.DictReader(io.StringIO(render_csv(board["complete"]))))
+    assert [(r["system"], r["gap_resolved"], r["mde_kind"]) for r in table][:2] == [
+        ("a", "true", "paired"),
+        ("b", "false", "unpaired"),
+    ]
+
+
+def test_no_gap_between_runs_of_different_questions():
+    """An agent's run on its subset is ranked among subset runs: no gap to a run on all questions."""
+    rows = [row("lvlm", "32k", 0.60), row("agent", "32k", 0.50), row("agent2", "32k", 0.30)]
+    for r in rows[1:]:
+        r["tags"]["memlens.subset"] = "agent_subset_195"
+    board = leaderboard_rows(rows, DS)
+    annotate_resolution(board["complete"])
+    res = {r["system"]: r.get("resolution") for r in board["complete"]}
+    assert res["lvlm"] is None  # the only run on all questions
+    assert res["agent"]["next"] == "agent2" and res["agent"]["gap"] == pytest.approx(0.20)

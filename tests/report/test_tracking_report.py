@@ -138,7 +138,7 @@ def test_incomplete_runs_are_tagged_and_kept_off_the_ranking(tiny_copy, capsys):
 
     board = (root / "reports" / "leaderboard.md").read_text()
     ranked, partial = board.split("## Incomplete runs")
-    assert "| refuse | standard | deterministic | 32k |" in ranked and "| chance |" not in ranked
+    assert "| refuse | standard | deterministic | all | 32k |" in ranked and "| chance |" not in ranked
     assert "2 (8.0%) ⚠" in ranked and "more than 5% of the items failed" in ranked
     assert (
         "| chance | standard | deterministic | 32k | 12.0% | 3 / 25 | eval.max_items=3; 3 of 25 items judged |"

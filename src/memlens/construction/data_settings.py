@@ -31,11 +31,13 @@ class CrossEvidenceSettings(Section):
     """``data.cross_evidence``: other questions' evidence sessions as haystack (see the assemble stage).
     ``window_days``: only questions asked at most this many days apart lend each other evidence
     sessions (which keep their own dates), or the ``min_lenders`` nearest in time when fewer are
-    that close; ``balance``: how strongly each pick prefers sessions used
+    that close; ``window_days_by_length``: a wider window from those lengths on (the shorter
+    histories are unchanged); ``balance``: how strongly each pick prefers sessions used
     in fewer histories of the length (0 = not at all)."""
 
     enabled: bool
     window_days: PositiveInt
+    window_days_by_length: dict[str, PositiveInt] | None  # wider windows from these lengths on
     min_lenders: NonNegInt
     balance: NonNegFloat
 

@@ -17,7 +17,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
-from memlens.core.config import Paths
+from memlens.core.config import Paths, length_tokens
 from memlens.core.errors import DataError, ImageError
 from memlens.core.io import canonical_bytes, iter_jsonl, read_records, sha256_bytes
 from memlens.core.schema import ImageRecord, Instance, Question, Session, Turn
@@ -164,7 +164,7 @@ class BuiltBenchmark:
 
     def lengths(self) -> list[str]:
         d = self.paths.instances
-        return sorted((p.stem for p in d.glob("*.jsonl")), key=lambda n: (len(n), n))
+        return sorted((p.stem for p in d.glob("*.jsonl")), key=length_tokens)  # 32k ... 512k, 1m
 
     def resolve_image(self, image_id: str) -> Path:
         rec = self.images.get(image_id)

@@ -1,6 +1,6 @@
 """The official MEMLENS release format: the only module that knows its layout and quirks.
 
-Release folder: ``dataset_{32k,64k,128k,256k}.json`` (a JSON list of items; a dict with a ``data``
+Release folder: ``dataset_{32k,64k,128k,256k}.json`` (and ``dataset_512k.json``, ``dataset_1m.json``) (a JSON list of items; a dict with a ``data``
 list is accepted too), ``release_images/`` with ``needle_images/`` and ``haystack_images/``, and
 ``agent_subset_195.json`` (``n_questions``, ``question_ids``). One item::
 
@@ -38,12 +38,13 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+from memlens.core.config import length_tokens
 from memlens.core.errors import DataError, ImageError, SchemaError
 from memlens.core.io import sha256_bytes
 from memlens.core.schema import Evidence, Question, Turn, is_release_date
 from memlens.core.store import safe_join
 
-DATASET_RE = re.compile(r"^dataset_(\d+k)\.json$")
+DATASET_RE = re.compile(r"^dataset_(\d+[km])\.json$")  # dataset_32k.json ... dataset_1m.json
 #: the answer key beside the dataset files of a MemLens export
 ANSWER_KEY = "answer_key.jsonl"
 #: the fields of an official item (facts §1.3): all a release item holds
@@ -371,7 +372,7 @@ class OfficialRelease:
 
     def lengths(self) -> list[str]:
         names = [m.group(1) for p in self.folder.iterdir() if (m := DATASET_RE.match(p.name))]
-        return sorted(names, key=lambda n: int(n[:-1]))
+        return sorted(names, key=length_tokens)
 
     def dataset_path(self, length: str) -> Path:
         p = self.folder / f"dataset_{length}.json"

@@ -13,7 +13,9 @@ are the same for evidence and haystack sessions. The history is sorted by time.
 
 Evidence sessions of other questions serve as haystack too (``data.cross_evidence``), so a session
 that recurs across histories is no sign of haystack: a question may take the evidence sessions of
-questions asked at most ``window_days`` apart that fall inside its own window, keeping their own dates
+questions asked at most ``window_days`` apart (``window_days_by_length``: wider from a long length
+on, e.g. 512K and 1M, whose histories hold 2-4x the sessions of 256K; the shorter histories are
+unchanged) that fall inside its own window, keeping their own dates
 (their text and images were written for them), unless the session names one of this question's
 entities or values (``details.forbidden``) in its text or its images, or the two questions come from
 one source question. Every pick also prefers sessions used in fewer histories of the length so far
@@ -91,11 +93,9 @@ class Pool:
         return t + i
 
 
-def candidate_order(rng, q: Question, pool: Pool, foreign: list[str] = ()) -> list[str]:
-    """Haystack sessions (and the ``foreign`` evidence sessions this question may take) ordered for
-    this question: related topics tend to come first."""
+def topical_score(rng, q: Question, pool: Pool):
+    """A session's place in ``q``'s candidate order: same sub-attribute 2, same track 1, plus noise."""
     qt = pool.topics.get(q.topic_id)
-    ev = set(q.evidence_session_ids)
 
     def score(sid: str) -> float:
         t = pool.topics.get(pool.sessions[sid].topic_id)
@@ -104,8 +104,16 @@ def candidate_order(rng, q: Question, pool: Pool, foreign: list[str] = ()) -> li
             rel = 2.0 if t.sub_attribute == qt.sub_attribute else (1.0 if t.track == qt.track else 0.0)
         return rel + rng.random() * 2.5
 
+    return score
+
+
+def candidate_order(rng, q: Question, pool: Pool, foreign: list[str] = ()) -> list[str]:
+    """Haystack sessions (and the ``foreign`` evidence sessions this question may take) ordered for
+    this question: related topics tend to come first."""
+    ev = set(q.evidence_session_ids)
+    score = topical_score(rng, q, pool)
     hay = sorted((s for s in pool.haystack if s not in ev), key=score, reverse=True)
-    lent = sorted(sorted(set(foreign) - ev), key=score, reverse=True)
+    lent = lent_order(rng, q, pool, foreign, score)
     if not lent:
         return hay
     # interleaved, half and half: about half of the other sessions are other questions' evidence
@@ -113,6 +121,12 @@ def candidate_order(rng, q: Question, pool: Pool, foreign: list[str] = ()) -> li
     keyed = [((i + 1) / (1 - LENT_SHARE), 0, s) for i, s in enumerate(hay)]
     keyed += [((j + 1) / LENT_SHARE, 1, s) for j, s in enumerate(lent)]
     return [s for _, _, s in sorted(keyed)]
+
+
+def lent_order(rng, q: Question, pool: Pool, foreign, score=None) -> list[str]:
+    """Other questions' evidence sessions ``q`` may take, related topics first (as the haystack)."""
+    score = score or topical_score(rng, q, pool)
+    return sorted(sorted(set(foreign) - set(q.evidence_session_ids)), key=score, reverse=True)
 
 
 def _strings(x) -> list[str]:
@@ -150,6 +164,17 @@ def cross_evidence(
     question asked at most ``window_days`` apart (or from the ``min_lenders`` questions nearest in
     time when fewer are that close), dated inside this question's window and before it,
     showing none of this question's anchors in text or images, and not sharing a source question."""
+    return lenders_by_window(questions, sessions, images, [window_days], min_lenders)[window_days]
+
+
+def lenders_by_window(
+    questions: list[Question],
+    sessions: dict[str, Session],
+    images: dict[str, ImageRecord],
+    windows: list[int],
+    min_lenders: int = 0,
+) -> dict[int, dict[str, list[str]]]:
+    """:func:`cross_evidence` for several lender windows at once (the anchors are searched once)."""
     by_anchor: dict[str, set[str]] = {}
     for q in questions:
         for a in _anchors(q):
@@ -166,6 +191,10 @@ def cross_evidence(
     lenders = sorted(
         ((parse_date(q.question_date), q) for q in questions if q.evidence), key=lambda x: (x[0], x[1].question_id)
     )
+    return {w: _lends(questions, lenders, banned, w, min_lenders) for w in sorted(set(windows))}
+
+
+def _lends(questions, lenders, banned, window_days: int, min_lenders: int) -> dict[str, list[str]]:
     keys = [d for d, _ in lenders]
     out: dict[str, list[str]] = {}
     span = timedelta(days=window_days)
@@ -203,6 +232,17 @@ WINDOW = 24
 #: how many sessions nearest the wanted size each pick also considers, and the rank they count as
 NEAR = 6
 NEAR_RANK = 5
+
+
+def balanced_share(n_questions: int, other_slots: float, n_lendable: int, n_haystack: int) -> float:
+    """The share of lent candidates at which an evidence session (its own history plus its
+    borrowers') and a haystack session are expected in as many histories: with ``S`` other-session
+    slots over all histories of a length, ``1 + f S / n_lendable = (1 - f) S / n_haystack``."""
+    slots = n_questions * other_slots
+    if slots <= 0 or n_lendable <= 0 or n_haystack <= 0:
+        return LENT_SHARE
+    f = (slots / n_haystack - 1) / (slots / n_lendable + slots / n_haystack)
+    return min(0.9, max(0.1, f))
 
 
 def shape_targets(shape: dict, length: str) -> tuple[float, float]:
@@ -271,6 +311,24 @@ class _History:
             if s in self.avail and self.total + self.size(s) <= hi:
                 out.append((NEAR_RANK, s))
         return out
+
+    def extend(self, extra: list[str], lent: set[str], share: float) -> None:
+        """More candidates from this length on (sessions lent under a wider window): the unused
+        candidates are interleaved anew, the lent ones (unused earlier ones first, then ``extra``)
+        making ``share`` of them, as in :func:`candidate_order`; the histories already grown are
+        unchanged."""
+        new = [s for s in extra if s not in self.avail and s not in self.chosen]
+        if not new:
+            return
+        rest = self.left[0]
+        hay = [s for s in rest if s not in lent]
+        borrowed = [s for s in rest if s in lent] + new
+        keyed = [((i + 1) / (1 - share), 0, s) for i, s in enumerate(hay)]
+        keyed += [((j + 1) / share, 1, s) for j, s in enumerate(borrowed)]
+        self.left[0] = [s for _, _, s in sorted(keyed)]
+        self.avail.update(new)
+        self.by_size = sorted(self.avail, key=lambda s: (self.size(s), s))
+        self.sizes = [self.size(s) for s in self.by_size]
 
     def add(self, sid: str) -> None:
         self.avail.discard(sid)
@@ -397,11 +455,16 @@ def assemble_lengths(
     uses: dict[str, Counter] | None = None,
     balance: float = 0.0,
     mean_uses: dict[str, float] | None = None,
+    foreign_from: dict[str, dict[str, str]] | None = None,
+    lent_share: dict[str, float] | None = None,
 ) -> dict[str, Instance]:
     """One history per length, shortest first; each longer history extends the shorter one.
     ``foreign``: other questions' evidence sessions this question may take, with their dates;
-    ``uses``: per length, how many histories hold each session so far (updated with this one's)."""
-    foreign = foreign or {}
+    ``foreign_from``: per length, more such sessions it may take from that length on (a wider
+    lender window for long histories); ``uses``: per length, how many histories hold each session
+    so far (updated with this one's); ``lent_share``: per length of ``foreign_from``, the share of
+    lent sessions among the candidates from there on (:func:`balanced_share`)."""
+    foreign = dict(foreign or {})
     rng = derive_rng(seed, "assemble-order", q.question_id)  # same order at every length
     hay = candidate_order(rng, q, pool, list(foreign))
     fill = sorted(pool.filler, key=lambda s: rng.random())
@@ -410,6 +473,12 @@ def assemble_lengths(
     n_ev = len(h.chosen)
     out = {}
     for length in sorted(lengths, key=length_tokens):
+        extra = {s: d for s, d in (foreign_from or {}).get(length, {}).items() if s not in foreign}
+        if extra:
+            later = derive_rng(seed, "assemble-order", q.question_id, length)
+            share = (lent_share or {}).get(length, LENT_SHARE)
+            h.extend(lent_order(later, q, pool, list(extra)), set(foreign) | set(extra), share)
+            foreign.update(extra)
         h.grow(q, length, length_tokens(length), shape_targets(shape or {}, length), tol)
         out[length] = h.chosen.copy()
         if uses is not None:
@@ -488,11 +557,24 @@ def run(cfg: Settings, paths: Paths) -> None:
     table = {}
     xcfg = cfg.data.cross_evidence
     ev_date = {e.session_id: e.date for q in questions for e in q.evidence}
-    lends = (
-        cross_evidence(questions, sessions, images, int(xcfg.window_days), int(xcfg.min_lenders))
+    window = int(xcfg.window_days)
+    # a longer history may borrow from further away (every evidence session has only so many
+    # borrowers; at 1M a haystack session is in ~90 histories): wider windows from those lengths on
+    wider = {str(k): int(v) for k, v in (xcfg.window_days_by_length or {}).items()}
+    later = {ln: wider[ln] for ln in lengths if wider.get(ln, 0) > window}
+    tables = (
+        lenders_by_window(questions, sessions, images, [window, *later.values()], int(xcfg.min_lenders))
         if xcfg.enabled
         else {}
     )
+    lends = tables.get(window, {})
+    later = later if tables else {}
+    n_ev = sum(1 for sid in ev_date if sessions[sid].image_ids)
+    ev_per_q = sum(len(q.evidence) for q in questions) / max(1, len(questions))
+    shares = {
+        ln: balanced_share(len(questions), shape_targets(shape, ln)[0] - ev_per_q, n_ev, len(pool.haystack))
+        for ln in later
+    }
     balance = float(xcfg.balance) if xcfg.enabled else 0.0
     # every history holds its own evidence; the expected histories per candidate session at a length
     uses = {ln: Counter(dict.fromkeys(ev_date, 1)) for ln in lengths} if balance else None
@@ -517,9 +599,13 @@ def run(cfg: Settings, paths: Paths) -> None:
             uses=uses,
             balance=balance,
             mean_uses=mean_uses,
+            foreign_from={ln: {s: ev_date[s] for s in tables[w].get(q.question_id, [])} for ln, w in later.items()},
+            lent_share=shares,
         )
         for q in tqdm(order, desc="assemble", unit="q", leave=False)
     ]
+    for stale in sorted(set(out.glob("*.jsonl")) - {out / f"{ln}.jsonl" for ln in lengths}):
+        stale.unlink()  # a length not assembled now is not part of this benchmark (its manifest)
     for length in lengths:
         insts = [d[length] for d in per_q]
         write_jsonl(out / f"{length}.jsonl", sorted(insts, key=lambda i: i.question_id))

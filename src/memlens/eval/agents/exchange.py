@@ -41,7 +41,7 @@ from memlens.core.errors import DataError, MemLensError
 from memlens.core.io import canonical_json, sha256_bytes, write_json
 from memlens.core.items import EvalItem
 from memlens.core.registry import component
-from memlens.core.settings import configured, operational
+from memlens.core.settings import PositiveFloat, configured, operational
 from memlens.eval.agents.view import AgentView, ImageStore, build_view, render_turn
 from memlens.eval.systems.base import Model, ModelOutput, ResultCallback, SystemSettings
 
@@ -188,6 +188,9 @@ class ImportedSettings(SystemSettings):
     upstream: Literal["memos", "m2a"] = "memos"
     backbone: str | None = None
     notes: str | None = operational(None)
+    params_total_b: PositiveFloat | None = operational(None)  # the backbone's (the report's system card)
+    params_active_b: PositiveFloat | None = operational(None)
+    backbone_config: str | None = operational(None)  # the backbone's model config (backbone-matched comparison)
 
 
 @configured
@@ -208,9 +211,21 @@ class ImportedAnswers(Model):
         backbone: str | None,
         notes: str | None,
         kind: str | None,
+        params_total_b: float | None,
+        params_active_b: float | None,
+        backbone_config: str | None,
     ):
         super().__init__(name, kind)
-        self.options.update(dict(answers=answers, upstream=upstream, backbone=backbone))
+        self.options.update(
+            dict(
+                answers=answers,
+                upstream=upstream,
+                backbone=backbone,
+                params_total_b=params_total_b,
+                params_active_b=params_active_b,
+                backbone_config=backbone_config,
+            )
+        )
         self.answers_file = Path(answers)
         self.upstream = upstream
         self._answers: dict[str, str] | None = None

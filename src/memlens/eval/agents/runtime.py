@@ -188,6 +188,7 @@ class AgentSettings(DescriptiveSettings, BackoffSettings):
     adapter_options: dict[str, Any] | None = None
     tokenizer: str = "minilm"  # token counter of the budgets: minilm or a tokenizer.json path
     cache_calls: bool = True  # backbone answers cached by request (a resumed run repeats no call)
+    backbone_config: str | None = operational(None)  # the backbone's model config (backbone-matched comparison)
 
     @model_validator(mode="before")
     @classmethod
@@ -240,6 +241,9 @@ class MemoryAgent(Model):
         thinking: bool,
         resources: dict | None,
         notes: str | None,
+        params_total_b: float | None,
+        params_active_b: float | None,
+        backbone_config: str | None,
     ):
         from memlens.core.http import OpenAICompatibleConfig
 
@@ -255,6 +259,9 @@ class MemoryAgent(Model):
                 tokenizer=tokenizer,
                 cache_calls=cache_calls,
                 hf_id=hf_id,
+                params_total_b=params_total_b,
+                params_active_b=params_active_b,
+                backbone_config=backbone_config,
             ),
         )
         if self.ADAPTERS is not None and adapter not in self.ADAPTERS:

@@ -43,6 +43,7 @@ from memlens.core.io import enumerate_jsonl
 from memlens.core.schema import TYPE_ABBREV
 from memlens.eval.report import stats
 from memlens.eval.report.metrics import metric_name, subtype_labels
+from memlens.eval.report.power import mde_paired, resolved
 
 __all__ = [
     "CLOSED_FORM_TASK_KEYS",
@@ -358,7 +359,9 @@ def degradation_records(cube: OutcomeCube, *, alpha: float = 0.05, test_directio
 
     The Bonferroni family is every tested transition in the returned table (all systems, groups
     and transitions), as in the paper's correction across all scanned transitions. Adds
-    ``system`` and ``churn = (b01 + b10) / n`` to the records of
+    ``system``, ``churn = (b01 + b10) / n``, ``mde`` (the paired minimum detectable effect at 80%
+    power for this n and discordance, :func:`memlens.eval.report.power.mde_paired`; None when none
+    is detectable) and ``resolved`` (``|delta| >= mde``) to the records of
     :func:`memlens.eval.report.stats.length_degradation`.
     """
     per_system = {}
@@ -389,6 +392,9 @@ def degradation_records(cube: OutcomeCube, *, alpha: float = 0.05, test_directio
     first = run(None)
     n_tested = sum(1 for r in first if r["tested"])
     recs = run(max(1, n_tested))
+    for r in recs:  # resolution: the paired minimum detectable effect (80% power) of this transition
+        r["mde"] = mde_paired(r["n"], (r["b01"] + r["b10"]) / r["n"], alpha=alpha) if r["n"] else None
+        r["resolved"] = resolved(r["delta"], r["mde"])
     order = {g: i for i, g in enumerate(["overall", *TYPE_ORDER])}
     recs.sort(key=lambda r: (r["system"], order.get(r["group"], 99), length_tokens(r["from"])))
     return [{k: (_f(v) if isinstance(v, float) else v) for k, v in r.items()} for r in recs]

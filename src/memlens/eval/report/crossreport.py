@@ -16,6 +16,9 @@ present under ``data/verdicts/`` for one judge (the leaderboard judge) and write
 ``judge_agreement.{csv,md}``       judge vs judge / LLM vs rules (closed-form task keys)
 ``judge_leaderboard_spearman.csv`` model-level Spearman of the two judges' leaderboards
 ``ablation.{csv,md}``              standard vs text_only / oracle_evidence, paired McNemar
+``taxonomy*``, ``modality*``       the exact error taxonomy and the modality breakdown
+``retention*``, ``backbone.*``     retention vs size, the backbone-matched comparison
+                                   (these four: :mod:`memlens.eval.report.diagnosis`)
 ``summary.json``                   every record above, machine-readable
 =================================  ==========================================================
 
@@ -36,6 +39,7 @@ from memlens.core.config import length_tokens
 from memlens.core.errors import DataError
 from memlens.core.io import atomic_write_bytes
 from memlens.eval.report import analyses as an
+from memlens.eval.report import taxonomy
 from memlens.eval.report.html import Block, Section, render_page
 from memlens.eval.report.plots import plot_correlation_heatmap, plot_coverage_pa, plot_length_curves
 from memlens.eval.report.retrieval import sections as retrieval_sections
@@ -44,6 +48,9 @@ from memlens.eval.report.tables import render_html, write_table
 log = logging.getLogger(__name__)
 
 __all__ = ["AnalysisBundle", "build_analyses", "write_index", "ANALYSIS_DIR"]
+
+#: the taxonomy labels logged per run (``err__<label>``)
+TAXONOMY_KEYS = frozenset({*taxonomy.LABELS, taxonomy.UNTRACEABLE})
 
 ANALYSIS_DIR = "analysis"
 
@@ -57,8 +64,9 @@ class AnalysisBundle:
     summary: dict[str, Any] = field(default_factory=dict)
 
     def per_run_metrics(self, system: str, length: str) -> dict[str, float]:
-        """Cross-system metrics of one (system, length) to log to its MLflow run."""
-        out: dict[str, float] = {}
+        """Cross-system metrics of one (system, length): coverage, hard questions and
+        :meth:`diagnosis_metrics`."""
+        out: dict[str, float] = self.diagnosis_metrics(system, length)
         for r in self.summary.get("coverage", []):
             if r["system"] == system and r["length"] == length and r.get("coverage") is not None:
                 out["coverage"] = float(r["coverage"])
@@ -66,6 +74,27 @@ class AnalysisBundle:
             if r["system"] == system and r["length"] == length:
                 out["hard_acc"] = float(r["acc"])
                 out["hard_n"] = float(r["n"])
+        return out
+
+    def diagnosis_metrics(self, system: str, length: str) -> dict[str, float]:
+        """What the report stage logs to the MLflow run of one (system, length): the exact
+        taxonomy's shares (``err__<label>``, ``err_near_miss``, ...), the number of wrong answers
+        (``err_count``) and the modality shares of its errors (``err_modality__Visual`` ...). Names
+        that no run metric has (a run's ``coverage`` is its completeness)."""
+        out: dict[str, float] = {}
+        for r in self.summary.get("taxonomy", []):
+            if r["system"] == system and r["length"] == length and r["level"] == "overall":
+                out["err_count"] = float(r["n_errors"])
+                for k in ("near_miss", "total_miss", "untraceable_share"):
+                    if r.get(k) is not None:
+                        out[f"err_{k}"] = round(float(r[k]), 6)
+                for k, v in r.items():
+                    if k in TAXONOMY_KEYS and v is not None:
+                        out[f"err__{k}"] = round(float(v), 6)
+        for r in self.summary.get("modality", []):
+            if r["system"] == system and r["length"] == length and r["group"] == "overall":
+                for m in ("Visual", "Reasoning", "Mixed"):
+                    out[f"err_modality__{m}"] = round(float(r[m]), 6)
         return out
 
 
@@ -117,8 +146,16 @@ def build_analyses(
     hard_threshold: float = 0.2,
     reference_length: str | None = None,
     test_direction: str = "any",
+    built=None,
+    conf_model_dir: Path | None = None,
+    labels_root: Path | None = None,
+    retention_lengths: list[str] | None = None,
+    taxonomy_cache: Path | None = None,
 ) -> AnalysisBundle:
-    """Compute and write every cross-system analysis (see the module docstring)."""
+    """Compute and write every cross-system analysis (see the module docstring). ``built``: the
+    built benchmark (its ground truth: the exact error taxonomy); ``conf_model_dir``: where system
+    cards are looked up for systems without an archived card; ``labels_root``: the LLM error labels;
+    ``taxonomy_cache``: traced verdict files kept between reports (:mod:`memlens.eval.report.diagnosis`)."""
     out_dir = reports / ANALYSIS_DIR
     out_dir.mkdir(parents=True, exist_ok=True)
     files = an.scan_verdicts(verdicts_dir)
@@ -248,6 +285,8 @@ def build_analyses(
         ("p", "p (exact)", "p"),
         ("p_bonferroni", "p (Bonferroni)", "p"),
         ("significant", "significant", "bool"),
+        ("mde", "MDE (pp)", "pct"),
+        ("resolved", "|delta| >= MDE", "bool"),
     ]
     if deg:
         fam = deg[0]["n_tests"]
@@ -256,7 +295,10 @@ def build_analyses(
             f"Exact McNemar test on paired per-question outcomes of adjacent lengths; Bonferroni correction over "
             f"the {fam} transitions{which} in the table (systems x groups x transitions), alpha={alpha}. "
             f"Churn = share "
-            f"of questions that flip; reverts = flips undone at the next transition."
+            f"of questions that flip; reverts = flips undone at the next transition. MDE = the smallest paired "
+            f"difference this transition detects with 80% power at alpha={alpha} (McNemar, normal approximation, "
+            f"from its n and share of flips); a delta below it ('no' in the last column) is below the benchmark's "
+            f"resolution."
         )
         deg_files = table("degradation", deg, spec, "Length degradation (McNemar exact, Bonferroni)", note)
         overall = [r for r in deg if r["group"] == "overall"]
@@ -491,6 +533,28 @@ def build_analyses(
             )
         ]
     bundle.sections.append(Section("ablation", "Image ablation and oracle evidence", blocks=blocks))
+
+    # --- the paper's diagnostics: error taxonomy, modality, retention vs size, backbone-matched ------
+    from memlens.eval.report.diagnosis import add_diagnostics
+
+    summary |= add_diagnostics(
+        bundle,
+        Path(verdicts_dir),
+        reports,
+        out_dir,
+        cube,
+        files,
+        judge=judge,
+        mode=mode,
+        built=built,
+        conf_model_dir=conf_model_dir,
+        labels_root=labels_root,
+        retention_lengths=retention_lengths,
+        n_resamples=n_resamples,
+        seed=seed,
+        alpha=alpha,
+        taxonomy_cache=taxonomy_cache,
+    )
 
     sp_path = out_dir / "summary.json"
     atomic_write_bytes(

@@ -49,7 +49,15 @@ from memlens.eval.agents.subset import subset_ids
 from memlens.eval.benchmark import Benchmark, open_benchmark
 from memlens.eval.prompt import PROMPT_PROTOCOL
 from memlens.eval.report.buildcost import build_accounting
-from memlens.eval.report.leaderboard import FAILURE_FLAG, leaderboard_rows, write_leaderboard
+from memlens.eval.report.cards import card_from_config, write_card
+from memlens.eval.report.leaderboard import (
+    FAILURE_FLAG,
+    annotate_resolution,
+    leaderboard_rows,
+    paired_outcomes,
+    write_leaderboard,
+)
+from memlens.eval.report.llm_labels import labels_dir
 from memlens.eval.report.metrics import system_metrics, type_columns
 from memlens.eval.report.plots import plot_length_curves
 from memlens.eval.report.retrieval import write_attribution
@@ -272,6 +280,39 @@ def check_questions(paths: Paths, system: str, mode: str, judge: str, by_length:
                 f"{paths.verdicts / system / mode / f'{ln}.{judge}.jsonl'}: {len(unknown)} verdicts of questions that "
                 f"are not in the benchmark (e.g. {unknown[0]}); run `memlens evaluate` and `memlens judge` again"
             )
+
+
+# ----------------------------------------------------------------------------------- LLM error labels
+def label_errors(paths: Paths, source: Benchmark, system: str, mode: str, by_length: dict, root: Path, llm) -> None:
+    """The LLM-labelled taxonomy of this system's wrong answers (``report.llm_labels``), stored per
+    length under ``root`` (:mod:`memlens.eval.report.llm_labels`); cached replies cost nothing."""
+    from memlens.eval.report.llm_labels import LabellerSettings, build_messages, label_answers, write_labels
+    from memlens.eval.results import PredictionStore
+
+    raw = llm.model_dump() if hasattr(llm, "model_dump") else dict(llm)
+    settings = LabellerSettings(**raw)
+    questions = source.questions
+    for ln, vs in by_length.items():
+        preds = PredictionStore(paths.predictions, system, mode, ln).load()
+        todo = []
+        for v in vs:
+            p = preds.get(v.question_id)
+            if v.correct is not False or p is None or not p.ok or v.request_key != p.request_key:
+                continue
+            q = questions[v.question_id]
+            ref = "Insufficient information" if q.question_type == "answer_refusal" else str(q.answer)
+            todo.append((v.question_id, build_messages(q.question, ref, p.prediction or "", q.old_answer)))
+        got = label_answers(settings, todo, paths.cache / "error_labels.sqlite")
+        keys = {v.question_id: v.request_key for v in vs}
+        rows = [
+            {"question_id": qid, "request_key": keys[qid], "label": lb, "labeller": settings.labeller}
+            for qid, lb in sorted(got.items())
+            if lb is not None
+        ]
+        failed = sum(1 for lb in got.values() if lb is None)
+        if failed:
+            log.warning("report: %d LLM error labels of %s@%s failed (asked again next time)", failed, system, ln)
+        write_labels(root, system, mode, ln, rows)
 
 
 # ----------------------------------------------------------------------------------- MLflow
@@ -555,6 +596,13 @@ def run(cfg: Settings, paths: Paths) -> None:
         from memlens.eval.results import verdict_archive
 
         archive = verdict_archive(paths, ds_hash)
+        if archive.is_dir():  # what the analyses know of this system: kind, sizes, backbone
+            write_card(archive, card_from_config(section(cfg, "model")["model"]))
+        labels = labels_dir(paths.cache, ds_hash)
+        llm = options.llm_labels
+        if llm is not None and mode == "standard":
+            bar.set_description_str("report: LLM error labels")
+            label_errors(paths, source, system, mode, by_length, labels, llm)
         bar.set_description_str("report: cross-system analyses")
         bundle = build_analyses(
             archive if archive.is_dir() else paths.verdicts,
@@ -568,6 +616,11 @@ def run(cfg: Settings, paths: Paths) -> None:
             hard_threshold=float(options.hard_threshold),
             reference_length=options.hard_reference_length,
             test_direction=options.degradation_test_direction,
+            built=source.source if source.kind == "built" else None,
+            conf_model_dir=paths.root / "conf" / "model",
+            labels_root=labels,
+            retention_lengths=options.retention_lengths,
+            taxonomy_cache=paths.cache / "taxonomy",
         )
         bar.update()
 
@@ -583,7 +636,7 @@ def run(cfg: Settings, paths: Paths) -> None:
                 "complete": cover[ln].ranked,
                 "scope": cover[ln].scope,
                 "failed": cover[ln].judge_failed,
-                "metrics": child_metrics(m, cover[ln]),
+                "metrics": {**child_metrics(m, cover[ln]), **bundle.diagnosis_metrics(system, ln)},
                 "tags": _completeness_tags(
                     cover[ln].ranked, cover[ln].flagged, cover[ln].reason, cover[ln].subset, cover[ln].judge_failed
                 ),
@@ -606,6 +659,7 @@ def run(cfg: Settings, paths: Paths) -> None:
         bar.close()
     # leaderboard files: every tracked system's complete runs of this benchmark; incomplete ones apart
     board = leaderboard_rows(rows, ds_hash)
+    annotate_resolution(board["complete"], paired_outcomes(archive if archive.is_dir() else paths.verdicts))
     write_leaderboard(board, reports, note=note)
     plot_length_curves([r for r in board["complete"] if r["judge"] == judge], reports / "leaderboard_by_length.png")
     index = write_index(

@@ -49,13 +49,17 @@ class SystemSettings(Section):
 
 
 class DescriptiveSettings(SystemSettings):
-    """Descriptive keys, kept for the logs and the sweep planner only."""
+    """Descriptive keys, kept for the logs, the sweep planner and the report's system cards only
+    (``params_total_b`` / ``params_active_b``: parameter counts in billions, for retention vs size;
+    not part of the system identity)."""
 
     hf_id: str | None = None
     context_window: PositiveInt | None = operational(None)
     thinking: bool = False
     resources: ResourcesSettings | None = operational(None)
     notes: str | None = operational(None)
+    params_total_b: PositiveFloat | None = operational(None)
+    params_active_b: PositiveFloat | None = operational(None)
 
 
 @dataclass

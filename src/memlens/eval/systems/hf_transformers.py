@@ -108,7 +108,8 @@ class TransformersModel(Model):
         trust_remote_code, attn_implementation: passed to ``from_pretrained``.
         image_cache_size: decoded images kept in memory.
         kind: overrides the class's ``kind`` (``lvlm``).
-        context_window, thinking, resources, notes: descriptive keys (logs, sweep planner).
+        context_window, thinking, resources, notes, params_total_b, params_active_b: descriptive keys
+            (logs, sweep planner, the report's system cards).
 
     The schema is :class:`TransformersSettings` (``TransformersModel.Config``).
     """
@@ -142,6 +143,8 @@ class TransformersModel(Model):
         thinking: bool,
         resources: Mapping[str, Any] | None,
         notes: str | None,
+        params_total_b: float | None,
+        params_active_b: float | None,
     ):
         super().__init__(
             name,
@@ -161,6 +164,8 @@ class TransformersModel(Model):
                 thinking=thinking,
                 resources=dict(resources) if resources is not None else None,
                 notes=notes,
+                params_total_b=params_total_b,
+                params_active_b=params_active_b,
             ),
         )
         if not (model_path or hf_id):

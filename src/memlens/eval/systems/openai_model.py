@@ -182,7 +182,8 @@ class OpenAICompatibleModel(Model):
             the project cache given by :meth:`attach` (a model never attached has none).
         progress: show the client's own progress bar (the evaluate stage already shows one).
         kind: overrides the class's ``kind`` (``lvlm``).
-        hf_id, context_window, thinking, resources, notes: descriptive keys (logs, sweep planner).
+        hf_id, context_window, thinking, resources, notes, params_total_b, params_active_b: descriptive
+            keys (logs, sweep planner, the report's system cards).
     """
 
     kind = "lvlm"
@@ -223,11 +224,21 @@ class OpenAICompatibleModel(Model):
         thinking: bool,
         resources: dict | None,
         notes: str | None,
+        params_total_b: float | None,
+        params_active_b: float | None,
     ):
         from memlens.core.http import OpenAICompatibleConfig
 
         client_settings = OpenAICompatibleConfig.settings_of(locals())
-        info = dict(hf_id=hf_id, context_window=context_window, thinking=thinking, resources=resources, notes=notes)
+        info = dict(
+            hf_id=hf_id,
+            context_window=context_window,
+            thinking=thinking,
+            resources=resources,
+            notes=notes,
+            params_total_b=params_total_b,
+            params_active_b=params_active_b,
+        )
         super().__init__(
             name,
             kind,
