@@ -149,14 +149,18 @@ def test_incomplete_runs_are_tagged_and_kept_off_the_ranking(tiny_copy, capsys):
     assert {r["system"] for r in table} == {"refuse"}
     assert {(r["length"], r["flagged"]) for r in table} == {("32k", "true"), ("64k", "false")}
 
-    # the full evaluation replaces the partial one (its params changed): one parent, complete, ranked
+    # the full evaluation is a run of its own (runs are keyed by what they cover): the complete parent
+    # is ranked, the partial one stays as it was, listed apart, never replacing or replaced
     evaluate_and_judge(root, "model=chance")
     assert run_stage(root, "report", *TINY, "model=chance") == 0
     parents = [r for r in tracker.runs(dataset_hash=ds, role=ROLE_PARENT) if r["system"] == "chance"]
-    assert len(parents) == 1 and parents[0]["run_id"] != cparent["run_id"] and parents[0]["complete"]
-    assert tracker.client.get_run(cparent["run_id"]).info.lifecycle_stage == "deleted"
+    complete = [r for r in parents if r["complete"]]
+    assert len(parents) == 2 and len(complete) == 1 and complete[0]["run_id"] != cparent["run_id"]
+    assert tracker.client.get_run(cparent["run_id"]).info.lifecycle_stage == "active"
     board = (root / "reports" / "leaderboard.md").read_text()
-    assert "## Incomplete runs" not in board and "| chance | standard | deterministic | 32k |" in board
+    ranked, partial = board.split("## Incomplete runs")
+    assert "| chance | standard | deterministic | all | 32k |" in ranked
+    assert "| chance | standard | deterministic | 32k | 12.0% | 3 / 25 |" in partial
 
 
 def test_predictions_of_another_benchmark_are_refused(tiny_copy, capsys):
