@@ -6,7 +6,6 @@ import shutil
 from collections import Counter
 
 import pytest
-from omegaconf import OmegaConf
 
 from memlens.construction.export import stage as E
 from memlens.core.config import Paths
@@ -15,11 +14,12 @@ from memlens.core.items import BuiltBenchmark
 from memlens.core.official import IMAGE_REF_FIELDS, ITEM_FIELDS, TURN_FIELDS, OfficialRelease, iter_json_array
 from memlens.core.schema import KU, QUESTION_TYPES
 from memlens.core.store import hash_tree
+from tests.support.settings import settings
 
 #: the fields every release item holds (the official format's, ``old_answer`` only on knowledge updates)
 REQUIRED_FIELDS = set(ITEM_FIELDS) - {"old_answer"}
 E_ITEM_COLUMNS = set(ITEM_FIELDS)
-CFG = OmegaConf.create({"export": {"huggingface": True}})
+CFG = settings(export={"huggingface": True})
 
 
 def copy_build(src, dest):

@@ -9,7 +9,6 @@ import re
 import shutil
 
 import pytest
-from omegaconf import OmegaConf
 
 from memlens.construction.export import stage as E
 from memlens.core.config import Paths
@@ -20,12 +19,13 @@ from memlens.core.official import ANSWER_KEY, IMAGE_REF_FIELDS, ITEM_FIELDS, TUR
 from memlens.core.official import iter_json_array as items_of
 from memlens.eval.prompt import build_messages
 from memlens.eval.systems.base import Model, ModelOutput
+from tests.support.settings import settings
 
 #: words that name a role or the answer key; none may appear in an id, a file name or a URL
 ROLE_RE = re.compile(r"needle|haystack|evidence|filler|distract|answer|truth|oracle|derivation|entity", re.I)
 SESSION_ID_RE = re.compile(r"^sess_[0-9a-f]{12}$")
 IMAGE_ID_RE = re.compile(r"^[0-9a-f]{64}$")
-CFG = OmegaConf.create({"export": {"huggingface": True}})
+CFG = settings(export={"huggingface": True})
 
 
 @pytest.fixture(scope="module")

@@ -129,13 +129,17 @@ def test_backbones_name_existing_configs():
 
 
 def test_card_keys_are_not_part_of_the_identity():
-    from memlens.core.compose import load_config
-    from memlens.eval.evaluate.stage import system_identity
+    from memlens.core.compose import load_config, load_settings
+    from memlens.core.settings import operational_keys
+    from memlens.eval.results import system_identity
 
-    cfg = OmegaConf.to_container(load_config(["model=hybrid-pixel"], root=REPO).model, resolve=True)
-    ident = system_identity(cfg)
-    assert not {"params_total_b", "params_active_b", "backbone_config"} & set(ident)
-    assert system_identity({**cfg, "params_total_b": 99}) == ident
+    for name in ("hybrid-pixel", "qwen3-vl-8b-instruct"):
+        cfg = OmegaConf.to_container(load_config([f"model={name}"], root=REPO).model, resolve=True)
+        operational = operational_keys(type(load_settings([f"model={name}"], root=REPO).model))
+        ident = system_identity(cfg, operational=operational)
+        assert {"params_total_b", "backbone_config"} & set(cfg), name  # the card keys are there
+        assert not {"params_total_b", "params_active_b", "backbone_config"} & set(ident), name
+        assert system_identity({**cfg, "params_total_b": 99}, operational=operational) == ident
 
 
 def test_roster_covers_the_paper():

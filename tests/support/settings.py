@@ -29,7 +29,7 @@ def merged(base: Any, over: Any) -> Any:
 
 def composed(overrides: tuple[str, ...] | list[str] = (), root: Path = REPO, **sections: Any) -> dict:
     data = OmegaConf.to_container(load_config(list(overrides), root=root), resolve=True)
-    return merged(data, sections)
+    return merged(data, sections) if sections else data
 
 
 def settings(overrides: tuple[str, ...] | list[str] = (), root: Path = REPO, **sections: Any) -> Settings:
