@@ -139,7 +139,13 @@ def test_plots_categorical_x_one_line_per_type(built, tmp_path):
 
 
 def files_under(root: Path) -> dict[str, bytes]:
-    return {str(p.relative_to(root)): p.read_bytes() for p in sorted(root.rglob("*")) if p.is_file()}
+    """The files under ``root``, without run-time folders (``.locks``, ``.staging``: the view locks and
+    staging of ``memlens.eval.views``, which are no stage's output and so never pushed or pulled)."""
+    return {
+        str(p.relative_to(root)): p.read_bytes()
+        for p in sorted(root.rglob("*"))
+        if p.is_file() and not any(part.startswith(".") for part in p.relative_to(root).parts)
+    }
 
 
 def test_remote_push_then_pull_in_a_fresh_clone(built, home, tmp_path):
