@@ -43,7 +43,7 @@ drop_pinned = awk 'function key(s) { split(s, a, "=="); s = tolower(a[1]); gsub(
 	!/^[A-Za-z0-9]/ || !(key($$1) in base)' $(1) $(2)
 LINT_PATHS := src tests benchmarks
 
-.PHONY: install install-ml install-agents install-mem0 lock lint remote repro standins exps test test-fast test-cluster ui leaderboard bench params
+.PHONY: install install-ml install-agents install-mem0 lock lint remote repro standins exps test test-fast test-workflow test-cluster ui leaderboard bench params
 
 install: $(VENV)/.installed
 
@@ -191,10 +191,16 @@ exps: install
 # install-mem0 (about 20 s from scratch here) lets tests/agents/test_mem0.py run the real mem0ai.
 test: install install-ml install-agents install-mem0
 	@if [ "$(LINT)" = 1 ]; then $(MAKE) --no-print-directory lint; fi
-	$(PY) -m pytest -n 2 --dist loadfile -m "not cluster"
+	$(PY) -m pytest -n 2 --dist loadfile -m "not cluster and not workflow"
 
 test-fast: install
-	$(PY) -m pytest -n 2 -m "not slow and not cluster"
+	$(PY) -m pytest -n 2 -m "not slow and not cluster and not workflow"
+
+# The DVC workflow end to end (tests/test_dvc_pipeline.py: `make repro` in a repository copy, workspace,
+# queued and temp experiments, a remote, `make repro` after other experiments; about 10 minutes on one
+# core). Not in `make test` (its 15-minute budget on 2 cores); CI runs it after.
+test-workflow: install install-ml install-agents
+	$(PY) -m pytest -m workflow tests/test_dvc_pipeline.py
 
 # A sharded sweep on a one-node SLURM cluster on localhost (tests/cluster: installs slurm-wlm and munge
 # with apt, so run as root; a few minutes). Not in `make test` (its 15-minute budget); CI runs it after.

@@ -26,7 +26,7 @@ import pytest
 
 from tests.conftest import REPO
 
-pytestmark = pytest.mark.slow
+pytestmark = [pytest.mark.slow, pytest.mark.workflow]  # `make test-workflow`, run by CI after `make test`
 BIN = Path(sys.executable).parent
 MAKE = "make -o install -o install-ml -o install-agents -o install-mem0"
 CONSTRUCTION = ("ontology", "crawl", "filter", "generate", "assemble", "validate", "export")
