@@ -24,6 +24,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from decimal import Decimal
 
+from memlens.construction.images.synthetic.formats import MONTHS, WEEKDAYS
 from memlens.core.tasks import KU_UPDATE
 from memlens.eval.judge.decoys import Decoy, Facts, neighbours
 
@@ -73,21 +74,8 @@ PATTERNS: dict[str, str] = {
     "wrong:refusal_then_guess": "answer refusal: a refusal followed by a guess",
 }
 
-_MONTHS = [
-    "January",
-    "February",
-    "March",
-    "April",
-    "May",
-    "June",
-    "July",
-    "August",
-    "September",
-    "October",
-    "November",
-    "December",
-]
-_DAYS = ["Monday", "Tuesday", "Wednesday", "Thursday", "Friday", "Saturday", "Sunday"]
+_MONTHS = MONTHS
+_DAYS = WEEKDAYS
 _ORD_WORDS = [
     *("first", "second", "third", "fourth", "fifth", "sixth", "seventh", "eighth", "ninth", "tenth"),
     *("eleventh", "twelfth", "thirteenth", "fourteenth", "fifteenth", "sixteenth", "seventeenth"),
