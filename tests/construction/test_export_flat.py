@@ -76,7 +76,9 @@ def test_flat_images_are_the_originals_bytes(both):
         assert (rel / f).read_bytes() == bench.resolve_image(sha).read_bytes(), f
     # the same images as the official layout's, byte for byte
     official = both["official"] / "data" / "release" / "release_images"
-    assert sorted(sha256_file(p) for p in official.rglob("*.*")) == sorted(FLAT_FILE.fullmatch(f).group(1) for f in names)
+    assert sorted(sha256_file(p) for p in official.rglob("*.*")) == sorted(
+        FLAT_FILE.fullmatch(f).group(1) for f in names
+    )
 
 
 def test_flat_items_differ_from_the_official_ones_in_file_names_only(both):
@@ -114,7 +116,9 @@ def test_flat_export_is_deterministic(both, tmp_path):
     E.run(FLAT, Paths(again))
     assert hash_tree(again / "data" / "release") == hash_tree(both["flat"] / "data" / "release")
     m = read_json(again / "data" / "release" / "manifest.json")
-    assert m["image_layout"] == "flat" and m["images"] == len(list((again / "data/release/release_images").rglob("*.*")))
+    assert m["image_layout"] == "flat" and m["images"] == len(
+        list((again / "data/release/release_images").rglob("*.*"))
+    )
 
 
 def test_the_card_names_the_labels_and_the_layout(both):

@@ -259,3 +259,22 @@ def test_the_scan_catches_a_planted_path(project, sources, forbidden, monkeypatc
             assert_clean(forbidden, "planted body", body)
     # inline image bytes are not text: a body whose only "path" is base64 payload passes
     assert assert_clean(forbidden, "clean body", {"url": "data:image/png;base64,ZGF0YS9yZWxlYXNl"}) == 2
+
+
+def test_url_transport_names_content_hashes_only(project, forbidden):
+    """``image_transport: url`` sends ``file://`` URLs of the files the items resolve to: never a
+    release path, folder or file name, always ``<sha256>.<ext>``. (For a built benchmark the folder
+    is ``data/images/objects/``: content-addressed, one folder for evidence and haystack, but a
+    ``data/`` path, so the ``data/`` check is left out here; see docs/benchmark.md.)"""
+    release = project / "data" / "release"
+    runs = {"built": (), "release": ("data.items=official", f"data.official_dir={release}")}
+    for name, extra in runs.items():
+        with FakeOpenAIServer() as server:
+            _evaluate(project, server, "model.image_transport=url", "eval.max_items=4", *extra, model=f"url-{name}")
+            bodies = server.requests
+        urls = re.findall(r'"url": ?"(file://[^"]+)"', "".join(json.dumps(b) for b in bodies))
+        assert urls
+        for u in urls:
+            assert re.fullmatch(r"[0-9a-f]{64}\.[a-z0-9]+", u.rsplit("/", 1)[-1]), u
+            bad = [f for f in forbidden.fixed if f in u and not f.startswith(str(project / "data") + "/")]
+            assert not bad, (name, u, bad)
