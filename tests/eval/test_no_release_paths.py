@@ -262,10 +262,9 @@ def test_the_scan_catches_a_planted_path(project, sources, forbidden, monkeypatc
 
 
 def test_url_transport_names_content_hashes_only(project, forbidden):
-    """``image_transport: url`` sends ``file://`` URLs of the files the items resolve to: never a
-    release path, folder or file name, always ``<sha256>.<ext>``. (For a built benchmark the folder
-    is ``data/images/objects/``: content-addressed, one folder for evidence and haystack, but a
-    ``data/`` path, so the ``data/`` check is left out here; see docs/benchmark.md.)"""
+    """``image_transport: url`` sends ``file://`` URLs of the files the items resolve to: for both
+    sources a content-addressed copy ``<cache>/neutral_images/<sha256>.<ext>``, never a release
+    path, folder or file name and never a ``data/`` path."""
     release = project / "data" / "release"
     runs = {"built": (), "release": ("data.items=official", f"data.official_dir={release}")}
     for name, extra in runs.items():
@@ -276,5 +275,6 @@ def test_url_transport_names_content_hashes_only(project, forbidden):
         assert urls
         for u in urls:
             assert re.fullmatch(r"[0-9a-f]{64}\.[a-z0-9]+", u.rsplit("/", 1)[-1]), u
-            bad = [f for f in forbidden.fixed if f in u and not f.startswith(str(project / "data") + "/")]
-            assert not bad, (name, u, bad)
+            assert u.rsplit("/", 2)[-2] == "neutral_images", u
+        for b in bodies:
+            assert_clean(forbidden, f"{name} request body (url transport)", b)
