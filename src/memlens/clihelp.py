@@ -497,7 +497,7 @@ def stage_help(stage: str, args) -> str:
     data = OmegaConf.to_container(cfg, resolve=True)
     tracked = dvc_params(root, stage)
     params = None if tracked is None else [resolve_param(p, data) for p in tracked]
-    optional = optional_sections(module)
+    optional = [sec for sec in optional_sections(module) if sec not in data]  # those conf/ holds are listed above
     schemas = _Schemas()
     chosen = _selected_options(root, overrides, args.params, data)
     comments = _Comments(root, chosen, data)

@@ -99,7 +99,7 @@ def test_release_ids_names_and_urls_are_neutral(project, bench):
             leftovers = [x for x in _strings(it, skip=text) if ROLE_RE.search(x)]
             assert not leftovers, leftovers
     files = {p.relative_to(rel).parts[0] for p in rel.rglob("*") if p.is_file()}
-    assert files <= {"release_images", "hf", "manifest.json", "agent_subset_195.json", ANSWER_KEY} | {
+    assert files <= {"release_images", "hf", "manifest.json", "README.md", "agent_subset_195.json", ANSWER_KEY} | {
         f"dataset_{ln}.json" for ln in bench.lengths()
     }
 

@@ -31,9 +31,7 @@ import hashlib
 import json
 import os
 import re
-import shutil
 import tempfile
-import threading
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -42,7 +40,7 @@ from memlens.core.config import length_tokens
 from memlens.core.errors import DataError, ImageError, SchemaError
 from memlens.core.io import sha256_bytes
 from memlens.core.schema import Evidence, Question, Turn, is_release_date
-from memlens.core.store import safe_join
+from memlens.core.store import content_link, safe_join
 
 DATASET_RE = re.compile(r"^dataset_(\d+[km])\.json$")  # dataset_32k.json ... dataset_1m.json
 #: the answer key beside the dataset files of a MemLens export
@@ -397,29 +395,7 @@ class OfficialRelease:
         if rel is None:
             return self.release_path(image_id)
         src = self.release_path(rel)  # a missing or unsafe file fails here, naming the release path
-        suffix = src.suffix.lower() if re.fullmatch(r"\.[a-z0-9]{1,8}", src.suffix.lower()) else ".img"
-        dest = self.neutral_dir / f"{image_id}{suffix}"
-        if dest in self._linked:
-            return dest
-        from memlens.core.io import sha256_file
-
-        if not (dest.is_file() and sha256_file(dest) == image_id):  # missing, or corrupt: made anew, verified
-            if sha256_file(src) != image_id:
-                raise ImageError(src, f"changed while being read (its content no longer hashes to {image_id[:12]})")
-            if dest.exists():
-                import logging
-
-                logging.getLogger(__name__).warning("release image cache: %s was corrupt: made anew", dest)
-            self.neutral_dir.mkdir(parents=True, exist_ok=True)
-            tmp = dest.with_name(f".{dest.name}.{os.getpid()}.{threading.get_ident()}.tmp")
-            tmp.unlink(missing_ok=True)
-            try:
-                os.link(src, tmp)
-            except OSError:  # another file system, or links not allowed: a copy
-                shutil.copyfile(src, tmp)
-            tmp.replace(dest)
-        self._linked.add(dest)
-        return dest
+        return content_link(src, image_id, self.neutral_dir, self._linked)
 
     def iter_parsed(self, length: str):
         """``(Question, [(session_id, date, turns)])`` per item; questions completed from the answer

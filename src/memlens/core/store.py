@@ -102,6 +102,39 @@ class ObjectStore:
             raise ImageError(path, f"content hash {actual[:12]} does not match its name (corrupt file)")
 
 
+def content_link(src: Path, digest: str, folder: Path, linked: set[Path] | None = None) -> Path:
+    """``<folder>/<digest>.<ext>``: a copy of image ``src`` (a hard link when possible) under the
+    SHA-256 of its bytes, so the path a system is given names nothing but the content (not a
+    release folder, not ``data/``). Made once, verified against ``digest`` (a corrupt copy is made
+    anew, a source that changed is an :class:`ImageError`); ``linked``: the links this process
+    already verified."""
+    import logging
+    import os
+    import shutil
+    import threading
+
+    suffix = src.suffix.lower() if re.fullmatch(r"\.[a-z0-9]{1,8}", src.suffix.lower()) else ".img"
+    dest = Path(folder) / f"{digest}{suffix}"
+    if linked is not None and dest in linked:
+        return dest
+    if not (dest.is_file() and sha256_file(dest) == digest):  # missing, or corrupt: made anew, verified
+        if sha256_file(src) != digest:
+            raise ImageError(src, f"changed while being read (its content no longer hashes to {digest[:12]})")
+        if dest.exists():
+            logging.getLogger(__name__).warning("content-addressed image copy: %s was corrupt: made anew", dest)
+        dest.parent.mkdir(parents=True, exist_ok=True)
+        tmp = dest.with_name(f".{dest.name}.{os.getpid()}.{threading.get_ident()}.tmp")
+        tmp.unlink(missing_ok=True)
+        try:
+            os.link(src, tmp)
+        except OSError:  # another file system, or links not allowed: a copy
+            shutil.copyfile(src, tmp)
+        tmp.replace(dest)
+    if linked is not None:
+        linked.add(dest)
+    return dest
+
+
 def safe_join(root: str | Path, rel: str, *, item: str | None = None) -> Path:
     """Join ``rel`` under ``root`` and refuse paths that escape it (``..``, absolute paths, symlinks)."""
     root_r = Path(root).resolve()

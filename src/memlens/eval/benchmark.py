@@ -6,12 +6,17 @@ folder (``data.official_dir``, :class:`memlens.core.official.OfficialRelease`). 
 what every consumer needs of it (VLMEvalKit's idea: a dataset owns its prompt and its scoring keys):
 the items per length, the questions, the prompt of an item, the judge task key of a question and the
 dataset hash that names what was evaluated. Systems, judges and reports never know which source it is.
+
+Images resolve to content-addressed copies (hard links when possible) ``<cache>/neutral_images/
+<sha256>.<ext>`` for both sources, so a path a system may be given (a ``file://`` URL with
+``image_transport: url``, an adapter's input) names neither a release folder nor ``data/``.
 """
 
 from __future__ import annotations
 
 import hashlib
 from collections.abc import Iterator
+from dataclasses import replace
 from pathlib import Path
 
 from memlens.construction.data_settings import ITEM_SOURCES
@@ -20,6 +25,7 @@ from memlens.core.errors import ConfigError, DataError
 from memlens.core.items import BuiltBenchmark, EvalItem
 from memlens.core.official import OfficialRelease
 from memlens.core.schema import Question
+from memlens.core.store import content_link
 from memlens.core.tasks import task_key
 from memlens.eval.prompt import build_messages
 
@@ -33,6 +39,7 @@ class Benchmark:
         self.source = source
         self.kind = kind
         self.paths = paths
+        self._linked: set[Path] = set()
 
     @classmethod
     def from_config(cls, cfg, paths: Paths) -> Benchmark:
@@ -46,7 +53,7 @@ class Benchmark:
             folder = Path(str(folder))
             if not folder.is_absolute():
                 folder = paths.root / folder
-            return cls(OfficialRelease(folder, neutral_dir=paths.cache / "release_images"), kind, paths)
+            return cls(OfficialRelease(folder, neutral_dir=neutral_dir(paths)), kind, paths)
         raise ConfigError(f"unknown data.items {kind!r} ({' | '.join(ITEM_SOURCES)})")
 
     # items ------------------------------------------------------------------------------------
@@ -54,7 +61,15 @@ class Benchmark:
         return self.source.lengths()
 
     def items(self, length: str) -> Iterator[EvalItem]:
-        return self.source.items(length)
+        if self.kind != "built" or self.paths is None:
+            return self.source.items(length)  # a release links its images itself (neutral_dir)
+        return (replace(it, resolve_image=self.resolve_image) for it in self.source.items(length))
+
+    def resolve_image(self, image_id: str) -> Path:
+        """A built benchmark's image (verified against its id) as a content-addressed copy outside
+        ``data/`` (:func:`neutral_dir`)."""
+        assert self.paths is not None
+        return content_link(self.source.resolve_image(image_id), image_id, neutral_dir(self.paths), self._linked)
 
     def count(self, length: str) -> int:
         return self.source.count(length)
@@ -87,6 +102,11 @@ class Benchmark:
                 raise DataError(f"{p}: missing; build the benchmark first (dvc repro assemble)")
             h.update(p.read_bytes())
         return h.hexdigest()
+
+
+def neutral_dir(paths: Paths) -> Path:
+    """Where a system's images are: ``<cache>/neutral_images/`` (content-addressed, both sources)."""
+    return paths.cache / "neutral_images"
 
 
 def requested_lengths(cfg, bench: Benchmark) -> list[str]:

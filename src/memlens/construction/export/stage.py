@@ -2,7 +2,11 @@
 
 ``dataset_<length>.json`` (a JSON list, one item per question, sessions copied per item: the only
 place where sessions are repeated), ``release_images/needle_images/`` and ``haystack_images/``
-(files named by the first 12 hex characters of their SHA-256), and ``agent_subset_195.json``
+(files named by the first 12 hex characters of their SHA-256; with ``export.flat_images`` one folder
+``release_images/images/`` of files named by their whole SHA-256, so no path tells evidence from
+haystack), ``README.md`` (the release card, :mod:`memlens.construction.export.card`: what each file
+is, and that the folders, ``has_answer`` and ``answer_session_ids`` are labels never shown to a
+system), and ``agent_subset_195.json``
 (a stratified subset: 61 IE / 35 MSR / 48 TR / 29 KU / 22 AR at paper scale, proportional below,
 seed 42), and ``hf/`` (Parquet for ``datasets.load_dataset``, see :mod:`memlens.construction.export.hf`).
 
@@ -21,6 +25,7 @@ import logging
 import random
 import shutil
 
+from memlens.construction.export.card import CARD, release_card
 from memlens.construction.export.hf import write_images_parquet, write_items_parquet
 from memlens.construction.export.settings import ExportSettings
 from memlens.core.config import Paths, length_tokens
@@ -36,8 +41,16 @@ AGENT_SUBSET = {IE: 61, MSR: 35, TR: 48, KU: 29, AR: 22}
 PAPER_TOTAL = 789
 
 
-def release_file(rec, needle: bool) -> str:
+#: the one image folder of the flat layout (``export.flat_images``), under ``release_images/``
+FLAT_FOLDER = "images"
+
+
+def release_file(rec, needle: bool, flat: bool = False) -> str:
+    """An image's path relative to ``release_images/``: ``needle_images/`` or ``haystack_images/``
+    and the first 12 hex digits of its SHA-256 (official), or ``images/<sha256>`` (``flat``)."""
     ext = "jpg" if rec.format == "jpeg" else rec.format
+    if flat:
+        return f"{FLAT_FOLDER}/{rec.sha256}.{ext}"
     return f"{'needle_images' if needle else 'haystack_images'}/{rec.sha256[:12]}.{ext}"
 
 
@@ -91,15 +104,15 @@ def agent_subset(questions: list, seed: int = 42) -> dict:
 def run(cfg: Settings, paths: Paths) -> None:
     cfg = as_settings(cfg)
     export: ExportSettings = cfg.export
-    hf = export.huggingface
+    hf, flat = export.huggingface, export.flat_images
     bench = BuiltBenchmark(paths)
     final = paths.release
     out = final.with_name(final.name + ".partial")  # built aside, swapped in only when complete
     if out.exists():
         shutil.rmtree(out)
     img_root = out / "release_images"
-    (img_root / "needle_images").mkdir(parents=True)
-    (img_root / "haystack_images").mkdir(parents=True)
+    for folder in (FLAT_FOLDER,) if flat else ("needle_images", "haystack_images"):
+        (img_root / folder).mkdir(parents=True)
     evidence_imgs = {i for q in bench.questions.values() for i in q.evidence_image_ids}
     files: dict[str, str] = {}
 
@@ -107,7 +120,7 @@ def run(cfg: Settings, paths: Paths) -> None:
         rec = bench.images[image_id]
         rel = files.get(image_id)
         if rel is None:
-            rel = release_file(rec, image_id in evidence_imgs)
+            rel = release_file(rec, image_id in evidence_imgs, flat)
             shutil.copyfile(bench.resolve_image(image_id), img_root / rel)
             files[image_id] = rel
         return {
@@ -166,9 +179,14 @@ def run(cfg: Settings, paths: Paths) -> None:
     write_json(out / "agent_subset_195.json", agent_subset(list(bench.questions.values())))
 
     def image_file(image_id: str) -> str:
-        return files.get(image_id) or release_file(bench.images[image_id], True)
+        return files.get(image_id) or release_file(bench.images[image_id], True, flat)
 
     write_jsonl(out / ANSWER_KEY, [answer_key_row(q, image_file) for _, q in sorted(bench.questions.items())])
+    lengths = sorted(bench.lengths(), key=length_tokens)
+    card = release_card(
+        flat=flat, lengths=lengths, n_questions=len(bench.questions), n_images=len(files), huggingface=hf
+    )
+    (out / CARD).write_text(card, encoding="utf-8")
     arts = hash_tree(out)
     write_manifest(
         out,
@@ -176,7 +194,11 @@ def run(cfg: Settings, paths: Paths) -> None:
         {"format": "memlens-official-1.0"},
         arts,
         code=(__name__,),
-        extra={"images": len(files), "needle_images": len([f for f in files.values() if f.startswith("needle")])},
+        extra={
+            "images": len(files),
+            "needle_images": len([i for i in files if i in evidence_imgs]),
+            "image_layout": "flat" if flat else "official",
+        },
     )
     # swap by renames: deleting the old release (slow at paper scale) happens only once the new one
     # is in place, so an interruption never leaves a half-deleted release
