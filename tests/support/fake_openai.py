@@ -16,6 +16,9 @@ declares a ``Content-Length`` larger than what is sent and then closes the socke
 cost low: on 2 cores it answers several thousand requests/s at zero latency, and with
 200 ms latency and 64 keep-alive connections it sustains ~300 requests/s (96-97 % of
 the ideal 320), in-process or in a child process (``benchmarks/bench_client.py`` (e)).
+With ``parse_bodies=False`` (and no recording) a chat body is received into one reused
+buffer and only counted (:class:`_DiscardingProtocol`): about 4 ms of server CPU per 10 MB
+request (the kernel's copy), where reading it through the stream reader cost ~9 ms.
 
 Endpoints:
 
