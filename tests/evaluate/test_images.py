@@ -324,3 +324,61 @@ def test_disk_cache_only_for_inline_images_and_missing_files_still_fail(tmp_path
     with pytest.raises(ImageError, match="not a decodable image"):
         ImageEncoder(disk_cache=disk).encode(junk)
     assert not [f for f in disk.root.rglob("*") if f.is_file()] if disk.root.exists() else True
+
+
+def test_disk_cache_payload_damage_anywhere_is_detected(tmp_path):
+    from memlens.core.images import EncodedImageCache
+
+    disk = EncodedImageCache(tmp_path / "enc")
+    p = _photo(tmp_path / "a.jpg", (300, 200))
+    url = ImageEncoder(disk_cache=disk).encode(p)
+    (entry,) = [f for f in (tmp_path / "enc").rglob("*") if f.is_file()]
+    raw = entry.read_bytes()
+    middle = len(raw) // 2
+    flipped = raw[:middle] + bytes([raw[middle] ^ 1]) + raw[middle + 1 :]  # same length, one bit
+    for damaged in (flipped, raw + b"x", raw.replace(b"MLENC1", b"MLENC9", 1)):
+        entry.write_bytes(damaged)
+        key = entry.name
+        assert EncodedImageCache(tmp_path / "enc").get(key) is None  # never served
+        assert not entry.exists()  # and removed
+        enc = ImageEncoder(disk_cache=EncodedImageCache(tmp_path / "enc"))
+        assert enc.encode(p) == url and enc.cache_info().encoded == 1
+        assert entry.read_bytes() == raw
+
+
+def test_disk_cache_key_includes_content_size_limit_and_format():
+    from memlens.core.images import EncodedImageCache
+
+    base = {"format": "png", "max_side": 800, "compress_level": 1, "max_pixels": 64_000_000}
+    key = EncodedImageCache.key("a" * 64, **base)
+    assert key != EncodedImageCache.key("b" * 64, **base)
+    assert key != EncodedImageCache.key("a" * 64, **{**base, "max_side": 512})
+    assert key != EncodedImageCache.key("a" * 64, **{**base, "format": "jpeg"})
+    assert key == EncodedImageCache.key("a" * 64, **dict(reversed(base.items())))  # order-free
+    assert ImageEncoder(max_side=512)._settings() == {**base, "max_side": 512}
+
+
+def test_file_hash_memo_sees_an_edit_in_place(tmp_path):
+    from memlens.core.io import sha256_file, sha256_file_memo
+
+    p = _photo(tmp_path / "a.png", (64, 64), fmt="PNG")
+    first = sha256_file_memo(p)
+    assert first == sha256_file(p) == sha256_file_memo(p)
+    _photo(p, (64, 64), fmt="PNG", seed=3)
+    assert sha256_file_memo(p) == sha256_file(p) != first
+
+
+def test_disk_cache_hit_sends_the_bytes_of_a_fresh_encoding(tmp_path):
+    """A request body built from disk-cache hits is byte-identical to one built by encoding."""
+    from memlens.core.http import OpenAICompatibleClient, OpenAICompatibleConfig
+    from memlens.core.images import EncodedImageCache
+
+    paths = [_photo(tmp_path / f"{i}.jpg", (900, 500), seed=i) for i in range(3)]
+    blocks = [{"type": "image_url", "image_url": {"url": str(q)}} for q in paths]
+    messages = [{"role": "user", "content": [*blocks, {"type": "text", "text": "what is shown?"}]}]
+    cfg = OpenAICompatibleConfig(base_url="http://127.0.0.1:9/v1", model="m")
+    fresh = OpenAICompatibleClient(cfg, image_encoder=ImageEncoder()).build_body(messages).to_bytes()
+    ImageEncoder(disk_cache=EncodedImageCache(tmp_path / "enc")).encode(paths[0])  # warm the disk cache
+    warm = ImageEncoder(disk_cache=EncodedImageCache(tmp_path / "enc"))
+    assert OpenAICompatibleClient(cfg, image_encoder=warm).build_body(messages).to_bytes() == fresh
+    assert warm.cache_info().disk_hits == 1 and warm.cache_info().encoded == 2

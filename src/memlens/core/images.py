@@ -53,6 +53,7 @@ import PIL
 from PIL import Image, UnidentifiedImageError
 
 from memlens.core.errors import ImageError
+from memlens.core.io import sha256_file_memo
 
 __all__ = ["EncodedImageCache", "ImageEncoder", "ImageError", "ImageCacheInfo", "resized_size"]
 
@@ -139,12 +140,11 @@ class EncodedImageCache:
         """The payload stored under ``key``, or None (absent or damaged: a damaged entry is removed)."""
         p = self.path(key)
         try:
-            raw = p.read_bytes()
+            payload = self._read(p)
         except OSError:
             with self._lock:
                 self.misses += 1
             return None
-        payload = self._verify(raw)
         if payload is None:
             with self._lock:
                 self.misses += 1
@@ -157,15 +157,21 @@ class EncodedImageCache:
             self.hits += 1
         return payload
 
-    def _verify(self, raw: bytes) -> bytes | None:
-        end = raw.find(b"\n", 0, self._HEADER_MAX)
-        if end < 0:
-            return None
-        fields = raw[:end].split(b" ")
-        if len(fields) != 3 or fields[0] != self.MAGIC or not fields[1].isdigit():
-            return None
-        payload = raw[end + 1 :]
-        if len(payload) != int(fields[1]) or hashlib.sha256(payload).hexdigest().encode() != fields[2]:
+    def _read(self, p: Path) -> bytes | None:
+        """The verified payload of the entry file ``p`` (None: damaged), read straight into one
+        ``bytes`` (no slice copy of a multi-megabyte payload)."""
+        fd = os.open(p, os.O_RDONLY)
+        try:
+            head = os.pread(fd, self._HEADER_MAX, 0)
+            end = head.find(b"\n")
+            fields = head[:end].split(b" ") if end > 0 else []
+            if len(fields) != 3 or fields[0] != self.MAGIC or not fields[1].isdigit():
+                return None
+            length = int(fields[1])
+            payload = os.pread(fd, length + 1, end + 1)  # one byte more: a longer file is damaged too
+        finally:
+            os.close(fd)
+        if len(payload) != length or hashlib.sha256(payload).hexdigest().encode() != fields[2]:
             return None
         return payload
 
@@ -454,23 +460,31 @@ class ImageEncoder:
 
     def _load_or_encode(self, resolved: str, ref: str) -> bytes:
         """The encoding of one file: from the disk cache by the hash of its bytes, else encoded
-        (and stored there)."""
+        (and stored there). The hash is memoised per process and file version
+        (:func:`~memlens.core.io.sha256_file_memo`, shared with the release's own image check), so a
+        cache hit reads only the entry."""
         if self.disk_cache is None:
             return self._encode_source(resolved, ref)
+        try:
+            digest = sha256_file_memo(resolved)
+        except FileNotFoundError:
+            raise ImageError(ref, "image file not found") from None
+        except OSError as exc:
+            raise ImageError(ref, f"cannot read image file ({exc.strerror or exc})") from None
+        value = self.disk_cache.get(self.disk_cache.key(digest, **self._settings()))
+        if value is not None:
+            with self._lock:
+                self._disk_hits += 1
+            return value
         try:
             data = Path(resolved).read_bytes()
         except FileNotFoundError:
             raise ImageError(ref, "image file not found") from None
         except OSError as exc:
             raise ImageError(ref, f"cannot read image file ({exc.strerror or exc})") from None
-        key = self.disk_cache.key(hashlib.sha256(data).hexdigest(), **self._settings())
-        value = self.disk_cache.get(key)
-        if value is not None:
-            with self._lock:
-                self._disk_hits += 1
-            return value
         value = self._encode_source(io.BytesIO(data), ref)
-        self.disk_cache.put(key, value)
+        # keyed by the bytes encoded (the file may have changed since it was hashed)
+        self.disk_cache.put(self.disk_cache.key(hashlib.sha256(data).hexdigest(), **self._settings()), value)
         return value
 
     def _encode_source(self, source: str | io.BytesIO, ref: str) -> bytes:

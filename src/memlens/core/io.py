@@ -46,6 +46,25 @@ def sha256_file(path: str | Path, chunk: int = 1 << 20) -> str:
     return h.hexdigest()
 
 
+_FILE_HASHES: dict[tuple[int, int, int, int, int], str] = {}
+_FILE_HASHES_MAX = 1 << 16
+
+
+def sha256_file_memo(path: str | Path) -> str:
+    """:func:`sha256_file`, memoised per process by the file's identity and version (device, inode,
+    size, mtime and ctime in ns, from a ``stat`` on every call): a file read by several parts of one
+    run (the release's image check, the encoder's cache key) is hashed once, an edited one again."""
+    st = os.stat(path)
+    key = (st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns)
+    digest = _FILE_HASHES.get(key)
+    if digest is None:
+        digest = sha256_file(path)
+        if len(_FILE_HASHES) >= _FILE_HASHES_MAX:
+            _FILE_HASHES.clear()
+        _FILE_HASHES[key] = digest
+    return digest
+
+
 def atomic_write_bytes(path: str | Path, data: bytes) -> None:
     """Write via a temporary file and rename, so a crash never leaves a half-written file."""
     path = Path(path)

@@ -179,13 +179,13 @@ class BuiltBenchmark:
     def _verify(self, path: Path, sha: str) -> None:
         """The file's bytes hash to its image id (once per process and file version): a corrupt or
         truncated image is an error for its item, never sent under the key of the intact one."""
-        from memlens.core.io import sha256_file
+        from memlens.core.io import sha256_file_memo
 
         st = path.stat()
         stamp = (st.st_size, st.st_mtime_ns)
         if self._verified.get(path) == stamp:
             return
-        actual = sha256_file(path)
+        actual = sha256_file_memo(path)
         if actual != sha:
             raise ImageError(
                 path,
