@@ -6,12 +6,24 @@ into lines by their vertical position and ordered left to right, lines top to bo
 agent stores is ``[image; text read: line 1 | line 2 | ...]`` (``[image; no text read]`` when nothing
 was found). Only the default models are used: any other model would be downloaded at first use.
 
-Speed (:data:`ENGINE_PARAMS`, :data:`WORKER_THREADS`): onnxruntime runs each model on one thread per
-worker process (its default, one thread per core, spends most of a second core spinning in thread
-barriers for these small models: 1.78 vs 1.07 CPU-s per image) with its memory arena on, and a
-batch of images is spread over a pool of worker processes (``workers``, one per core by default),
-each building its engine once; a few images (an agent's question) are read in-process. The text
-does not depend on the number of threads, workers or the arena (checked on 160 paper-scale images).
+Reading (``memory.ocr``, :data:`READING`; :func:`engine_params`): per image about 60% of the CPU
+goes to the detector, 30% to recognition, 2% to the angle classifier (profile of 72 rendered
+images, one onnxruntime thread). rapidocr's default detector input (``limit_type`` min,
+``limit_side_len`` 736) scales an image's SHORTER side UP to 736: a 540x960 screenshot is detected
+at 736x1312 (1.9x its pixels), a 1000x400 ticket at 1840x736 (3.4x). The rendered families are
+540-1080 px with text drawn large enough to read at that size, so they are detected at (about) their
+own size: longer side scaled down to 960 at most, never up. Recognition runs 32 lines per call
+(sorted by width, so little padding) instead of 6, and the 0/180 degree angle classifier is off
+(rendered images are upright). These change the text a little (different box edges), so each is
+in the adapter id (:func:`reading_id`), the cache key; ``benchmarks/bench_ocr.py --fidelity`` weighs
+the change by storage fidelity.
+
+Speed (:data:`WORKER_THREADS`): onnxruntime runs each model on one thread per worker process (its
+default, one thread per core, spends most of a second core spinning in thread barriers for these
+small models: 1.78 vs 1.07 CPU-s per image) with its memory arena on, and a batch of images is
+spread over a pool of worker processes (``workers``, one per core by default), each building its
+engine once; a few images (an agent's question) are read in-process. The text does not depend on
+the number of threads, workers or the arena (checked on 160 paper-scale images).
 """
 
 from __future__ import annotations
