@@ -12,10 +12,10 @@ images, one onnxruntime thread). rapidocr's default detector input (``limit_type
 ``limit_side_len`` 736) scales an image's SHORTER side UP to 736: a 540x960 screenshot is detected
 at 736x1312 (1.9x its pixels), a 1000x400 ticket at 1840x736 (3.4x). The rendered families are
 540-1080 px with text drawn large enough to read at that size, so they are detected at (about) their
-own size: longer side scaled down to 960 at most, never up. Recognition runs 32 lines per call
-(sorted by width, so little padding) instead of 6, and the 0/180 degree angle classifier is off
-(rendered images are upright). These change the text a little (different box edges), so each is
-in the adapter id (:func:`reading_id`), the cache key; ``benchmarks/bench_ocr.py --fidelity`` weighs
+own size: longer side scaled down to 960 at most, never up. The 0/180 degree angle classifier is
+off (rendered images are upright). Recognition keeps rapidocr's 6 lines per call: lines are sorted
+by width and each batch is padded to its widest, so 32 per call cost 35% MORE recognition CPU.
+These change the text a little (different box edges), so each is in the adapter id (:func:`reading_id`), the cache key; ``benchmarks/bench_ocr.py --fidelity`` weighs
 the change by storage fidelity.
 
 Speed (:data:`WORKER_THREADS`): onnxruntime runs each model on one thread per worker process (its
@@ -52,7 +52,7 @@ def rapidocr_version() -> str:
 
 #: the reading parameters (``memory.ocr``, :class:`memlens.eval.memory.settings.OCRSettings`) and
 #: their defaults here, which are also the values in ``conf/memory/default.yaml``
-READING = {"det_limit_type": "max", "det_limit_side_len": 960, "rec_batch_num": 32, "use_cls": False}
+READING = {"det_limit_type": "max", "det_limit_side_len": 960, "rec_batch_num": 6, "use_cls": False}
 #: rapidocr 3.10's own values of them (its config.yaml): an adapter id names each parameter that
 #: differs from these, so entries cached with rapidocr's defaults keep their key
 RAPIDOCR_READING = {"det_limit_type": "min", "det_limit_side_len": 736, "rec_batch_num": 6, "use_cls": True}
