@@ -15,8 +15,9 @@ at 736x1312 (1.9x its pixels), a 1000x400 ticket at 1840x736 (3.4x). The rendere
 own size: longer side scaled down to 960 at most, never up. The 0/180 degree angle classifier is
 off (rendered images are upright). Recognition keeps rapidocr's 6 lines per call: lines are sorted
 by width and each batch is padded to its widest, so 32 per call cost 35% MORE recognition CPU.
-These change the text a little (different box edges), so each is in the adapter id (:func:`reading_id`), the cache key; ``benchmarks/bench_ocr.py --fidelity`` weighs
-the change by storage fidelity. Measured so against the previous reading (112 evidence images of a
+These change the text a little (different box edges), so each is in the adapter id
+(:func:`reading_id`), the cache key; ``benchmarks/bench_ocr.py --fidelity`` weighs the change by
+storage fidelity. Measured so against the previous reading (112 evidence images of a
 small build, one run each, load 12-19 on 2 cores): 1.71 -> 1.28 CPU-s per image (-25%), the text
 identical on 75 of the 112 images, storage fidelity the same (85 of 113 facts, 75.2%).
 
