@@ -10,6 +10,12 @@ threads and worker processes; engine loading included). Trees alternate ``--repe
 change of the machine's load hits each. Prints per run: images/s (wall), CPU seconds per image (the
 process and its workers, from ``wait4``), the load average; and whether the trees' texts are
 identical image by image (the OCR text must not change with a speed-up).
+
+``--fidelity``: the images are instead the evidence images of the build's questions that have
+answer-critical facts (every question, not diagnose's sample; ``--n`` of them at most, seeded), and
+each tree's texts are scored as ``memlens diagnose`` scores storage fidelity (the share of those
+facts present in the text stored for their image, :func:`memlens.eval.memory.diagnostics.fidelity`),
+so a change of the text is weighed by what the diagnostics report.
 """
 
 from __future__ import annotations
@@ -23,6 +29,7 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+from types import SimpleNamespace
 
 CHILD = r"""
 import json, sys, time
@@ -57,17 +64,51 @@ def run(src: Path, files: list[str], work: Path) -> dict:
     return {**res, "process_s": wall, "cpu_s": ru.ru_utime + ru.ru_stime, "load": load()}
 
 
+def evidence_facts(root: Path) -> dict[str, tuple[dict, list[str]]]:
+    """question id -> (image sha -> its answer-critical facts) of a built benchmark (this checkout's code)."""
+    from memlens.core.config import Paths
+    from memlens.eval.benchmark import Benchmark
+    from memlens.eval.memory.adapters import truth_lookup
+    from memlens.eval.memory.diagnostics import answer_critical_facts
+
+    bench = Benchmark.from_config(SimpleNamespace(data=SimpleNamespace(items="built")), Paths(root))
+    truth_of = truth_lookup(bench)
+    out = {}
+    for qid, q in sorted(bench.questions.items()):
+        f = answer_critical_facts(q.details.get("derivation"), q.details.get("image_ids", []), truth_of)
+        if f:
+            out[qid] = f
+    return out
+
+
+def fidelity_of(facts: dict, texts: dict[str, str]) -> tuple[int, int]:
+    from memlens.eval.memory.diagnostics import fidelity
+
+    got = [fidelity(f, texts)[:2] for f in facts.values()]
+    return sum(p for p, _ in got), sum(n for _, n in got)
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--root", type=Path, required=True, help="a project with a built benchmark")
     ap.add_argument("--n", type=int, default=200)
     ap.add_argument("--src", action="append", type=Path)
     ap.add_argument("--repeat", type=int, default=1)
+    ap.add_argument("--fidelity", action="store_true", help="evidence images, scored by storage fidelity")
     args = ap.parse_args()
     srcs = [s.resolve() for s in (args.src or [Path(__file__).resolve().parents[1] / "src"])]
     objs = sorted(str(p) for p in (args.root / "data" / "images" / "objects").iterdir() if p.is_file())
+    facts = None
+    if args.fidelity:
+        facts = evidence_facts(args.root)
+        wanted = {sha for f in facts.values() for sha in f}
+        objs = [p for p in objs if Path(p).stem in wanted]
     random.Random(0).shuffle(objs)
     files = sorted(objs[: args.n])
+    if facts is not None:
+        chosen = {Path(p).stem for p in files}
+        facts = {q: {s: v for s, v in f.items() if s in chosen} for q, f in facts.items()}
+        facts = {q: f for q, f in facts.items() if f}
     tmp = Path(tempfile.mkdtemp(prefix="bench_ocr_"))
     print(f"{len(files)} images of {args.root}, {os.cpu_count()} cores, load {load()}")
     texts: dict[str, list[str]] = {}
@@ -87,6 +128,10 @@ def main() -> int:
         for src in srcs[1:]:
             same = sum(a == b for a, b in zip(base, texts[str(src)]))
             print(f"texts identical to {srcs[0]}: {same}/{len(base)}  [{src}]")
+    if facts is not None:
+        for src in srcs:
+            present, n = fidelity_of(facts, dict(zip((Path(p).stem for p in files), texts[str(src)])))
+            print(f"storage fidelity: {present}/{n} = {present / n:.4f} of {len(facts)} questions' facts  [{src}]")
     return 0
 
 

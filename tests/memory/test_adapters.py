@@ -155,3 +155,65 @@ def test_ocr_worker_pool_reads_the_same_text_and_names_a_corrupt_image(tmp_path)
     assert pooled._pool is None
     again = build_adapter("ocr", cache_dir=tmp_path / "two", workers=1, progress=False)
     assert again.describe_images(ims) == expected and again.stats == {"calls": 0, "hits": 4}
+
+
+def test_ocr_reading_parameters_reach_the_engine_and_the_key(tmp_path):
+    """memory.ocr's text-changing parameters are rapidocr's parameters (in-process and in the
+    workers: one tuple) and each is named in the id (the cache key); workers are not."""
+    pytest.importorskip("rapidocr")
+    from memlens.eval.memory.ocr import RAPIDOCR_READING, READING, rapidocr_version
+
+    a = build_adapter("ocr", det_limit_type="min", det_limit_side_len=640, rec_batch_num=8, use_cls=True, min_score=0.4)
+    cfg = a.engine.cfg
+    assert (cfg.Det.limit_type, cfg.Det.limit_side_len, cfg.Rec.rec_batch_num) == ("min", 640, 8)
+    assert cfg.Global.use_cls is True and cfg.Global.text_score == pytest.approx(0.4)
+    assert cfg.EngineConfig.onnxruntime.enable_cpu_mem_arena is True
+    d = build_adapter("ocr").engine.cfg  # the defaults (READING) reach it too
+    assert (d.Det.limit_type, d.Det.limit_side_len, d.Rec.rec_batch_num, d.Global.use_cls) == tuple(READING.values())
+    legacy = build_adapter("ocr", **RAPIDOCR_READING)
+    assert legacy.id == f"ocr/rapidocr-{rapidocr_version()}/v1"  # the key entries were cached under before
+    ids = {legacy.id, build_adapter("ocr").id, a.id}
+    for k, v in {"det_limit_type": "max", "det_limit_side_len": 1024, "rec_batch_num": 16, "use_cls": False}.items():
+        ids.add(build_adapter("ocr", **{**RAPIDOCR_READING, k: v}).id)
+    assert len(ids) == 7  # every text-changing parameter changes the key
+    assert build_adapter("ocr", workers=1).id == build_adapter("ocr", workers=3).id  # same text, same key
+    with pytest.raises(ConfigError, match=r"unknown options.*limit_side"):
+        build_adapter("ocr", limit_side=3)
+    with pytest.raises(ConfigError, match="det_limit_side_len must be a positive integer"):
+        build_adapter("ocr", det_limit_side_len=0)
+
+
+def test_ocr_defaults_are_the_configured_values():
+    """conf/memory/default.yaml's memory.ocr is what an agent's ``ocr`` adapter reads with (no
+    options), so diagnose and the agents share one cache entry per image."""
+    import yaml
+
+    from memlens.eval.memory.ocr import READING
+    from memlens.eval.memory.settings import OCRSettings
+
+    conf = yaml.safe_load((Path(__file__).parents[2] / "conf" / "memory" / "default.yaml").read_text())["ocr"]
+    ocr = OCRSettings.model_validate(conf)
+    assert {k: getattr(ocr, k) for k in READING} == READING
+    assert (ocr.min_score, ocr.workers) == (0.5, 0)
+
+
+def test_ocr_reads_the_printed_text_of_rendered_images(tmp_path):
+    """With the configured parameters, the text a rendered receipt and price tag print is read."""
+    pytest.importorskip("rapidocr")
+    import random
+
+    from memlens.construction.images.synthetic import get_family, render_bytes
+
+    ims, printed = [], []
+    for i, family in enumerate(["receipt", "price_tag", "chat_screenshot"]):
+        spec = get_family(family).sample(random.Random(7 + i), photo=False)
+        data, ext = render_bytes(spec)
+        p = tmp_path / f"{family}.{ext.lstrip('.')}"
+        p.write_bytes(data)
+        ims.append(ImageInput(hashlib.sha256(data).hexdigest(), p))
+        printed.append([t for t in spec["texts"] if any(c.isalnum() for c in t)])
+    texts = build_adapter("ocr", cache_dir=tmp_path / "c", workers=1).describe_images(ims)
+    for text, lines in zip(texts, printed):
+        flat = "".join(text.split()).upper()
+        found = [t for t in lines if "".join(t.split()).upper() in flat]
+        assert len(found) >= 0.8 * len(lines), (text, sorted(set(lines) - set(found)))

@@ -202,7 +202,9 @@ def build_adapter(
     its class's ``create``; its cache under ``cache_dir`` (entries missing there are read from
     ``fallback_dirs``). Options:
 
-    - ``ocr``: ``min_score`` (0.5), ``progress`` (True), ``workers`` (0: one process per core; 1: in-process).
+    - ``ocr``: ``min_score`` (0.5), ``progress`` (True), ``workers`` (0: one process per core; 1: in-process),
+      ``det_limit_type``, ``det_limit_side_len``, ``rec_batch_num``, ``use_cls`` (``memory.ocr``,
+      :class:`memlens.eval.memory.settings.OCRSettings`; defaults :data:`memlens.eval.memory.ocr.READING`).
     - ``caption``: ``backend`` = ``blip2`` (``model_dir``: a local BLIP-2 folder; ``max_new_tokens``,
       ``prompt``) or ``openai`` (``base_url``, ``model``, ``api_key_env``, ``prompt``, ``concurrency``,
       ``max_new_tokens``, ``timeout_s``, ``max_retries``).

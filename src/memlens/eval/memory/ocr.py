@@ -6,12 +6,27 @@ into lines by their vertical position and ordered left to right, lines top to bo
 agent stores is ``[image; text read: line 1 | line 2 | ...]`` (``[image; no text read]`` when nothing
 was found). Only the default models are used: any other model would be downloaded at first use.
 
-Speed (:data:`ENGINE_PARAMS`, :data:`WORKER_THREADS`): onnxruntime runs each model on one thread per
-worker process (its default, one thread per core, spends most of a second core spinning in thread
-barriers for these small models: 1.78 vs 1.07 CPU-s per image) with its memory arena on, and a
-batch of images is spread over a pool of worker processes (``workers``, one per core by default),
-each building its engine once; a few images (an agent's question) are read in-process. The text
-does not depend on the number of threads, workers or the arena (checked on 160 paper-scale images).
+Reading (``memory.ocr``, :data:`READING`; :func:`engine_params`): per image about 60% of the CPU
+goes to the detector, 30% to recognition, 2% to the angle classifier (profile of 72 rendered
+images, one onnxruntime thread). rapidocr's default detector input (``limit_type`` min,
+``limit_side_len`` 736) scales an image's SHORTER side UP to 736: a 540x960 screenshot is detected
+at 736x1312 (1.9x its pixels), a 1000x400 ticket at 1840x736 (3.4x). The rendered families are
+540-1080 px with text drawn large enough to read at that size, so they are detected at (about) their
+own size: longer side scaled down to 960 at most, never up. The 0/180 degree angle classifier is
+off (rendered images are upright). Recognition keeps rapidocr's 6 lines per call: lines are sorted
+by width and each batch is padded to its widest, so 32 per call cost 35% MORE recognition CPU.
+These change the text a little (different box edges), so each is in the adapter id
+(:func:`reading_id`), the cache key; ``benchmarks/bench_ocr.py --fidelity`` weighs the change by
+storage fidelity. Measured so against the previous reading (112 evidence images of a
+small build, one run each, load 12-19 on 2 cores): 1.71 -> 1.28 CPU-s per image (-25%), the text
+identical on 75 of the 112 images, storage fidelity the same (85 of 113 facts, 75.2%).
+
+Speed (:data:`WORKER_THREADS`): onnxruntime runs each model on one thread per worker process (its
+default, one thread per core, spends most of a second core spinning in thread barriers for these
+small models: 1.78 vs 1.07 CPU-s per image) with its memory arena on, and a batch of images is
+spread over a pool of worker processes (``workers``, one per core by default), each building its
+engine once; a few images (an agent's question) are read in-process. The text does not depend on
+the number of threads, workers or the arena (checked on 160 paper-scale images).
 """
 
 from __future__ import annotations
@@ -22,7 +37,7 @@ from collections.abc import Sequence
 from functools import lru_cache
 from pathlib import Path
 
-from memlens.core.errors import ImageError
+from memlens.core.errors import ConfigError, ImageError
 from memlens.core.registry import component
 from memlens.eval.memory.cache import CachedAdapter, ImageInput
 
@@ -38,17 +53,49 @@ def rapidocr_version() -> str:
     return version("rapidocr")
 
 
-#: rapidocr settings of every engine (other than threads). onnxruntime's memory arena (rapidocr turns
-#: it off) saves ~10% of the CPU per image and changes no output.
-ENGINE_PARAMS: tuple[tuple[str, object], ...] = (
-    ("Global.log_level", "error"),
-    ("EngineConfig.onnxruntime.enable_cpu_mem_arena", True),
-)
+#: the reading parameters (``memory.ocr``, :class:`memlens.eval.memory.settings.OCRSettings`) and
+#: their defaults here, which are also the values in ``conf/memory/default.yaml``
+READING = {"det_limit_type": "max", "det_limit_side_len": 960, "rec_batch_num": 6, "use_cls": False}
+#: rapidocr 3.10's own values of them (its config.yaml): an adapter id names each parameter that
+#: differs from these, so entries cached with rapidocr's defaults keep their key
+RAPIDOCR_READING = {"det_limit_type": "min", "det_limit_side_len": 736, "rec_batch_num": 6, "use_cls": True}
+_ID_PART = {"det_limit_type": "det-{}", "det_limit_side_len": "{}", "rec_batch_num": "-rb{}", "use_cls": "-cls{}"}
+
 #: onnxruntime threads of an engine in a worker process (one process per core)
 WORKER_THREADS = (
     ("EngineConfig.onnxruntime.intra_op_num_threads", 1),
     ("EngineConfig.onnxruntime.inter_op_num_threads", 1),
 )
+
+
+def engine_params(reading: dict, min_score: float) -> tuple[tuple[str, object], ...]:
+    """rapidocr's parameters for ``reading`` (other than threads). rapidocr drops segments below
+    ``Global.text_score`` itself, so it is ``min_score``. onnxruntime's memory arena (rapidocr turns
+    it off) saves ~10% of the CPU per image and changes no output."""
+    return (
+        ("Global.log_level", "error"),
+        ("Global.text_score", float(min_score)),
+        ("Global.use_cls", bool(reading["use_cls"])),
+        ("Det.limit_type", str(reading["det_limit_type"])),
+        ("Det.limit_side_len", int(reading["det_limit_side_len"])),
+        ("Rec.rec_batch_num", int(reading["rec_batch_num"])),
+        ("EngineConfig.onnxruntime.enable_cpu_mem_arena", True),
+    )
+
+
+def reading_id(reading: dict, min_score: float) -> str:
+    """The part of the adapter id naming the text-changing parameters that differ from rapidocr's
+    defaults (``""`` for rapidocr's defaults and score 0.5, the id entries were cached under before)."""
+    det = ("det_limit_type", "det_limit_side_len")
+    part = ""
+    if any(reading[k] != RAPIDOCR_READING[k] for k in det):
+        part += "-" + "".join(_ID_PART[k].format(reading[k]) for k in det)
+    for k in ("rec_batch_num", "use_cls"):
+        if reading[k] != RAPIDOCR_READING[k]:
+            part += _ID_PART[k].format(int(reading[k]) if k == "use_cls" else reading[k])
+    if float(min_score) != 0.5:
+        part += f"-s{float(min_score):g}"
+    return part
 
 
 @lru_cache(maxsize=2)
@@ -106,6 +153,16 @@ def format_ocr(lines: Sequence[str]) -> str:
     return f"[image; text read: {' | '.join(lines)}]" if lines else "[image; no text read]"
 
 
+def _check_reading(r: dict) -> None:
+    if r["det_limit_type"] not in ("min", "max"):
+        raise ConfigError(f"ocr adapter: det_limit_type must be min or max, got {r['det_limit_type']!r}")
+    for k in ("det_limit_side_len", "rec_batch_num"):
+        if isinstance(r[k], bool) or not isinstance(r[k], int) or r[k] < 1:
+            raise ConfigError(f"ocr adapter: {k} must be a positive integer, got {r[k]!r}")
+    if not isinstance(r["use_cls"], bool):
+        raise ConfigError(f"ocr adapter: use_cls must be true or false, got {r['use_cls']!r}")
+
+
 def default_workers() -> int:
     """One OCR worker process per core this process may use (at most 8)."""
     try:
@@ -137,12 +194,18 @@ class OCRAdapter(CachedAdapter):
         progress: bool = True,
         workers: int = 0,
         fallback_dirs: Sequence[Path] = (),
+        **reading,
     ):
-        # a non-default score threshold reads other text: another id, so another cache entry
-        score = "" if float(min_score) == 0.5 else f"-s{float(min_score):g}"
-        self.id = f"ocr/rapidocr-{rapidocr_version()}{score}/{OCR_FORMAT_VERSION}"
+        unknown = sorted(set(reading) - set(READING))
+        if unknown:
+            raise ConfigError(f"ocr adapter: unknown options {unknown} (known: {sorted(READING)})")
+        self.reading = {**READING, **reading}
+        _check_reading(self.reading)
+        # parameters that change the text are in the id, so in the cache key: other text, other entry
+        self.id = f"ocr/rapidocr-{rapidocr_version()}{reading_id(self.reading, min_score)}/{OCR_FORMAT_VERSION}"
         super().__init__(cache_dir, fallback_dirs)
         self.min_score = float(min_score)
+        self.params = engine_params(self.reading, self.min_score)
         self.progress = progress
         self.workers = int(workers) if int(workers) > 0 else default_workers()
         self._engine = None
@@ -153,12 +216,12 @@ class OCRAdapter(CachedAdapter):
     def engine(self):
         """The in-process engine (onnxruntime's default threads: a few images at a time)."""
         if self._engine is None:
-            self._engine = engine_for(ENGINE_PARAMS)
+            self._engine = engine_for(self.params)
         return self._engine
 
     def read_lines(self, path: Path) -> list[str]:
         self.engine  # noqa: B018 - loaded here, so `_engine` tells whether anything was read in-process
-        return read_image_lines(path, ENGINE_PARAMS, self.min_score)
+        return read_image_lines(path, self.params, self.min_score)
 
     def _pool_for(self, n_images: int):
         if self.workers <= 1 or n_images < 2 * self.workers:
@@ -180,7 +243,7 @@ class OCRAdapter(CachedAdapter):
         if pool is None:
             lines = [self.read_lines(im.path) for im in images]
         else:
-            task = partial(read_image_lines, params=ENGINE_PARAMS + WORKER_THREADS, min_score=self.min_score)
+            task = partial(read_image_lines, params=self.params + WORKER_THREADS, min_score=self.min_score)
             lines = list(pool.map(task, [str(im.path) for im in images]))
         self.seconds += time.perf_counter() - t0
         return [format_ocr(x) for x in lines]

@@ -9,7 +9,23 @@ from typing import Annotated, Any, Literal
 from memlens.core.registry import named
 from memlens.core.settings import Fraction, NonNegFloat, NonNegInt, PositiveInt, Section
 
-__all__ = ["MemorySettings"]
+__all__ = ["MemorySettings", "OCRSettings"]
+
+
+class OCRSettings(Section):
+    """``memory.ocr``: how the ``ocr`` adapter reads (:mod:`memlens.eval.memory.ocr`). The first five
+    change the text, so the adapter's id (its cache key) names each that differs from rapidocr's own
+    default; ``workers`` does not (threads, processes and the memory arena read the same text)."""
+
+    # the detector's input: limit_type max scales the longer side down to limit_side_len (never up);
+    # min scales the shorter side UP to it (rapidocr's default, min 736: a 540x960 screenshot is
+    # detected at 736x1312, 1.9x the pixels, for text rendered large enough at its own size)
+    det_limit_type: Literal["min", "max"]
+    det_limit_side_len: PositiveInt
+    rec_batch_num: PositiveInt  # text lines per recognition call (sorted by width, padded per batch)
+    use_cls: bool  # the 0/180 degree angle classifier (rendered images are upright)
+    min_score: Fraction  # recognised segments below this confidence are dropped
+    workers: NonNegInt  # processes a batch of images is spread over (0: one per core; 1: in-process)
 
 
 class MemorySettings(Section):
@@ -31,6 +47,7 @@ class MemorySettings(Section):
     lengths: list[str]  # empty: every built length
     ks: list[PositiveInt]  # recall@k cut-offs
     depth: PositiveInt  # sessions retrieved per question (MRR looks this deep)
+    ocr: OCRSettings  # options of the ocr adapter
     caption: dict[str, Any] | None  # options of the caption adapter (backend: blip2 | openai, ...)
     image_checkpoint: str | None  # a LOCAL open_clip checkpoint (image and fusion retrieval)
     image_model: str  # its open_clip architecture

@@ -135,7 +135,7 @@ def _adapter_options(name: str, mcfg: MemorySettings) -> dict[str, Any]:
             raise ConfigError("memory.adapters has 'caption' but memory.caption (backend options) is not set")
         return dict(mcfg.caption)
     if name == "ocr":
-        return {"progress": True}
+        return {"progress": True, **mcfg.ocr.model_dump()}
     return {}
 
 
