@@ -9,8 +9,16 @@ Official subtypes and their finer variants (``details.mode`` is the paper's gene
   textual date, plus at least one artifact endpoint), ``mode_D`` (entity images anchored by their
   session timestamp, plus at least one artifact endpoint), ``mode_B_clock`` (two activities timed
   from a textual start to the time on a clock photo; minutes).
+  Both options are intervals of one kind with endpoints of one kind (one artifact kind, one entity
+  kind), so their turns are worded alike and the text cannot tell which dates belong to which
+  option; the letter is balanced per build (``want``, :mod:`.balance`).
 - ``order_ranking`` ("Put these events in the order they happened: (1) ... (2) ...", reference
-  ``(2)(3)(1)``): 3-5 events, ``mode_B`` / ``mode_C`` / ``mode_D`` as above.
+  ``(2)(3)(1)``, a uniform permutation): 3-5 events of one artifact kind whose dates are printed
+  only (``mode_B_show`` / ``mode_B_flight`` / ``mode_B_receipt`` / ``mode_B_calendar``): no written
+  date or time phrase in their turns, their sessions in a block before (tickets) or after all of
+  them in a random order, their facts in a random order, each named by what its image prints
+  (show, destination, store, calendar label). Modes C and D would date events in the text or by
+  their sessions, which orders them up to which image is which; they are not planned here.
 - ``temporal_info_extraction`` ("When did I ...? Answer in YYYY/MM/DD."): ``B_calendar``,
   ``B_ticket``, ``B_receipt`` (the date is printed only in the image, and the image is also what
   the question names), ``D_session`` (the date is the timestamp of the session whose image shows the
