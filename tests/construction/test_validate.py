@@ -176,7 +176,7 @@ def test_closed_answers_majority_and_leave_one_out():
     res = V.closed_answers({q.question_id: q for q in qs})
     assert set(res) == {f"{IE}//ab", f"{IE}//yesno"}
     ab, yn = res[f"{IE}//ab"], res[f"{IE}//yesno"]
-    assert ab["n"] == 4 and ab["answers"] == {"a": 2, "b": 2} and ab["majority_share"] == 0.5
+    assert ab["n"] == 4 and ab["answers"] == {"A": 2, "B": 2} and ab["majority_share"] == 0.5
     assert ab["loo_majority_accuracy"] == 0.0 and ab["chance"] == 0.5
     assert yn["majority_share"] == 0.75 and yn["loo_majority_accuracy"] == 0.75
 

@@ -40,7 +40,7 @@ from memlens.construction.validate.adversaries import run_all
 from memlens.construction.validate.adversaries.data import Bench
 from memlens.construction.validate.adversaries.render import figures_md
 from memlens.construction.validate.adversaries.stats import auc_lower, verdict, wilson_lower
-from memlens.construction.validate.adversaries.textonly import _constant_right, answer_format, norm
+from memlens.construction.validate.adversaries.textonly import _constant_right, answer_format
 from memlens.construction.validate.settings import ValidateSettings
 from memlens.core.config import Paths, length_tokens
 from memlens.core.errors import GateError
@@ -172,7 +172,7 @@ def closed_answers(questions) -> dict:
             continue
         fmt = answer_format(q.answer)
         if fmt in ("ab", "yesno", "count"):
-            groups.setdefault((f"{q.question_type}/{q.question_subtype}", fmt), []).append(norm(q.answer))
+            groups.setdefault((f"{q.question_type}/{q.question_subtype}", fmt), []).append(" ".join(q.answer.split()))
     out = {}
     for (sub, fmt), answers in sorted(groups.items()):
         counts = Counter(answers)
