@@ -931,8 +931,11 @@ class TemporalReasoning(Ability):
             return e1, e2, f"my trip to {e1['city']} (from the flight out to the flight back)"
         # "between": two events of the given kinds
         k1, k2 = kind.split(":")[1:]
-        e1 = b.entity(mode, start) if k1 == "E" else b.artifact(start)
-        e2 = b.entity(mode, end) if k2 == "E" else b.artifact(end)
+        # no calendar endpoints here: a calendar is named by its place in both the question and
+        # its turn, so its session's date would tell roughly when its mark is, option by option
+        arts = ("flight", "show", "receipt")
+        e1 = b.entity(mode, start) if k1 == "E" else b.artifact(start, kinds=arts)
+        e2 = b.entity(mode, end) if k2 == "E" else b.artifact(end, kinds=arts)
         return e1, e2, f"the time from {e1['desc']} to {e2['desc']}"
 
     def _plan_dc(self, b: _Builder, variant: str, want: str | None = None) -> dict:
