@@ -678,15 +678,16 @@ class _Builder:
             return day - timedelta(days=self.rng.randint(*before))
         return day + timedelta(days=self.rng.randint(*after))
 
-    def artifact(self, day: date, kinds=("flight", "show", "receipt", "calendar")) -> dict:
-        """An artifact dated ``day``; every artifact of a question is of one kind."""
+    def artifact(self, day: date, kinds=("flight", "show", "receipt", "calendar"), sday: date | None = None) -> dict:
+        """An artifact dated ``day``; every artifact of a question is of one kind (``sday`` as
+        for :meth:`flight`; not for a calendar)."""
         kind = self._fixed("artifact", lambda: pick(self.rng, list(kinds)))
         if kind == "flight":
-            return self.flight(day)
+            return self.flight(day, sday=sday)
         if kind == "show":
-            return self.show(day)
+            return self.show(day, sday=sday)
         if kind == "receipt":
-            return self.receipt(day)
+            return self.receipt(day, sday=sday)
         lab = pick(self.rng, [x for x in CAL_LABELS if x not in self.used_names])
         self.used_names.add(lab)
         return self.calendar([day], [lab], extra_marks=self.rng.choice([0, 0, 1]))[0]
@@ -815,6 +816,17 @@ def _subtopic(rng: random.Random, topic, requests: list[ImageRequest]) -> str:
     return pick(rng, ok or options)
 
 
+def _shuffle_facts(rng: random.Random, b: _Builder, latent: dict) -> None:
+    """Put the facts (the images, the evidence list) in a random order: the order they were
+    drawn in follows the events' order, the options' order or puts a target first."""
+    perm = list(range(len(b.facts)))
+    rng.shuffle(perm)  # new position i holds old fact perm[i]
+    new_of = {old: new for new, old in enumerate(perm)}
+    b.facts[:] = [b.facts[old] for old in perm]
+    for ev in b.events:
+        ev["fact"] = new_of[ev["fact"]]
+
+
 def _sample(rng: random.Random, make):
     for _ in range(400):
         try:
@@ -881,6 +893,7 @@ class TemporalReasoning(Ability):
             return b, latent
 
         b, latent = _sample(rng, attempt)
+        _shuffle_facts(rng, b, latent)
         subtopic = _subtopic(rng, topic, b.plan_images())
         reserved.update(b.new_ctx)
         latent.update(
@@ -905,8 +918,12 @@ class TemporalReasoning(Ability):
                 return a, b
         raise _Retry("durations")
 
-    def _interval(self, b: _Builder, kind: str, dur: int, mode: str) -> tuple[dict, dict, str]:
-        """Two endpoint events and the phrase for an interval of ``dur`` days."""
+    def _interval(
+        self, b: _Builder, kind: str, dur: int, mode: str, start: date | None = None, sdays=None
+    ) -> tuple[dict, dict, str]:
+        """Two endpoint events and the phrase for an interval of ``dur`` days from ``start``
+        (drawn when None); ``sdays``: an iterator of the days of the sessions that share its
+        artifact endpoints (see :meth:`_Builder.session_block`), else drawn near each."""
         rng = b.rng
         if kind == "calendar_span":
             start = b.rand_day(lo_pad=40, hi_pad=20)
@@ -921,12 +938,16 @@ class TemporalReasoning(Ability):
             b.used_names.add(l1)
             e1, e2 = b.calendar([start, start + timedelta(days=dur)], [l1, l2], extra_marks=rng.choice([0, 0, 1]))
             return e1, e2, f'the {noun} marked on {e1["ctx"]} (from "{l1}" to "{l2}")'
-        start = b.rand_day(lo_pad=40, hi_pad=dur + 20)
+        start = start or b.rand_day(lo_pad=40, hi_pad=dur + 20)
         end = start + timedelta(days=dur)
+
+        def sday():
+            return None if sdays is None else next(sdays)
+
         if kind == "trip":
-            e1 = b.flight(start, shared="any")
+            e1 = b.flight(start, shared="any", sday=sday())
             home = next(c for c in vocab.CITIES if c[1] == b.facts[e1["fact"]]["constraints"]["from_code"])
-            e2 = b.flight(end, shared="after", city=(e1["city"], e1["code"]), home=home, back=True)
+            e2 = b.flight(end, shared="after", city=(e1["city"], e1["code"]), home=home, back=True, sday=sday())
             e2["desc"] = f"flying back from {e1['city']}"
             return e1, e2, f"my trip to {e1['city']} (from the flight out to the flight back)"
         # "between": two events of the given kinds
@@ -934,8 +955,8 @@ class TemporalReasoning(Ability):
         # no calendar endpoints here: a calendar is named by its place in both the question and
         # its turn, so its session's date would tell roughly when its mark is, option by option
         arts = ("flight", "show", "receipt")
-        e1 = b.entity(mode, start) if k1 == "E" else b.artifact(start, kinds=arts)
-        e2 = b.entity(mode, end) if k2 == "E" else b.artifact(end, kinds=arts)
+        e1 = b.entity(mode, start) if k1 == "E" else b.artifact(start, kinds=arts, sday=sday())
+        e2 = b.entity(mode, end) if k2 == "E" else b.artifact(end, kinds=arts, sday=sday())
         return e1, e2, f"the time from {e1['desc']} to {e2['desc']}"
 
     def _plan_dc(self, b: _Builder, variant: str, want: str | None = None) -> dict:
@@ -956,8 +977,19 @@ class TemporalReasoning(Ability):
         da, db = self._durations(rng, m, m)
         if want is not None and ("A" if da > db else "B") != want:
             da, db = db, da
-        ia = self._interval(b, kinds[0], da, mode)
-        ib = self._interval(b, kinds[1], db, mode)
+        if kind == "calendar_span":
+            ia = self._interval(b, kind, da, mode)
+            ib = self._interval(b, kind, db, mode)
+        else:
+            # the artifact endpoints of both options are shared in one block of sessions after
+            # them all, in a random order: their session dates say nothing about the spans
+            starts = [b.rand_day(lo_pad=40, hi_pad=d + 40) for d in (da, db)]
+            ends = [st + timedelta(days=d) for st, d in zip(starts, (da, db))]
+            ends_kind = ["A", "A"] if kind == "trip" else kind.split(":")[1:]
+            art_days = [day for st, en in zip(starts, ends) for day, k in zip((st, en), ends_kind) if k == "A"]
+            sdays = iter(b.session_block(art_days, before=False))
+            ia = self._interval(b, kind, da, mode, starts[0], sdays)
+            ib = self._interval(b, kind, db, mode, starts[1], sdays)
         q = f"Which lasted longer: (A) {ia[2]}, or (B) {ib[2]}? Answer A or B."
         return {
             "mode": mode,
