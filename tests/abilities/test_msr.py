@@ -201,28 +201,56 @@ def _check_er(plan, truths, d):
             assert len(looks) == 1, (nm, looks)
 
 
-def test_answer_priors_are_flat(ab):
+def test_answer_priors_are_flat_and_sessions_independent(ab):
     """The count (counting) and the number of different entities (entity resolution) are uniform
-    over 1-8 whatever the template: the most frequent answer of a variant is no likelier than
-    1/8 + noise, so a text-only guesser of the template's usual answer is at chance."""
+    over 1-4 when drawn, and the number of evidence sessions (every one shares an image from the
+    question's theme) is drawn independently of it: the most frequent answer of a variant is no
+    likelier than 1/4 + noise, and guessing "as many as the sessions that match the theme" is
+    right only as often as the two independent draws agree."""
     from collections import Counter
 
     for sub in ("counting", "entity_resolution"):
         for v in ab.variants[sub]:
             if v.startswith("yes_no"):
                 continue
-            answers = Counter()
-            for i in range(400):
+            answers, by_n = Counter(), {}
+            hits = 0
+            for i in range(800):
                 rng = random.Random(f"prior-{v}-{i}")
                 latent: dict = {}
                 if sub == "counting":
                     ab._plan_counting(rng, v, 5, latent)
-                    answers[len(latent["matching"])] += 1
+                    k = len(latent["matching"])
                 else:
                     ab._plan_er(rng, v, 5, latent)
-                    answers[len(set(latent["entity_ids"]))] += 1
-            assert set(answers) == set(range(1, 9)), (v, answers)
-            assert max(answers.values()) / 400 < 0.125 + 0.05, (v, answers)
+                    k = len(set(latent["entity_ids"]))
+                answers[k] += 1
+                by_n.setdefault(latent["n"], Counter())[k] += 1
+                hits += k == latent["n"]
+            assert set(answers) == set(range(1, msr_mod.COUNT_MAX + 1)), (v, answers)
+            assert max(answers.values()) / 800 < 1 / msr_mod.COUNT_MAX + 0.05, (v, answers)
+            assert set(by_n) == set(range(msr_mod.COUNT_MAX, msr_mod.MAX_SESSIONS + 1))
+            # the count's distribution is the same whatever the number of sessions
+            for n, c in by_n.items():
+                assert max(c.values()) / sum(c.values()) < 1 / msr_mod.COUNT_MAX + 0.12, (v, n, c)
+            assert hits / 800 < 0.1, (v, hits)  # only n = k = 4 can agree
+
+
+def test_planned_answers_follow_want(ab, topics):
+    """A wanted class (balanced per build by the crawl stage) is the answer the draft derives."""
+    for sub, v in _cases(ab):
+        classes = ab.answer_classes(sub, v)
+        if not classes:
+            continue
+        for j, want in enumerate(classes):
+            rng = random.Random(f"want-{v}-{j}")
+            p = ab.plan(rng, topics[j], sub, v, f"pw{j}", set(), want=want)
+            trng = random.Random(j)
+            truths = [get_family(r.family).sample(trng, **r.constraints) for r in p.images]
+            d = ab.build(random.Random(j), p, truths)
+            assert d.answer == want, (sub, v, want, d.answer)
+    with pytest.raises(ValueError, match="cannot be planned"):
+        ab.plan(random.Random(0), topics[0], "counting", "on_sale", "px", set(), want="9")
 
 
 def test_determinism_and_reserved_contexts(ab, topics):

@@ -166,6 +166,21 @@ def test_composition_counts_and_worst_length_error():
     assert ln["max_rel_error"] == pytest.approx((33096 - 32768) / 32768, abs=1e-5) and ln["sessions_mean"] == 1.5
 
 
+def test_closed_answers_majority_and_leave_one_out():
+    """Balanced A/B: the majority's share is one half and the leave-one-out majority is never
+    right (each question's own vote is removed); a skewed Yes/No: the leave-one-out majority is
+    right on the majority's questions. Open answers and refusals are not listed."""
+    qs = [quest(f"ab{i}", a) for i, a in enumerate("ABAB")]
+    qs += [quest(f"yn{i}", a) for i, a in enumerate(["Yes", "Yes", "Yes", "No"])]
+    qs += [quest("open", "Harbor"), quest("ar", "Yes", qtype=AR, essential=False)]
+    res = V.closed_answers({q.question_id: q for q in qs})
+    assert set(res) == {f"{IE}//ab", f"{IE}//yesno"}
+    ab, yn = res[f"{IE}//ab"], res[f"{IE}//yesno"]
+    assert ab["n"] == 4 and ab["answers"] == {"A": 2, "B": 2} and ab["majority_share"] == 0.5
+    assert ab["loo_majority_accuracy"] == 0.0 and ab["chance"] == 0.5
+    assert yn["majority_share"] == 0.75 and yn["loo_majority_accuracy"] == 0.75
+
+
 # ------------------------------------------------------------------------------------- the stage
 @pytest.fixture(scope="module")
 def validate_inputs(tiny_project, tmp_path_factory):

@@ -97,6 +97,12 @@ class Ability:
     def build(self, rng: random.Random, plan: Plan, truths: list[dict]) -> Draft:
         raise NotImplementedError
 
+    def answer_classes(self, subtype: str, variant: str) -> tuple[str, ...] | None:
+        """The closed answers of a variant, balanced per build and subtype
+        (:mod:`memlens.construction.abilities.balance`); its ``plan`` then takes ``want=`` (the
+        answer to make). None: the answer is open or not balanced."""
+        return None
+
     def ar_source(self, subtype: str, variant: str) -> bool:
         """Whether answer-refusal questions may be built from this variant."""
         return True

@@ -20,15 +20,17 @@ Official subtypes and finer variants (``details.variant``):
   $12.50 there"), at least one is visible only in an image. ``details.operand_sources`` lists
   ``image``/``text`` per evidence session.
 - ``counting`` (answer an integer): how many of the theme's items match a criterion visible only
-  in their image; the count is uniform over 1-8 (then 3-8 sessions that hold it), so no answer is
-  likelier than another for a template. ``on_sale``: price labels showing a
+  in their image; the count is balanced over 1-4 per build (:mod:`.balance`; uniform when drawn)
+  and the number of sessions (4-8, each sharing an image from the theme) is drawn independently of
+  it, so neither the template nor how many sentences match the theme says anything about it. ``on_sale``: price labels showing a
   sale; ``paid_cash``: receipts paid in cash; ``brand`` (price labels of one brand) needs a
   ``count`` op that counts a given value (see ``COUNT_VALUE_OP``) and is enabled only when the
   derivation engine supports it.
 - ``entity_resolution``: whether cross-session references denote the same entity, the name being
   readable only in the images (names are ``forbidden`` in any text). ``details.er_form`` is
-  ``yes_no`` ("was the last place the same as the first one?", answer Yes/No, even odds) or
-  ``count_distinct`` ("how many different places ...?", answer an integer uniform over 1-8); ``details.entity_kind``
+  ``yes_no`` ("was the last place the same as the first one?", answer Yes/No, balanced per build) or
+  ``count_distinct`` ("how many different places ...?", answer 1-4 balanced per build, 4-8 sessions
+  drawn independently of it); ``details.entity_kind``
   is ``shop_sign`` (named_sign shop fronts) or ``receipt_store`` (the shop printed on receipts).
 """
 
@@ -139,7 +141,24 @@ TEXT_TAILS = [
 ]
 
 
+#: closed answers balanced per build (abilities.balance); a count is at most the fewest sessions a
+#: counting question has, so the number of sessions is drawn independently of the count
+YES_NO = ("Yes", "No")
+COUNT_MAX = 4
+COUNTS = tuple(str(k) for k in range(1, COUNT_MAX + 1))
+
+
 # ----------------------------------------------------------------------------------------- helpers
+def _count(rng: random.Random, want: str | None) -> int:
+    return int(want) if want is not None else rng.randint(1, COUNT_MAX)
+
+
+def _sessions_for_count(rng: random.Random) -> int:
+    """The sessions of a counting or count-distinct question: uniform over COUNT_MAX..MAX_SESSIONS,
+    whatever the count."""
+    return rng.randint(max(MIN_SESSIONS, COUNT_MAX), MAX_SESSIONS)
+
+
 def _noun(family: str) -> str:
     """The shared mention noun of a family ("the receipt from"), as :func:`contexts.thing_for` writes it."""
     r = random.Random(0)
@@ -239,13 +258,26 @@ class MultiSessionReasoning(Ability):
     }
 
     # ------------------------------------------------------------------------------------- plan
-    def plan(self, rng, topic, subtype, variant, plan_id, reserved):
+    def answer_classes(self, subtype, variant):
+        """Yes/No for the yes/no entity questions, the counts 1-4 for counting and count-distinct."""
+        if subtype == "entity_resolution" and variant.startswith("yes_no"):
+            return YES_NO
+        if subtype == "counting" or (subtype == "entity_resolution" and variant.startswith("count_distinct")):
+            return COUNTS
+        return None
+
+    def plan(self, rng, topic, subtype, variant, plan_id, reserved, want: str | None = None):
+        """``want``: the answer to make (balanced per build: :mod:`memlens.construction.abilities.balance`);
+        None draws it."""
         if subtype not in self.variants or variant not in self.variants[subtype]:
             raise ValueError(f"MSR: unknown subtype/variant {subtype!r}/{variant!r}")
+        classes = self.answer_classes(subtype, variant)
+        if want is not None and (classes is None or want not in classes):
+            raise ValueError(f"MSR: {subtype}/{variant} cannot be planned to answer {want!r}")
         theme = _theme(rng, reserved)
         reserved.add(theme)
         n = rng.randint(3, 8)
-        latent: dict = {"theme": theme, "context": theme, "n": n}
+        latent: dict = {"theme": theme, "context": theme, "n": n, "want": want}
         if subtype == "arithmetic":
             images = self._plan_arithmetic(rng, variant, n, latent)
         elif subtype == "counting":
@@ -303,10 +335,11 @@ class MultiSessionReasoning(Ability):
         return images
 
     def _plan_counting(self, rng, variant, n, latent) -> list[ImageRequest]:
-        # the count first, uniform over its whole range, then enough sessions to hold it: the answer
-        # is not predictable from the template (n is redrawn, so the caller's draw is not used)
-        k = rng.randint(1, MAX_SESSIONS)
-        n = rng.randint(max(MIN_SESSIONS, k), MAX_SESSIONS)
+        # the count (wanted or uniform over COUNTS) and, independently of it, the number of sessions
+        # (every one of them shares an image from the theme): neither the template nor the number
+        # of sessions that match the question's context says anything about the count
+        k = _count(rng, latent.get("want"))
+        n = _sessions_for_count(rng)
         latent["n"] = n
         match = sorted(rng.sample(range(n), k))
         images = []
@@ -336,15 +369,16 @@ class MultiSessionReasoning(Ability):
         form = variant.rsplit("_", 1)[0]
         kind = "shop_sign" if variant.endswith("_sign") else "receipt_store"
         if form == "yes_no":
-            same = rng.random() < 0.5
+            want = latent.get("want")
+            same = rng.random() < 0.5 if want is None else want == "Yes"
             n_names = min(n, rng.randint(2, 4))
             ids = [rng.randrange(n_names) for _ in range(n)]
             ids[0] = 0
             ids[-1] = 0 if same else rng.randrange(1, n_names)
             latent["same"] = same
-        else:  # the number of different entities first, uniform over its whole range (see counting)
-            d = rng.randint(1, MAX_SESSIONS)
-            n = rng.randint(max(MIN_SESSIONS, d), MAX_SESSIONS)
+        else:  # the number of different entities and, independently, of sessions (see counting)
+            d = _count(rng, latent.get("want"))
+            n = _sessions_for_count(rng)
             latent["n"] = n
             ids = _spread(rng, n, d)
             n_names = d
@@ -689,7 +723,7 @@ class MultiSessionReasoning(Ability):
             v = v.quantize(Decimal(1)) if cur == "JPY" else v.quantize(Decimal("0.01"))
             return _derive.money(v, cur)
         if fmt == "integer":
-            return str(rng.randint(0, 8))
+            return pick(rng, COUNTS)
         if fmt == "yes_no":
             return pick(rng, ["Yes", "No"])
         return ""

@@ -9,8 +9,16 @@ Official subtypes and their finer variants (``details.mode`` is the paper's gene
   textual date, plus at least one artifact endpoint), ``mode_D`` (entity images anchored by their
   session timestamp, plus at least one artifact endpoint), ``mode_B_clock`` (two activities timed
   from a textual start to the time on a clock photo; minutes).
+  Both options are intervals of one kind with endpoints of one kind (one artifact kind, one entity
+  kind), so their turns are worded alike and the text cannot tell which dates belong to which
+  option; the letter is balanced per build (``want``, :mod:`.balance`).
 - ``order_ranking`` ("Put these events in the order they happened: (1) ... (2) ...", reference
-  ``(2)(3)(1)``): 3-5 events, ``mode_B`` / ``mode_C`` / ``mode_D`` as above.
+  ``(2)(3)(1)``, a uniform permutation): 3-5 events of one artifact kind whose dates are printed
+  only (``mode_B_show`` / ``mode_B_flight`` / ``mode_B_receipt`` / ``mode_B_calendar``): no written
+  date or time phrase in their turns, their sessions in a block before (tickets) or after all of
+  them in a random order, their facts in a random order, each named by what its image prints
+  (show, destination, store, calendar label). Modes C and D would date events in the text or by
+  their sessions, which orders them up to which image is which; they are not planned here.
 - ``temporal_info_extraction`` ("When did I ...? Answer in YYYY/MM/DD."): ``B_calendar``,
   ``B_ticket``, ``B_receipt`` (the date is printed only in the image, and the image is also what
   the question names), ``D_session`` (the date is the timestamp of the session whose image shows the
@@ -391,6 +399,14 @@ class _Builder:
         # the user: one home airport; the name on every pass and ticket is the benchmark's persona
         # (memlens.construction.images.persona, set by the crawl stage)
         self.home = pick(rng, vocab.CITIES)
+        # one show type, store type and entity kind per question: events of one question are told
+        # apart only by what their images print, never by the wording of their turns
+        self.fixed: dict[str, str] = {}
+
+    def _fixed(self, key: str, draw) -> str:
+        if key not in self.fixed:
+            self.fixed[key] = draw()
+        return self.fixed[key]
 
     # ---------------------------------------------------------------- names
     def _word(self) -> str:
@@ -528,16 +544,22 @@ class _Builder:
         return None
 
     # ---------------------------------------------------------------- artifacts (mode B cues)
-    def flight(self, day: date, shared: str = "any", city=None, home=None, back=False) -> dict:
-        """A boarding pass dated ``day``; ``back`` = the return leg from ``city`` to ``home``."""
+    def flight(
+        self, day: date, shared: str = "any", city=None, home=None, back=False, sday: date | None = None
+    ) -> dict:
+        """A boarding pass dated ``day``; ``back`` = the return leg from ``city`` to ``home``.
+        ``sday``: the day of the session that shares it, given (then its turn carries no time
+        phrase: the date is only printed), else drawn near the flight."""
         self._in_window(day)
         if city is None:
             name, code = self._fresh_city()
         else:
             name, code = city
         hname, hcode, _ = home or self.home
-        sday = self._share_day(day, shared, before=(1, 6), after=(1, 15))
-        thing, ctx = self._ctx("ticket", [], day, sday)
+        plain = sday is not None
+        if not plain:
+            sday = self._share_day(day, shared, before=(1, 6), after=(1, 15))
+        thing, ctx = self._ctx("ticket", [], None if plain else day, sday)
         cons = {
             "kind": "boarding_pass",
             "date": _ds(day),
@@ -546,9 +568,8 @@ class _Builder:
             "to_code": hcode if back else code,
             "to_city": hname if back else name,
         }
-        k = self._fact(
-            "ticket", cons, self._session_at(sday), thing, ctx, when=self._loose_when(day, sday) if sday > day else None
-        )
+        when = None if plain or sday <= day else self._loose_when(day, sday)
+        k = self._fact("ticket", cons, self._session_at(sday), thing, ctx, when=when)
         self.forbidden.append(name)
         self.sources.add("ticket")
         return self._event(
@@ -563,34 +584,42 @@ class _Builder:
         self.used_names.add(c[0])
         return c
 
-    def show(self, day: date, shared: str = "any") -> dict:
+    def show(self, day: date, shared: str = "any", sday: date | None = None) -> dict:
+        """An event ticket dated ``day`` (``sday`` as for :meth:`flight`)."""
         self._in_window(day)
-        etype = pick(self.rng, sorted(SHOWS))
+        etype = self._fixed("etype", lambda: pick(self.rng, sorted(SHOWS)))
         name = self._fresh(lambda: pick(self.rng, SHOWS[etype]))
-        sday = self._share_day(day, shared, before=(2, 25), after=(1, 15))
-        thing, ctx = self._ctx("ticket", [], day, sday)
+        plain = sday is not None
+        if not plain:
+            sday = self._share_day(day, shared, before=(2, 25), after=(1, 15))
+        thing, ctx = self._ctx("ticket", [], None if plain else day, sday)
         cons = {"kind": "event_ticket", "event": name, "event_type": etype, "date": _ds(day)}
-        k = self._fact(
-            "ticket", cons, self._session_at(sday), thing, ctx, when=self._loose_when(day, sday) if sday > day else None
-        )
+        when = None if plain or sday <= day else self._loose_when(day, sday)
+        k = self._fact("ticket", cons, self._session_at(sday), thing, ctx, when=when)
         self.forbidden.append(name)
         self.sources.add("ticket")
         return self._event(fact=k, src="get", path=["date"], day=_ds(day), desc=show_phrase(name, etype), show=name)
 
-    def receipt(self, day: date) -> dict:
+    def receipt(self, day: date, sday: date | None = None) -> dict:
+        """A receipt dated ``day``, shared after it (``sday`` as for :meth:`flight`)."""
         self._in_window(day)
-        stype = pick(self.rng, sorted(STORE_CLASH))
+        stype = self._fixed("stype", lambda: pick(self.rng, sorted(STORE_CLASH)))
         suffix = pick(self.rng, vocab.STORES[stype][0])
         name = self._fresh(lambda: f"{self._word()} {suffix}")
-        sday = day + timedelta(days=self.rng.randint(2, 30))
-        thing, ctx = self._ctx("receipt", STORE_CLASH[stype], day, sday)
+        plain = sday is not None
+        if plain and sday <= day:
+            raise ValueError("TR: a receipt is shared after the purchase")
+        if not plain:
+            sday = day + timedelta(days=self.rng.randint(2, 30))
+        thing, ctx = self._ctx("receipt", STORE_CLASH[stype], None if plain else day, sday)
         cons = {
             "store": name,
             "store_type": stype,
             "date": _ds(day),
             "time": f"{self.rng.randint(8, 20):02d}:{self.rng.randrange(60):02d}",
         }
-        k = self._fact("receipt", cons, self._session_at(sday), thing, ctx, when=self._loose_when(day, sday))
+        when = None if plain else self._loose_when(day, sday)
+        k = self._fact("receipt", cons, self._session_at(sday), thing, ctx, when=when)
         self.forbidden.append(name)
         self.sources.add("receipt")
         return self._event(fact=k, src="get", path=["date"], day=_ds(day), desc=f"shopping at {name}", store=name)
@@ -628,6 +657,20 @@ class _Builder:
             for d, lab in zip(days, labels)
         ]
 
+    def session_block(self, days: list[date], before: bool, span: int = 40) -> list[date]:
+        """Session days for events on ``days``: distinct days all before the first event or all
+        after the last (within ``span`` days of it), dealt to the events in a random order, so the
+        order of the sessions says nothing about the order of the events."""
+        if before:
+            lo, hi = max(self.lo, min(days) - timedelta(days=span)), min(days) - timedelta(days=1)
+        else:
+            lo, hi = max(days) + timedelta(days=1), min(self.hi, max(days) + timedelta(days=span))
+        free = [lo + timedelta(days=k) for k in range((hi - lo).days + 1)]
+        free = [d for d in free if d not in self.session_days]
+        if len(free) < len(days):
+            raise _Retry("session block")
+        return self.rng.sample(free, len(days))
+
     def _share_day(self, day: date, shared: str, before, after) -> date:
         if shared == "any":
             shared = "before" if self.rng.random() < 0.5 else "after"
@@ -635,14 +678,16 @@ class _Builder:
             return day - timedelta(days=self.rng.randint(*before))
         return day + timedelta(days=self.rng.randint(*after))
 
-    def artifact(self, day: date, kinds=("flight", "show", "receipt", "calendar")) -> dict:
-        kind = pick(self.rng, list(kinds))
+    def artifact(self, day: date, kinds=("flight", "show", "receipt", "calendar"), sday: date | None = None) -> dict:
+        """An artifact dated ``day``; every artifact of a question is of one kind (``sday`` as
+        for :meth:`flight`; not for a calendar)."""
+        kind = self._fixed("artifact", lambda: pick(self.rng, list(kinds)))
         if kind == "flight":
-            return self.flight(day)
+            return self.flight(day, sday=sday)
         if kind == "show":
-            return self.show(day)
+            return self.show(day, sday=sday)
         if kind == "receipt":
-            return self.receipt(day)
+            return self.receipt(day, sday=sday)
         lab = pick(self.rng, [x for x in CAL_LABELS if x not in self.used_names])
         self.used_names.add(lab)
         return self.calendar([day], [lab], extra_marks=self.rng.choice([0, 0, 1]))[0]
@@ -651,7 +696,9 @@ class _Builder:
     def _entity_kind(self, kind: str | None = None) -> tuple[str, dict, str, str, list[str]]:
         """(name, named_sign constraints, event phrase for lists, question phrase, clash words);
         ``kind`` forces a shop sign or a book cover."""
-        if kind == "shop_sign" or (kind is None and self.rng.random() < 0.7):
+        if kind is None:
+            kind = self._fixed("entity", lambda: "shop_sign" if self.rng.random() < 0.7 else "book_cover")
+        if kind == "shop_sign":
             stype = pick(self.rng, sorted(ENTITY_SHOPS))
             name = self._fresh(lambda: f"{self._word()} {stype}")
             return (
@@ -769,6 +816,17 @@ def _subtopic(rng: random.Random, topic, requests: list[ImageRequest]) -> str:
     return pick(rng, ok or options)
 
 
+def _shuffle_facts(rng: random.Random, b: _Builder, latent: dict) -> None:
+    """Put the facts (the images, the evidence list) in a random order: the order they were
+    drawn in follows the events' order, the options' order or puts a target first."""
+    perm = list(range(len(b.facts)))
+    rng.shuffle(perm)  # new position i holds old fact perm[i]
+    new_of = {old: new for new, old in enumerate(perm)}
+    b.facts[:] = [b.facts[old] for old in perm]
+    for ev in b.events:
+        ev["fact"] = new_of[ev["fact"]]
+
+
 def _sample(rng: random.Random, make):
     for _ in range(400):
         try:
@@ -791,7 +849,7 @@ class TemporalReasoning(Ability):
     question_type = TR
     variants = {
         "duration_comparison": ["mode_B", "mode_C", "mode_D", "mode_B_clock"],
-        "order_ranking": ["mode_B", "mode_C", "mode_D"],
+        "order_ranking": ["mode_B_show", "mode_B_flight", "mode_B_receipt", "mode_B_calendar"],
         "temporal_info_extraction": [v for v in _TIE_VARIANTS if HAS_PICK or not v.startswith("D_")],
     }
     _ART = ["ticket", "calendar_page", "receipt"]
@@ -800,6 +858,10 @@ class TemporalReasoning(Ability):
         "mode_C": ["named_sign"] + _ART,
         "mode_D": ["named_sign"] + _ART,
         "mode_B_clock": ["clock"],
+        "mode_B_show": ["ticket"],
+        "mode_B_flight": ["ticket"],
+        "mode_B_receipt": ["receipt"],
+        "mode_B_calendar": ["calendar_page"],
         "B_calendar": ["calendar_page"],
         "B_ticket": ["ticket"],
         "B_receipt": ["receipt"],
@@ -808,7 +870,12 @@ class TemporalReasoning(Ability):
     }
 
     # ------------------------------------------------------------------------------------ plan
-    def plan(self, rng, topic, subtype, variant, plan_id, reserved):
+    def answer_classes(self, subtype, variant):
+        """Duration comparison's letters, balanced per build (:mod:`memlens.construction.abilities.balance`)."""
+        return ("A", "B") if subtype == "duration_comparison" else None
+
+    def plan(self, rng, topic, subtype, variant, plan_id, reserved, want: str | None = None):
+        """``want``: the letter a duration comparison answers (balanced per build); None draws it."""
         makers = {
             "duration_comparison": self._plan_dc,
             "order_ranking": self._plan_or,
@@ -816,14 +883,17 @@ class TemporalReasoning(Ability):
         }
         if subtype not in makers:
             raise ValueError(f"TR: unknown subtype {subtype!r}")
+        if want is not None and want not in (self.answer_classes(subtype, variant) or ()):
+            raise ValueError(f"TR: {subtype}/{variant} cannot be planned to answer {want!r}")
 
         def attempt():
             trial = set(reserved)
             b = _Builder(rng, trial)
-            latent = makers[subtype](b, variant)
+            latent = makers[subtype](b, variant, want) if want is not None else makers[subtype](b, variant)
             return b, latent
 
         b, latent = _sample(rng, attempt)
+        _shuffle_facts(rng, b, latent)
         subtopic = _subtopic(rng, topic, b.plan_images())
         reserved.update(b.new_ctx)
         latent.update(
@@ -848,8 +918,12 @@ class TemporalReasoning(Ability):
                 return a, b
         raise _Retry("durations")
 
-    def _interval(self, b: _Builder, kind: str, dur: int, mode: str) -> tuple[dict, dict, str]:
-        """Two endpoint events and the phrase for an interval of ``dur`` days."""
+    def _interval(
+        self, b: _Builder, kind: str, dur: int, mode: str, start: date | None = None, sdays=None
+    ) -> tuple[dict, dict, str]:
+        """Two endpoint events and the phrase for an interval of ``dur`` days from ``start``
+        (drawn when None); ``sdays``: an iterator of the days of the sessions that share its
+        artifact endpoints (see :meth:`_Builder.session_block`), else drawn near each."""
         rng = b.rng
         if kind == "calendar_span":
             start = b.rand_day(lo_pad=40, hi_pad=20)
@@ -864,41 +938,58 @@ class TemporalReasoning(Ability):
             b.used_names.add(l1)
             e1, e2 = b.calendar([start, start + timedelta(days=dur)], [l1, l2], extra_marks=rng.choice([0, 0, 1]))
             return e1, e2, f'the {noun} marked on {e1["ctx"]} (from "{l1}" to "{l2}")'
-        start = b.rand_day(lo_pad=40, hi_pad=dur + 20)
+        start = start or b.rand_day(lo_pad=40, hi_pad=dur + 20)
         end = start + timedelta(days=dur)
+
+        def sday():
+            return None if sdays is None else next(sdays)
+
         if kind == "trip":
-            e1 = b.flight(start, shared="any")
+            e1 = b.flight(start, shared="any", sday=sday())
             home = next(c for c in vocab.CITIES if c[1] == b.facts[e1["fact"]]["constraints"]["from_code"])
-            e2 = b.flight(end, shared="after", city=(e1["city"], e1["code"]), home=home, back=True)
+            e2 = b.flight(end, shared="after", city=(e1["city"], e1["code"]), home=home, back=True, sday=sday())
             e2["desc"] = f"flying back from {e1['city']}"
             return e1, e2, f"my trip to {e1['city']} (from the flight out to the flight back)"
         # "between": two events of the given kinds
         k1, k2 = kind.split(":")[1:]
-        e1 = b.entity(mode, start) if k1 == "E" else b.artifact(start)
-        e2 = b.entity(mode, end) if k2 == "E" else b.artifact(end)
+        # no calendar endpoints here: a calendar is named by its place in both the question and
+        # its turn, so its session's date would tell roughly when its mark is, option by option
+        arts = ("flight", "show", "receipt")
+        e1 = b.entity(mode, start) if k1 == "E" else b.artifact(start, kinds=arts, sday=sday())
+        e2 = b.entity(mode, end) if k2 == "E" else b.artifact(end, kinds=arts, sday=sday())
         return e1, e2, f"the time from {e1['desc']} to {e2['desc']}"
 
-    def _plan_dc(self, b: _Builder, variant: str) -> dict:
+    def _plan_dc(self, b: _Builder, variant: str, want: str | None = None) -> dict:
         rng = b.rng
         if variant == "mode_B_clock":
-            return self._plan_dc_clock(b)
+            return self._plan_dc_clock(b, want)
         mode = {"mode_B": "B", "mode_C": "C", "mode_D": "D"}[variant]
+        # both options are intervals of one kind, with endpoints of one kind (one artifact kind,
+        # one entity kind): the turns of (A) and (B) are worded alike, so the text cannot tell
+        # which dates belong to which option; only the images' prints say so
         if mode == "B":
-            kinds = [
-                pick(rng, ["trip", "calendar_span", "between:A:A"]),
-                pick(rng, ["trip", "calendar_span", "between:A:A"]),
-            ]
+            kind = pick(rng, ["trip", "calendar_span", "between:A:A"])
         else:
-            other = pick(rng, ["trip", "calendar_span", "between:E:A", "between:A:E"])
-            kinds = ["between:E:E", other]
-            rng.shuffle(kinds)
-        # one duration law for both options (the tighter cap of the two kinds), so which option is
-        # longer says nothing about the kinds of interval the question lists
+            kind = pick(rng, ["between:E:A", "between:A:E"])  # at least one date printed only
+        kinds = [kind, kind]
         cap = {"trip": 45, "calendar_span": 24}
-        m = min(cap.get(kinds[0], 90), cap.get(kinds[1], 90))
+        m = cap.get(kind, 90)
         da, db = self._durations(rng, m, m)
-        ia = self._interval(b, kinds[0], da, mode)
-        ib = self._interval(b, kinds[1], db, mode)
+        if want is not None and ("A" if da > db else "B") != want:
+            da, db = db, da
+        if kind == "calendar_span":
+            ia = self._interval(b, kind, da, mode)
+            ib = self._interval(b, kind, db, mode)
+        else:
+            # the artifact endpoints of both options are shared in one block of sessions after
+            # them all, in a random order: their session dates say nothing about the spans
+            starts = [b.rand_day(lo_pad=40, hi_pad=d + 40) for d in (da, db)]
+            ends = [st + timedelta(days=d) for st, d in zip(starts, (da, db))]
+            ends_kind = ["A", "A"] if kind == "trip" else kind.split(":")[1:]
+            art_days = [day for st, en in zip(starts, ends) for day, k in zip((st, en), ends_kind) if k == "A"]
+            sdays = iter(b.session_block(art_days, before=False))
+            ia = self._interval(b, kind, da, mode, starts[0], sdays)
+            ib = self._interval(b, kind, db, mode, starts[1], sdays)
         q = f"Which lasted longer: (A) {ia[2]}, or (B) {ib[2]}? Answer A or B."
         return {
             "mode": mode,
@@ -918,10 +1009,12 @@ class TemporalReasoning(Ability):
     def _ev_index(b: _Builder, ev: dict) -> int:
         return next(i for i, e in enumerate(b.events) if e is ev)
 
-    def _plan_dc_clock(self, b: _Builder) -> dict:
+    def _plan_dc_clock(self, b: _Builder, want: str | None = None) -> dict:
         rng = b.rng
         da, db = self._durations(rng, 34, 34, lo=6, gap=3)  # 5-minute steps: >= 15 min and 20% apart
         da, db = da * 5, db * 5
+        if want is not None and ("A" if da > db else "B") != want:
+            da, db = db, da
         acts = rng.sample(ACTIVITIES, 2)
         days = b.distinct_days(2, gap=2, lo_pad=40, hi_pad=25)
         idx = []
@@ -960,21 +1053,38 @@ class TemporalReasoning(Ability):
 
     # order ranking ---------------------------------------------------------------------------
     def _plan_or(self, b: _Builder, variant: str) -> dict:
+        """3-5 events of one artifact kind (``variant``: ``mode_B_<kind>``) whose dates are printed
+        only: no written date, no time phrase in their turns, and the sessions that share them
+        come in a block before or after all of them (tickets may be shared before the show,
+        receipts and boarding passes after), in a random order independent of the events' order.
+        The question names each event by what its image prints (destination, show, store,
+        calendar label), so neither the wording nor the session dates order them."""
         rng = b.rng
-        mode = {"mode_B": "B", "mode_C": "C", "mode_D": "D"}[variant]
+        kind = variant.removeprefix("mode_B_")
         n = rng.choice([3, 3, 4, 4, 5])
-        days = b.distinct_days(n, gap=3)
-        if mode == "B":
-            kinds = ["A"] * n
+        if kind == "calendar":
+            first = b.rand_day(lo_pad=60, hi_pad=40).replace(day=1)
+            ndays = _calendar.monthrange(first.year, first.month)[1]
+            for _ in range(200):
+                ds = sorted(rng.sample(range(1, ndays + 1), n))
+                if all(y - x >= 2 for x, y in itertools.pairwise(ds)):
+                    break
+            else:
+                raise _Retry("calendar days")
+            days = [first.replace(day=d) for d in ds]
+            labels = rng.sample([x for x in CAL_LABELS if x not in b.used_names], n)
+            b.used_names.update(labels)
+            evs = b.calendar(days, labels, extra_marks=rng.choice([0, 1]))
         else:
-            n_ent = rng.randint(2, n - 1)
-            kinds = ["E"] * n_ent + ["A"] * (n - n_ent)
-            rng.shuffle(kinds)
-        evs = [b.entity(mode, d) if k == "E" else b.artifact(d) for k, d in zip(kinds, days)]
+            days = b.distinct_days(n, gap=3, lo_pad=60, hi_pad=45)
+            sdays = b.session_block(days, before=kind == "show" and rng.random() < 0.5)
+            make = {"show": b.show, "flight": b.flight, "receipt": b.receipt}[kind]
+            # the facts (and so the evidence list) in a random order, not the events' order
+            evs: list = [None] * n
+            for i in rng.sample(range(n), n):
+                evs[i] = make(days[i], sday=sdays[i])
         listed = list(range(n))
         rng.shuffle(listed)
-        if listed == sorted(listed, key=lambda i: days[i]):  # do not list them already in order
-            listed[0], listed[1] = listed[1], listed[0]
         order = sorted(range(n), key=lambda j: days[listed[j]])
         items = "; ".join(f"({j + 1}) {evs[listed[j]]['desc']}" for j in range(n))
         q = (
@@ -982,7 +1092,8 @@ class TemporalReasoning(Ability):
             f"Answer with the numbers in parentheses, earliest first."
         )
         return {
-            "mode": mode,
+            "mode": "B",
+            "cue": kind,
             "answer_format": "order",
             "question": q,
             "listed": [self._ev_index(b, evs[i]) for i in listed],
@@ -1095,6 +1206,7 @@ class TemporalReasoning(Ability):
             )
         if sub == "order_ranking":
             details["n_events"] = lat["n_events"]
+            details["cue"] = lat["cue"]
         return Draft(
             question=lat["question"],
             answer=answer,

@@ -23,7 +23,7 @@ from functools import partial
 from PIL import Image
 from tqdm import tqdm
 
-from memlens.construction.abilities import ability_for
+from memlens.construction.abilities import ability_for, balance
 from memlens.construction.abilities.base import ImageRequest, Plan
 from memlens.construction.images.persona import persona_for, with_user
 from memlens.construction.ontology.stage import load_topics
@@ -71,14 +71,23 @@ def make_plans(cfg, topics: list[Topic]) -> list[Plan]:
                 f"(known: {', '.join(ability.variants)})"
             )
         spares = int(cfg.data.spare_fraction * n + 0.999) if n else 0
+        classes = [ability.answer_classes(sub, v) for v in variants]
+        if n and any(classes):
+            # closed answers are balanced per class (abilities.balance): enough spares that every
+            # class of every variant has a replacement
+            spares = max(spares, len(variants) * max(len(c or ()) for c in classes))
+        want = balance.wants(seed, qtype, sub, [classes[i % len(variants)] for i in range(n + spares)], n)
         for i in range(n + spares):  # spares replace plans whose images are rejected or whose build fails
             variant = variants[i % len(variants)]
             rng = derive_rng(seed, "plan", qtype, sub, i)
             topic = choose_topic(rng, topics, qtype, ability.families.get(variant, []))
             pid = short_id("p", seed, qtype, sub, i, n=10)
-            plan = ability.plan(rng, topic, sub, variant, pid, reserved)
+            extra = {} if want[i] is None else {"want": want[i]}
+            plan = ability.plan(rng, topic, sub, variant, pid, reserved, **extra)
             plan.latent["_index"] = i
             plan.latent["_target"] = n
+            if want[i] is not None:
+                plan.latent["_want"] = want[i]
             plans.append(plan)
     return plans
 

@@ -11,9 +11,11 @@ hash of its content) and a manifest with rejection counts.
 from __future__ import annotations
 
 import logging
+from collections import Counter
 from datetime import datetime, timedelta
 from pathlib import Path
 
+from memlens.construction.abilities import balance
 from memlens.construction.abilities.base import Plan
 from memlens.construction.abilities.contexts import mention_for, thing_for
 from memlens.construction.generate import echoes, frames
@@ -191,11 +193,17 @@ def run(cfg: Settings, paths: Paths) -> None:
 
     # 1. questions from plans: the first `target` plans of each (type, subtype) that survive, in
     #    index order (spares fill in for dropped ones, so the composition is exact)
+    #    and, for balanced closed answers, of a class still short (abilities.balance)
     drafts = []
     kept: dict[tuple[str, str], int] = {}
+    quota = balance.quotas(plans)
+    kept_cls: dict[tuple[str, str], Counter] = {}
     for p in sorted(plans, key=lambda p: (p.question_type, p.question_subtype, p.latent.get("_index", 0))):
         key = (p.question_type, p.question_subtype)
         if kept.get(key, 0) >= int(p.latent.get("_target", 1 << 30)):
+            continue
+        want = p.latent.get("_want")
+        if want is not None and kept_cls.get(key, Counter())[want] >= quota.get(key, Counter())[want]:
             continue
         recs = [images.get((p.plan_id, k)) for k in range(len(p.images))]
         if any(r is None or r.sha256 not in accepted for r in recs):
@@ -208,8 +216,15 @@ def run(cfg: Settings, paths: Paths) -> None:
             log.warning("plan %s (%s/%s) dropped: %s", p.plan_id, p.question_type, p.variant, exc)
             dropped["build_failed"] += 1
             continue
+        if want is not None and d.answer != want:
+            raise DataError(
+                f"generate: plan {p.plan_id} ({p.question_type}/{p.variant}) answers {d.answer!r}, "
+                f"its balanced slot planned {want!r}"
+            )
         drafts.append((p, recs, d))
         kept[key] = kept.get(key, 0) + 1
+        if want is not None:
+            kept_cls.setdefault(key, Counter())[want] += 1
     short = {
         f"{t}/{s}": int(p.latent["_target"]) - kept.get((t, s), 0)
         for p in plans

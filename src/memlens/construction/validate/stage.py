@@ -16,6 +16,8 @@
   earlier one at most ``max_repeat_share`` (every length); share of occurrences from sentences used
   ``frequent_uses``+ times at most ``max_frequent_share``.
 - **composition**: counts per type and subtype, tokens per instance, sessions and images per length.
+- **closed answers** (reported, no gate): per subtype, the answers of A/B, Yes/No and count
+  questions, the majority's share and the leave-one-out majority's accuracy.
 
 Noisy gates (accuracies, AUCs) are decided on the one-sided lower ``confidence`` bound of their
 figure and only from ``min_questions`` / ``min_evidence`` up (:mod:`.adversaries.stats`).
@@ -38,6 +40,7 @@ from memlens.construction.validate.adversaries import run_all
 from memlens.construction.validate.adversaries.data import Bench
 from memlens.construction.validate.adversaries.render import figures_md
 from memlens.construction.validate.adversaries.stats import auc_lower, verdict, wilson_lower
+from memlens.construction.validate.adversaries.textonly import _constant_right, answer_format
 from memlens.construction.validate.settings import ValidateSettings
 from memlens.core.config import Paths, length_tokens
 from memlens.core.errors import GateError
@@ -157,6 +160,37 @@ def composition(questions, instances_by_len) -> dict:
     }
 
 
+def closed_answers(questions) -> dict:
+    """Per subtype and closed answer format (A/B, Yes/No, count): how often each answer is the
+    reference, the majority answer's share and the accuracy of the leave-one-out majority (each
+    question answered with the most frequent answer of the subtype's other questions; ties: the
+    first in order). Balanced answers (:mod:`memlens.construction.abilities.balance`) put the
+    majority at chance and the leave-one-out majority below it."""
+    groups: dict[tuple[str, str], list[str]] = {}
+    for q in questions.values():
+        if q.question_type == AR:
+            continue
+        fmt = answer_format(q.answer)
+        if fmt in ("ab", "yesno", "count"):
+            groups.setdefault((f"{q.question_type}/{q.question_subtype}", fmt), []).append(" ".join(q.answer.split()))
+    out = {}
+    for (sub, fmt), answers in sorted(groups.items()):
+        counts = Counter(answers)
+        loo = 0.0
+        for a in answers:
+            rest = counts.copy()
+            rest[a] -= 1
+            loo += _constant_right(rest, a)
+        out[f"{sub}/{fmt}"] = {
+            "n": len(answers),
+            "answers": dict(sorted(counts.items())),
+            "majority_share": round(max(counts.values()) / len(answers), 4),
+            "loo_majority_accuracy": round(loo / len(answers), 4),
+            "chance": round(1 / len(counts), 4) if fmt != "count" else None,
+        }
+    return out
+
+
 def adversary_gates(figs: dict, v: dict) -> dict:
     """The gates decided by the adversaries' figures (see the module docstring)."""
     conf = float(v["confidence"])
@@ -258,6 +292,21 @@ def render_md(report: dict) -> str:
         lines.append(
             f"| {ln} | {v['instances']} | {v['tokens_mean']} | {v['max_rel_error']} | {v['sessions_mean']} | {v['images_mean']} |"
         )
+    ca = report.get("closed_answers") or {}
+    if ca:
+        lines += [
+            "",
+            "## Closed answers",
+            "",
+            "Per subtype and format: the references' answers, the majority answer's share and the "
+            "accuracy of the leave-one-out majority answer.",
+            "",
+            "| subtype/format | n | answers | majority share | leave-one-out majority |",
+            "|---|---:|---|---:|---:|",
+        ]
+        for k, r in ca.items():
+            ans = ", ".join(f"{a}: {c}" for a, c in r["answers"].items())
+            lines.append(f"| {k} | {r['n']} | {ans} | {r['majority_share']} | {r['loo_majority_accuracy']} |")
     lines += ["", "## Adversaries", *figures_md(report["adversaries"])]
     return "\n".join(lines) + "\n"
 
@@ -306,6 +355,7 @@ def run(cfg: Settings, paths: Paths) -> None:
         "answerability": ans,
         "adversaries": figs,
         "composition": comp,
+        "closed_answers": closed_answers(questions),
     }
     paths.reports.mkdir(parents=True, exist_ok=True)
     write_json(paths.reports / "validity.json", report)
