@@ -168,6 +168,26 @@ def question_date_for(rng) -> datetime:
     return EPOCH + timedelta(days=HISTORY_SPAN_DAYS + day, hours=rng.randrange(0, 13), minutes=rng.randrange(60))
 
 
+def evidence_date(rng, fact, j: int, n: int, ordered: bool, qdate: datetime) -> str:
+    """The timestamp of the session of fact ``j`` of ``n`` (drawn after the session is written):
+    the fact's own, else ``days_before`` the question, else spread in order (``ordered``) or at random
+    over the history window, at a waking hour of that day."""
+    if fact.at is not None:
+        return fact.at
+    if fact.days_before is not None:
+        days = float(fact.days_before)
+    elif ordered:  # keep the facts' order in time
+        days = HISTORY_SPAN_DAYS * (n - j) / (n + 1) - rng.uniform(0, HISTORY_SPAN_DAYS / (n + 2))
+    else:
+        days = rng.uniform(1, HISTORY_SPAN_DAYS - 1)
+    # a waking hour of that day (the time words of the facts read as daytime or evening)
+    day = (qdate - timedelta(days=days)).date()
+    when = datetime.combine(day, datetime.min.time()) + timedelta(minutes=rng.randrange(7 * 60, 23 * 60))
+    if when >= qdate:
+        when -= timedelta(days=1)
+    return format_date(when)
+
+
 def run(cfg: Settings, paths: Paths) -> None:
     cfg = as_settings(cfg)
     seed = int(cfg.data.seed)
@@ -406,21 +426,7 @@ def run(cfg: Settings, paths: Paths) -> None:
                 ambiguity=d.details.get("ambiguity"),
             )
             sessions[s.session_id] = s
-            if fact.at is not None:
-                evidence.append(Evidence(s.session_id, fact.at, fact.mention, ids))
-                continue
-            if fact.days_before is not None:
-                days = float(fact.days_before)
-            elif d.ordered:  # keep the facts' order in time
-                days = HISTORY_SPAN_DAYS * (n - j) / (n + 1) - rng.uniform(0, HISTORY_SPAN_DAYS / (n + 2))
-            else:
-                days = rng.uniform(1, HISTORY_SPAN_DAYS - 1)
-            # a waking hour of that day (the time words of the facts read as daytime or evening)
-            day = (qdate - timedelta(days=days)).date()
-            when = datetime.combine(day, datetime.min.time()) + timedelta(minutes=rng.randrange(7 * 60, 23 * 60))
-            if when >= qdate:
-                when -= timedelta(days=1)
-            evidence.append(Evidence(s.session_id, format_date(when), fact.mention, ids))
+            evidence.append(Evidence(s.session_id, evidence_date(rng, fact, j, n, d.ordered, qdate), fact.mention, ids))
         qid = short_id("q", seed, p.plan_id, n=8)
         # the abstracted background paragraph (paper step 1/3) and the categories of the abstracted
         # entities; details only, from their own rng (the history text is unchanged)

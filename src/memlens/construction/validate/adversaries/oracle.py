@@ -44,7 +44,6 @@ from memlens.construction.validate.adversaries.textonly import (
     AB,
     CLOSED,
     ORDER_ITEM,
-    QUOTED,
     SENT,
     STOP,
     _majority,
@@ -61,8 +60,12 @@ from memlens.core.schema import Question, parse_date
 SOLVERS = ("prior", "rules", "learned")
 AB_OPTIONS = re.compile(r"\(A\)\s*(?P<a>.+?),?\s*(?:or\s*)?\(B\)\s*(?P<b>.+?)(?:\?|$)", re.S)
 #: clock times written in words or digits ("half past seven", "a quarter to nine", "7:30")
-_HOURS = {w: i for i, w in enumerate(("twelve", "one", "two", "three", "four", "five", "six", "seven",
-                                      "eight", "nine", "ten", "eleven"))}
+_HOURS = {
+    w: i
+    for i, w in enumerate(
+        ("twelve", "one", "two", "three", "four", "five", "six", "seven", "eight", "nine", "ten", "eleven")
+    )
+}
 _H = "|".join(_HOURS)
 CLOCK = re.compile(
     rf"\b(?:(?P<half>half past)|(?P<qp>a quarter past)|(?P<qt>a quarter to)|(?P<min>\w+(?:-\w+)?) (?P<rel>past|to))?"
@@ -136,19 +139,25 @@ class Ev:
 
 
 def content(text: str) -> list[str]:
-    return [w for w in tokens(QUOTED.sub(lambda m: m.group(0)[1:-1], text)) if w not in STOP]
+    return [w for w in tokens(text) if w not in STOP]
 
 
 def parse_evidence(item: Item) -> list[Ev]:
+    """The evidence sessions, sentence by sentence; time words are read in the sentences that show
+    an image or share a word with the question (what a fact is; chat around it is drawn apart)."""
     out = []
+    qwords = set(content(item.question))
     for pos, (dt, text) in enumerate(item.evidence):
         sents = []
         for s in SENT.split(text):
             if not s.strip():
                 continue
-            anchor = sentence_anchor(s)
-            sents.append(Sent(s, frozenset(content(s)), IMAGE_PLACEHOLDER in s, resolve(anchor, dt.date()), anchor is not None))
-        out.append(Ev(dt.date(), pos, sents, Counter(content(text)), text.count(IMAGE_PLACEHOLDER), len(text)))
+            words = frozenset(content(s))
+            image = IMAGE_PLACEHOLDER in s
+            anchor = sentence_anchor(s) if image or words & qwords else None
+            sents.append(Sent(s, words, image, resolve(anchor, dt.date()), anchor is not None))
+        words = Counter(w for st in sents for w in st.words)  # sentences holding each word
+        out.append(Ev(dt.date(), pos, sents, words, text.count(IMAGE_PLACEHOLDER), len(text)))
     return out
 
 
@@ -248,9 +257,15 @@ def _option_feats(words: list[str], evs: list[Ev], idf) -> dict[str, float]:
     }
 
 
-def candidates(item: Item) -> tuple[dict[str, str | None], list[float], list[list[float]]]:
-    """(rule -> candidate answer or None, numeric features of the question, pairwise rows for orders)."""
+def candidates(item: Item) -> tuple[dict[str, str | None], list[float], list[list[float]], str]:
+    """(rule -> candidate answer or None, numeric features of the question, pairwise rows for
+    orders, the words the learned model reads)."""
     evs = parse_evidence(item)
+    out, feats, pairs = _candidates(item, evs)
+    return out, feats, pairs, _doc(item.question, evs)
+
+
+def _candidates(item: Item, evs: list[Ev]) -> tuple[dict[str, str | None], list[float], list[list[float]]]:
     idf = _idf(evs)
     q = item.question
     out: dict[str, str | None] = {}
@@ -307,7 +322,9 @@ def candidates(item: Item) -> tuple[dict[str, str | None], list[float], list[lis
                 ("score", True),
             ):
                 x, y = fa[key], fb[key]
-                out[f"ab_{key}_{'more' if bigger else 'less'}"] = None if x == y else ("A" if (x > y) == bigger else "B")
+                out[f"ab_{key}_{'more' if bigger else 'less'}"] = (
+                    None if x == y else ("A" if (x > y) == bigger else "B")
+                )
             if fa["clock"] >= 0 and fb["clock"] >= 0 and fa["clock"] != fb["clock"]:
                 out["ab_earlier_clock"] = "A" if fa["clock"] < fb["clock"] else "B"
             feats += [fa[k] - fb[k] for k in sorted(fa)]
@@ -392,13 +409,15 @@ class Learned:
     """Per subtype: logistic regression over question and evidence words plus the numeric features
     (closed answers); orders from a pairwise model."""
 
-    def __init__(self, train: list[tuple[Item, list[float], list[list[float]]]], seed: int):
+    def __init__(self, train: list[tuple[Item, list[float], list[list[float]], str]], seed: int):
         from sklearn.feature_extraction.text import TfidfVectorizer
         from sklearn.linear_model import LogisticRegression
+        from sklearn.multiclass import OneVsRestClassifier
 
         self.models, self.pairwise = {}, {}
         by = defaultdict(list)
-        for it, f, pr in train:
+        docs = {it.question_id: doc for it, _f, _p, doc in train}
+        for it, f, pr, _d in train:
             if it.fmt in CLOSED:
                 by[(it.subtype, it.fmt)].append((it, f, pr))
         for key, rows in by.items():
@@ -420,11 +439,12 @@ class Learned:
             if len(set(ys)) < 2:
                 continue
             width = max(len(f) for _, f, _ in rows)
-            vec = TfidfVectorizer(ngram_range=(1, 2), min_df=2, sublinear_tf=True, max_features=20000)
-            x = self._x(vec.fit_transform([_doc(it) for it, _, _ in rows]), [f for _, f, _ in rows], width)
+            vec = TfidfVectorizer(ngram_range=(1, 2), min_df=2, sublinear_tf=True, max_features=5000)
+            x = self._x(vec.fit_transform([docs[it.question_id] for it, _, _ in rows]), [f for _, f, _ in rows], width)
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore")
-                clf = LogisticRegression(max_iter=2000, C=1.0, random_state=seed).fit(x, ys)
+                clf = LogisticRegression(solver="liblinear", C=1.0, random_state=seed)
+                clf = (OneVsRestClassifier(clf) if len(set(ys)) > 2 else clf).fit(x, ys)
             self.models[key] = (vec, clf, width)
 
     @staticmethod
@@ -436,7 +456,7 @@ class Learned:
             num[i, : min(width, len(f))] = f[:width]
         return hstack([tf, csr_matrix(_signed_log(num))]).tocsr()
 
-    def predict(self, it: Item, fmt: str, feats: list[float], pairs: list[list[float]], fallback: str) -> str:
+    def predict(self, it: Item, fmt: str, feats: list[float], pairs: list[list[float]], doc: str, fallback: str) -> str:
         if fmt == "order":
             clf = self.pairwise.get(it.subtype)
             nums = [int(n) for n, _ in ORDER_ITEM.findall(it.question)]
@@ -451,12 +471,14 @@ class Learned:
         if m is None:
             return fallback
         vec, clf, width = m
-        return str(clf.predict(self._x(vec.transform([_doc(it)]), [feats], width))[0])
+        return str(clf.predict(self._x(vec.transform([doc]), [feats], width))[0])
 
 
-def _doc(it: Item) -> str:
-    ev = " ".join(t.replace(IMAGE_PLACEHOLDER, " imagemarker ") for _, t in it.evidence)
-    return f"{it.question} {ev}"
+def _doc(question: str, evs: list[Ev]) -> str:
+    """The question and the evidence sentences that show an image or name a date (the rest of a
+    session is chat drawn independently of the question)."""
+    ev = [s.text.replace(IMAGE_PLACEHOLDER, " imagemarker ") for e in evs for s in e.sents if s.image or s.dated]
+    return " ".join([question, *ev])
 
 
 def _signed_log(x: np.ndarray) -> np.ndarray:
@@ -516,12 +538,12 @@ def solve(items: list[Item], *, k_folds: int = 5, seed: int = 0) -> dict:
                 continue
             # the format the question asks for, as the training questions of its kind show it
             fmt = fmt_of.get((it.subtype, format_key(it.question))) or answer_format(sub_prior.get(it.subtype, ""))
-            cands, feats, pairs = cache[it.question_id]
+            cands, feats, pairs, doc = cache[it.question_id]
             p = prior.get((it.subtype, fmt), sub_prior.get(it.subtype, ""))
             preds = {
                 "prior": p,
                 "rules": rules.predict(it, cands, fmt),
-                "learned": learned.predict(it, fmt, feats, pairs, p),
+                "learned": learned.predict(it, fmt, feats, pairs, doc, p),
             }
             for s, pred in preds.items():
                 right[s][it.question_id] = norm(pred) == norm(it.answer)
