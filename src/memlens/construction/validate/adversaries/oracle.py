@@ -570,7 +570,7 @@ def summarize(items, right, rule_right, chance) -> dict:
         accs = {s: float(np.mean([right[s][i] for i in ids])) for s in SOLVERS}
         best = max(SOLVERS, key=lambda s: (accs[s], -SOLVERS.index(s)))
         rr = rule_right[sub]
-        top = sorted(rr.items(), key=lambda kv: (-kv[1], kv[0]))[:3]
+        top = sorted(((k, v) for k, v in rr.items() if v), key=lambda kv: (-kv[1], kv[0]))[:3]
         out[sub] = {
             "n": len(ids),
             "chance": round(chance.get(sub, 0.0), 4),

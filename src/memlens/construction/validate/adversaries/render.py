@@ -94,7 +94,9 @@ def detectors_md(fig: dict) -> list[str]:
     return lines
 
 
-def repetition_md(fig: dict) -> list[str]:
+def repetition_md(fig: dict | None) -> list[str]:
+    if not fig:
+        return []
     lines = [
         "",
         f"**Sentence repetition** (sentences of {fig['min_words']}+ words): {fig['sentence_occurrences']} occurrences "
