@@ -169,7 +169,7 @@ def _digest(root: Path) -> dict[str, str]:
     return {
         str(p.relative_to(root)): hashlib.sha256(p.read_bytes()).hexdigest()
         for p in sorted(root.rglob("*"))
-        if p.is_file() and "reports" not in p.parts
+        if p.is_file() and "reports" not in p.parts and ".memlens-prev" not in p.parts  # (the stage's run locks)
     }
 
 

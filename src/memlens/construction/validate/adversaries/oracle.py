@@ -30,6 +30,7 @@ chance per subtype at every length (and on the probe set), decided on the Wilson
 
 from __future__ import annotations
 
+import dataclasses
 import itertools
 import re
 import warnings
@@ -339,6 +340,19 @@ def _candidates(item: Item, evs: list[Ev]) -> tuple[dict[str, str | None], list[
     hit_sess = sum(1 for e in evs if any(s.words & ctx for s in e.sents if s.image))
     hit_sents = sum(1 for e in evs for s in e.sents if s.words & ctx)
     feats += [float(hit_imgs), float(hit_sess), float(hit_sents), float(len(img_sents))]
+    # the image sentences that name the question's context (most of its words): in time order
+    ov = [len(s.words & ctx) for s in img_sents]
+    strong = [s for s, k in zip(img_sents, ov) if k and k >= max(2, 0.6 * max(ov))]
+    descs = [descriptor(s.text, ctx) for s in strong]
+    if strong:
+        out["count_strong_images"] = str(sum(s.text.count(IMAGE_PLACEHOLDER) for s in strong))
+        out["count_distinct_descriptors"] = str(len(set(descs)))
+        same = descs[0] == descs[-1]
+        out["yesno_first_last_same"] = "Yes" if same else "No"
+        out["yesno_all_same"] = "Yes" if len(set(descs)) == 1 else "No"
+        feats += [float(len(strong)), float(len(set(descs))), float(same), float(len(set(descs)) == 1)]
+    else:
+        feats += [0.0, 0.0, 0.0, 0.0]
     for name, v in (
         ("count_sessions", n_ev),
         ("count_images", n_img),
@@ -366,6 +380,21 @@ def _candidates(item: Item, evs: list[Ev]) -> tuple[dict[str, str | None], list[
     else:
         feats += [0.0, 0.0]
     return out, feats, pairs
+
+
+DESCRIPTOR = re.compile(
+    r"\b(?:the|this|that|my)\s+((?:[\w'-]+\s+){0,3}?[\w'-]+)\s+(?:in this photo|from|<image>)", re.I
+)
+
+
+def descriptor(text: str, ctx: set[str]) -> str:
+    """How a mention names what its image shows ("the place", "this little bookshop", "the tailor in
+    this photo"): the first noun phrase before ``<image>`` or "from" that is not the question's own words."""
+    for m in DESCRIPTOR.finditer(text):
+        words = [w for w in tokens(m.group(1)) if w not in ctx]
+        if words:
+            return " ".join(words)
+    return ""
 
 
 def _span(phrase: str, evs: list[Ev], idf) -> int | None:
@@ -510,13 +539,21 @@ def grouped_folds(items: list[Item], k: int, seed: int) -> list[set[str]]:
     return parts
 
 
-def solve(items: list[Item], *, k_folds: int = 5, seed: int = 0) -> dict:
-    """Held-out predictions of every solver; per subtype accuracy, chance and n (and per rule)."""
+def held_out(items: list[Item], *, k_folds: int = 5, seed: int = 0) -> tuple[dict, dict, list[set[str]]]:
+    """Every solver's held-out verdict per question (``{solver: {qid: right}}``), each rule's
+    (``{qid: {rule: right}}``) and the folds. Candidates are computed once per distinct question
+    and evidence (a question's copies at several lengths share them)."""
     items = sorted(items, key=lambda it: it.question_id)
-    cache = {it.question_id: candidates(it) for it in items}
+    memo: dict[tuple, tuple] = {}
+    cache = {}
+    for it in items:
+        key = (it.question, it.evidence)
+        if key not in memo:
+            memo[key] = candidates(it)
+        cache[it.question_id] = memo[key]
     parts = grouped_folds(items, k_folds, seed)
     right: dict[str, dict[str, bool]] = {s: {} for s in SOLVERS}
-    rule_right: dict[str, Counter] = defaultdict(Counter)
+    rule_hits: dict[str, dict[str, bool]] = {}
     for test in parts:
         train = [it for it in items if it.question_id not in test]
         by = defaultdict(list)
@@ -545,13 +582,26 @@ def solve(items: list[Item], *, k_folds: int = 5, seed: int = 0) -> dict:
                 "rules": rules.predict(it, cands, fmt),
                 "learned": learned.predict(it, fmt, feats, pairs, doc, p),
             }
-            for s, pred in preds.items():
-                right[s][it.question_id] = norm(pred) == norm(it.answer)
-            for name, ans in cands.items():
-                rule_right[it.subtype][name] += ans is not None and norm(ans) == norm(it.answer)
-    qs = [_as_question(it) for it in items]
-    chance = chance_by_subtype(qs, parts)
+            for s_, pred in preds.items():
+                right[s_][it.question_id] = norm(pred) == norm(it.answer)
+            rule_hits[it.question_id] = {
+                name: ans is not None and norm(ans) == norm(it.answer) for name, ans in cands.items()
+            }
+    return right, rule_hits, parts
+
+
+def figures(items: list[Item], right: dict, rule_hits: dict, parts: list[set[str]]) -> dict:
+    """Per subtype of ``items`` (a subset of what :func:`held_out` predicted): accuracies, chance, n."""
+    rule_right: dict[str, Counter] = defaultdict(Counter)
+    for it in items:
+        rule_right[it.subtype].update(k for k, v in rule_hits[it.question_id].items() if v)
+    chance = chance_by_subtype([_as_question(it) for it in items], parts)
     return summarize(items, right, rule_right, chance)
+
+
+def solve(items: list[Item], *, k_folds: int = 5, seed: int = 0) -> dict:
+    """Held-out accuracy of every solver per subtype, with chance and n (and the best rules)."""
+    return figures(items, *held_out(items, k_folds=k_folds, seed=seed))
 
 
 def _as_question(it: Item) -> Question:
@@ -583,19 +633,41 @@ def summarize(items, right, rule_right, chance) -> dict:
 
 
 def run(bench: Bench, *, k_folds: int = 5, seed: int = 0, probes: list[Item] | None = None) -> dict:
-    """The oracle solvers per length (real questions) and on the probe set; see the module docstring.
-    Each length gets its own figures, and (with probes) the real questions of that length plus the
-    probes (``with_probes``), which is what the gate decides on."""
-    out = {"lengths": {}, "probe": None}
+    """The oracle solvers on the real questions of every length and the probe set, held out on one
+    pool (a real question at every length and the probes; folds grouped by source item, so no
+    question's copy at another length is in its training fold). Per length: the real questions
+    (``subtypes``) and, with probes, the real questions plus the probes (``with_probes``: what the
+    gate decides on); ``probe``: the probes alone."""
+    per_len = {}
     for ln in bench.lengths:
-        items = [it for it in bench_items(bench, ln) if not is_refusal(_as_question(it))]
-        res = {"subtypes": solve(items, k_folds=k_folds, seed=seed)}
+        per_len[ln] = [
+            dataclasses.replace(it, question_id=f"{it.question_id}@{ln}")
+            for it in bench_items(bench, ln)
+            if not is_refusal(_as_question(it))
+        ]
+    probes = list(probes or [])
+    pool = [it for items in per_len.values() for it in items] + probes
+    if not pool:
+        return {"lengths": {}, "probe": None}
+    right, hits, parts = held_out(pool, k_folds=k_folds, seed=seed)
+    out: dict = {"lengths": {}, "probe": figures(probes, right, hits, parts) if probes else None}
+    for ln, items in per_len.items():
+        res = {"subtypes": figures(items, right, hits, parts) if items else {}}
         if probes:
-            res["with_probes"] = solve(items + list(probes), k_folds=k_folds, seed=seed)
+            res["with_probes"] = figures(items + probes, right, hits, parts)
         out["lengths"][ln] = res
-    if probes:
-        out["probe"] = solve(list(probes), k_folds=k_folds, seed=seed)
     return out
 
 
-__all__ = ["Item", "bench_items", "item_of", "candidates", "solve", "run", "grouped_folds", "SOLVERS"]
+__all__ = [
+    "Item",
+    "bench_items",
+    "item_of",
+    "candidates",
+    "held_out",
+    "figures",
+    "solve",
+    "run",
+    "grouped_folds",
+    "SOLVERS",
+]
