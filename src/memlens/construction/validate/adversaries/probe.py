@@ -29,9 +29,9 @@ from collections.abc import Iterable
 
 from memlens.construction.abilities import ability_for, answerable
 from memlens.construction.abilities.contexts import mention_for, thing_for
-from memlens.construction.crawl.stage import SHAPE_KEYS, choose_topic
+from memlens.construction.crawl.plans import SHAPE_KEYS, choose_topic
 from memlens.construction.generate import echoes, frames
-from memlens.construction.generate.stage import EXTRA_MENTIONS, evidence_date, question_date_for, session_subtopic
+from memlens.construction.generate.draws import EXTRA_MENTIONS, evidence_date, question_date_for, session_subtopic
 from memlens.construction.images.persona import persona_for, with_user
 from memlens.construction.images.synthetic import get_family
 from memlens.construction.images.truth import drawn_values
