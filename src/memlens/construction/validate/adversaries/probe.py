@@ -46,6 +46,9 @@ from memlens.core.store import derive_rng, short_id
 log = logging.getLogger(__name__)
 #: plans tried per probe kept before a subtype is given up (a build may reject a plan's images)
 MAX_TRIES = 3
+#: probe plans of a subtype that keep their context phrases apart (a build's subtype has fewer; the
+#: phrase space would run out over 750)
+BATCH = 100
 
 
 def size_to_see(chance: float, excess: float, confidence: float) -> int:
@@ -92,7 +95,10 @@ class _Distractors:
         self.seed, self.user, self.photo_rate = seed, user, photo_rate
         self.n = 0
 
-    def draw(self, rng, k: int) -> list[Mention]:
+    def draw(self, rng, k: int, reserved: set[str]) -> list[Mention]:
+        """``k`` distractor mentions that reuse none of ``reserved`` (the probe's own contexts: probes
+        share no history, so each needs only its own kept apart)."""
+        self.reserved = self.framer.reserved = self.echo.reserved = reserved
         out = []
         for _ in range(k):
             src = self.requests[rng.randrange(len(self.requests))]
@@ -124,6 +130,8 @@ def _drafts(seed: int, topics: list[Topic], per_subtype: int, user: str, photo_r
             kept = tries = 0
             while kept < per_subtype and tries < MAX_TRIES * per_subtype:
                 i, tries = tries, tries + 1
+                if i % BATCH == 0:  # a benchmark's worth of plans keeps its contexts apart, as a build does
+                    reserved = set()
                 variant = variants[i % len(variants)]
                 rng = derive_rng(seed, "probe", "plan", ability.question_type, sub, i)
                 topic = choose_topic(rng, topics, ability.question_type, ability.families.get(variant, []))
@@ -132,7 +140,7 @@ def _drafts(seed: int, topics: list[Topic], per_subtype: int, user: str, photo_r
                     plan = ability.plan(rng, topic, sub, variant, pid, reserved)
                     truths = [_truth(seed, (pid, k), req, user, photo_rate) for k, req in enumerate(plan.images)]
                     d = ability.build(derive_rng(seed, "probe", "build", pid), plan, truths)
-                except (ValueError, KeyError) as exc:
+                except (ValueError, KeyError, RuntimeError) as exc:
                     log.debug("probe plan %s dropped: %s", pid, exc)
                     continue
                 out.append((plan, [(r.family, t) for r, t in zip(plan.images, truths)], d))
@@ -168,7 +176,7 @@ def probe_items(
             m = Mention(fact.mention, ids, has_answer=True, image_values=vals, image_kind=kind)
             if not ids:
                 m.has_answer, m.acknowledge = False, None
-            mentions = [m, *dis.draw(rng, rng.choice(EXTRA_MENTIONS))]
+            mentions = [m, *dis.draw(rng, rng.choice(EXTRA_MENTIONS), set(d.contexts))]
             rng.shuffle(mentions)
             sub = session_subtopic(seed, topic, "probe", plan.plan_id, j)
             try:
