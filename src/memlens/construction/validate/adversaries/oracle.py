@@ -47,9 +47,9 @@ from memlens.construction.validate.adversaries.textonly import (
     ORDER_ITEM,
     SENT,
     STOP,
-    _majority,
     answer_format,
     chance_by_subtype,
+    majority,
     norm,
     subtype_of,
     tokens,
@@ -562,12 +562,12 @@ def held_out(items: list[Item], *, k_folds: int = 5, seed: int = 0) -> tuple[dic
         by_sub = defaultdict(list)
         for it in train:
             by_sub[it.subtype].append(it.answer)
-        prior = {k: _majority(v) for k, v in by.items()}
-        sub_prior = {k: _majority(v) for k, v in by_sub.items()}
+        prior = {k: majority(v) for k, v in by.items()}
+        sub_prior = {k: majority(v) for k, v in by_sub.items()}
         fmt_of = defaultdict(list)
         for it in train:
             fmt_of[(it.subtype, format_key(it.question))].append(it.fmt)
-        fmt_of = {k: _majority(v) for k, v in fmt_of.items()}
+        fmt_of = {k: majority(v) for k, v in fmt_of.items()}
         rules = Rules([(it, cache[it.question_id][0]) for it in train], prior)
         learned = Learned([(it, *cache[it.question_id][1:]) for it in train], seed)
         for it in items:
