@@ -266,6 +266,26 @@ def candidates(item: Item) -> tuple[dict[str, str | None], list[float], list[lis
     return out, feats, pairs, _doc(item.question, evs)
 
 
+#: what kind of image an event's wording implies, as the words a mention of that image uses (a
+#: concert is shown by a ticket, a shop by a place, sign or receipt): the attacker's own lexicon
+KIND_WORDS = (
+    (re.compile(r"\b(?:concert|match|play|exhibition|festival|film|show|game|gig|fair)\b", re.I), ("ticket",)),
+    (
+        re.compile(r"\b(?:visiting|shopping at|shop|store|bistro|cafe|gelato|barbers|tailors|florist)\b", re.I),
+        ("place", "receipt", "storefront", "shop", "spot"),
+    ),
+    (re.compile(r"\bbook\b", re.I), ("book", "hardback", "paperback", "novel")),
+    (re.compile(r"\bfl(?:y|ew|ight|ying)\b", re.I), ("ticket", "boarding", "pass", "flight")),
+    (re.compile(r"\bcalendar\b", re.I), ("calendar",)),
+)
+
+
+def event_words(phrase: str) -> list[str]:
+    """An event's words plus the words a mention of its kind of image uses."""
+    extra = [w for rx, ws in KIND_WORDS if rx.search(phrase) for w in ws]
+    return content(phrase) + extra
+
+
 def _candidates(item: Item, evs: list[Ev]) -> tuple[dict[str, str | None], list[float], list[list[float]]]:
     idf = _idf(evs)
     q = item.question
@@ -277,7 +297,7 @@ def _candidates(item: Item, evs: list[Ev]) -> tuple[dict[str, str | None], list[
     feats = [float(n_ev), float(n_img)]
     if len(items) >= 2:
         nums = [int(n) for n, _ in items]
-        words = [content(p) for _, p in items]
+        words = [event_words(p) for _, p in items]
         mats = [match(w, evs, idf) for w in words]
         scores = np.asarray([[s for s, _ in m] for m in mats]) if evs else np.zeros((len(items), 0))
         a = assign(scores)
@@ -306,7 +326,7 @@ def _candidates(item: Item, evs: list[Ev]) -> tuple[dict[str, str | None], list[
         return out, feats, pairs
     m = AB_OPTIONS.search(q) if AB.search(q) else None
     if m:
-        fa, fb = _option_feats(content(m["a"]), evs, idf), _option_feats(content(m["b"]), evs, idf)
+        fa, fb = _option_feats(event_words(m["a"]), evs, idf), _option_feats(event_words(m["b"]), evs, idf)
         spans = {}
         for name, phrase in (("a", m["a"]), ("b", m["b"])):
             spans[name] = _span(phrase, evs, idf)
