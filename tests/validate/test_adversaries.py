@@ -157,8 +157,9 @@ def test_cli_prints_every_adversary_for_a_data_folder(tmp_path, capsys):
     assert cli_main(["--data", str(d), "--json", str(tmp_path / "f.json")]) == 0
     out = capsys.readouterr().out
     assert "Text-only solvers, 32k" in out and "Evidence detectors" in out and "Sentence repetition" in out
+    assert "Oracle-evidence solvers, 32k, real questions" in out
     figs = json.loads((tmp_path / "f.json").read_text())
-    assert set(figs) == {"text_only", "detectors", "repetition", "timing"}
+    assert set(figs) == {"text_only", "oracle", "detectors", "repetition", "timing"}
     assert load(d).lengths == ["32k"]
     # a data folder without the generated records: one clear message naming the file
     (d / "generated" / "sessions.jsonl").unlink()

@@ -25,6 +25,7 @@ from tqdm import tqdm
 
 from memlens.construction.abilities import ability_for, balance
 from memlens.construction.abilities.base import ImageRequest, Plan
+from memlens.construction.crawl.plans import SHAPE_KEYS, choose_topic
 from memlens.construction.images.persona import persona_for, with_user
 from memlens.construction.ontology.stage import load_topics
 from memlens.core.config import Paths, section
@@ -45,17 +46,6 @@ def scale_counts(cfg) -> dict[tuple[str, str], int]:
         qtype, _, sub = str(key).partition("/")
         out[(qtype, sub)] = int(n)
     return out
-
-
-def choose_topic(rng, topics: list[Topic], qtype: str, families: list[str]) -> Topic:
-    own = [t for t in topics if qtype in t.abilities]
-    fit = (
-        [t for t in own if set(families) & set(t.families)]
-        or [t for t in topics if set(families) & set(t.families)]
-        or own
-        or topics
-    )
-    return fit[rng.randrange(len(fit))]
 
 
 def make_plans(cfg, topics: list[Topic]) -> list[Plan]:
@@ -90,11 +80,6 @@ def make_plans(cfg, topics: list[Topic]) -> list[Plan]:
                 plan.latent["_want"] = want[i]
             plans.append(plan)
     return plans
-
-
-#: request constraints that shape an image (renderer variant, layout, size, photo effect) without
-#: carrying a question's value; haystack requests copy these from an evidence request
-SHAPE_KEYS = ("kind", "style", "photo", "n_items", "setting", "store_type", "event_type", "on_sale", "currency")
 
 
 def haystack_requests(

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import logging
 from collections import Counter
-from datetime import datetime, timedelta
 from pathlib import Path
 
 from memlens.construction.abilities import balance
@@ -20,13 +19,13 @@ from memlens.construction.abilities.base import Plan
 from memlens.construction.abilities.contexts import mention_for, thing_for
 from memlens.construction.generate import echoes, frames
 from memlens.construction.generate.backends import generator_for
+from memlens.construction.generate.draws import EXTRA_MENTIONS, evidence_date, question_date_for, session_subtopic
 from memlens.construction.images.truth import drawn_values, find_boilerplate
 from memlens.construction.ontology.stage import load_topics
 from memlens.construction.text import abstraction
 from memlens.construction.text.sessions import Mention, WriterConfig
 from memlens.construction.text.validators import RejectionLog, contains_token_bounded
 from memlens.core.config import Paths, section
-from memlens.core.constants import HISTORY_SPAN_DAYS
 from memlens.core.errors import DataError, MemLensError
 from memlens.core.io import enumerate_jsonl, iter_jsonl, write_jsonl
 from memlens.core.schema import AR, Evidence, ImageRecord, Question, Session, format_date, parse_date
@@ -34,10 +33,6 @@ from memlens.core.settings import Settings, as_settings
 from memlens.core.store import derive_rng, hash_tree, short_id, write_manifest
 
 log = logging.getLogger(__name__)
-#: extra (distractor) image mentions per image-bearing session, on top of the first one: evidence and
-#: haystack sessions alike carry ~1.5 images, as the paper's sessions
-EXTRA_MENTIONS = (0, 0, 0, 0, 0, 1, 1, 1, 1, 2)
-EPOCH = datetime(2024, 1, 1, 8, 0)
 
 
 def accepted_images(index: Path) -> set[str]:
@@ -156,18 +151,6 @@ class HaystackImages:
             return None
         self.used[i] = True
         return self.recs[i]
-
-
-def session_subtopic(seed: int, topic, *key) -> str:
-    """The subtopic one image-bearing session talks about: any subtopic of its topic, drawn per
-    session (evidence and haystack alike), so no subtopic is the mark of one question's sessions."""
-    subs = list(topic.subtopics) or [topic.title]
-    return subs[derive_rng(seed, "subtopic", *key).randrange(len(subs))]
-
-
-def question_date_for(rng) -> datetime:
-    day = rng.randrange(0, 700)
-    return EPOCH + timedelta(days=HISTORY_SPAN_DAYS + day, hours=rng.randrange(0, 13), minutes=rng.randrange(60))
 
 
 def run(cfg: Settings, paths: Paths) -> None:
@@ -421,21 +404,7 @@ def run(cfg: Settings, paths: Paths) -> None:
                 ambiguity=d.details.get("ambiguity"),
             )
             sessions[s.session_id] = s
-            if fact.at is not None:
-                evidence.append(Evidence(s.session_id, fact.at, fact.mention, ids))
-                continue
-            if fact.days_before is not None:
-                days = float(fact.days_before)
-            elif d.ordered:  # keep the facts' order in time
-                days = HISTORY_SPAN_DAYS * (n - j) / (n + 1) - rng.uniform(0, HISTORY_SPAN_DAYS / (n + 2))
-            else:
-                days = rng.uniform(1, HISTORY_SPAN_DAYS - 1)
-            # a waking hour of that day (the time words of the facts read as daytime or evening)
-            day = (qdate - timedelta(days=days)).date()
-            when = datetime.combine(day, datetime.min.time()) + timedelta(minutes=rng.randrange(7 * 60, 23 * 60))
-            if when >= qdate:
-                when -= timedelta(days=1)
-            evidence.append(Evidence(s.session_id, format_date(when), fact.mention, ids))
+            evidence.append(Evidence(s.session_id, evidence_date(rng, fact, j, n, d.ordered, qdate), fact.mention, ids))
         qid = short_id("q", seed, p.plan_id, n=8)
         # the abstracted background paragraph (paper step 1/3) and the categories of the abstracted
         # entities; details only, from their own rng (the history text is unchanged)

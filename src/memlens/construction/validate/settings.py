@@ -7,7 +7,7 @@ from typing import Annotated, Literal
 
 from pydantic import Field
 
-from memlens.core.settings import Fraction, PositiveInt, Section
+from memlens.core.settings import Fraction, NonNegInt, PositiveInt, Section
 
 __all__ = ["ValidateSettings"]
 
@@ -22,6 +22,8 @@ class ValidateSettings(Section):
     max_text_only_rate: Fraction
     max_text_only_excess: Fraction
     max_refusal_detection_excess: Fraction
+    max_oracle_excess: Fraction
+    probe_per_subtype: dict[str, NonNegInt]
     max_repeat_share: Fraction
     max_frequent_share: Fraction
     confidence: Annotated[float, Field(ge=0.5, lt=1)]
@@ -34,5 +36,5 @@ class ValidateSettings(Section):
     text_max_features: PositiveInt
     min_sentence_words: PositiveInt
     frequent_uses: PositiveInt
-    advisory: list[Literal["text_only", "refusal_detection", "evidence_auc", "repetition"]]
+    advisory: list[Literal["text_only", "refusal_detection", "oracle", "evidence_auc", "repetition"]]
     warn_only: bool

@@ -10,6 +10,11 @@
   chance, per subtype and length and over all answerable questions, at most
   ``max_text_only_excess``; refusal detection's balanced accuracy minus 0.5 at most
   ``max_refusal_detection_excess``.
+- **oracle-evidence solvers** (:mod:`.adversaries.oracle`): the question plus the TRUE evidence
+  sessions' text and timestamps (no pixels); the best solver's held-out accuracy minus chance per
+  subtype at every length at most ``max_oracle_excess``, decided on the real questions of that length
+  plus the probe set (:mod:`.adversaries.probe`: ``probe_per_subtype[data.scale]`` extra questions per
+  subtype from the generator's code and a derived seed stream, never released; none: real alone).
 - **evidence detectors** (:mod:`.adversaries.detectors`): session metadata, session text and image
   metadata, ROC-AUC at most ``max_auc`` for each, at every length.
 - **repetition** (:mod:`.adversaries.repetition`): mean share of a history's sentences repeating an
@@ -39,7 +44,7 @@ from memlens.construction.text.validators import contains_token_bounded
 from memlens.construction.validate.adversaries import run_all
 from memlens.construction.validate.adversaries.data import Bench
 from memlens.construction.validate.adversaries.render import figures_md
-from memlens.construction.validate.adversaries.stats import auc_lower, verdict, wilson_lower
+from memlens.construction.validate.adversaries.stats import auc_lower, verdict, wilson_lower, wilson_upper
 from memlens.construction.validate.adversaries.textonly import _constant_right, answer_format
 from memlens.construction.validate.settings import ValidateSettings
 from memlens.core.config import Paths, length_tokens
@@ -218,6 +223,15 @@ def adversary_gates(figs: dict, v: dict) -> dict:
             rd["n_refusal"],
             v["min_questions"],
         )
+    for ln, res in (figs.get("oracle") or {}).get("lengths", {}).items():
+        decided = res.get("with_probes") or res["subtypes"]
+        for sub, r in decided.items():
+            n, acc, ch = r["n"], r["best_accuracy"], r["chance"]
+            lo = wilson_lower(acc * n, n, conf)
+            g = verdict(acc - ch, lo - ch, v["max_oracle_excess"], n, v["min_questions"])
+            g["interval"] = [round(lo, 4), round(wilson_upper(acc * n, n, conf), 4)]
+            g["decided_on"] = "real+probes" if res.get("with_probes") else "real"
+            gates[f"oracle/{ln}/{sub}"] = g
     for ln, dets in figs.get("detectors", {}).items():
         for name, r in dets.items():
             auc = r.get("roc_auc", 0.5)
@@ -279,6 +293,8 @@ def render_md(report: dict) -> str:
         if v.get("point_over"):
             res += " (point estimate above)"
         lb = "-" if v.get("lower_bound") is None else v["lower_bound"]
+        if v.get("interval"):  # the accuracy's interval the gate decided on (lower bound minus chance)
+            lb = f"{lb} (accuracy {v['interval'][0]}-{v['interval'][1]}, {v['decided_on']})"
         lines.append(f"| {name} | {v['value']} | {lb} | {v['threshold']} | {v.get('n', '-')} | {res} |")
     c = report["composition"]
     lines += ["", f"Questions: {c['questions']}", "", "| type/subtype | n |", "|---|---:|"]
@@ -311,6 +327,38 @@ def render_md(report: dict) -> str:
     return "\n".join(lines) + "\n"
 
 
+def probe_set(cfg, paths: Paths, v: dict) -> tuple[list, dict, float]:
+    """The oracle gate's probe set at this data scale (:mod:`.adversaries.probe`), what the report
+    says of it (counts per subtype and a digest: the probes themselves stay in memory, never written,
+    never released) and the seconds it took (logged, not reported)."""
+    import hashlib
+    import time
+
+    from memlens.construction.ontology.stage import load_topics
+    from memlens.construction.text.sessions import WriterConfig
+    from memlens.construction.validate.adversaries.probe import probe_items
+
+    n = int(v["probe_per_subtype"].get(str(cfg.data.scale), 0))
+    t0 = time.perf_counter()
+    photo = float(getattr(cfg.images, "photo_effect_rate", 0.5))
+    items = (
+        probe_items(int(cfg.data.seed), load_topics(paths), n, WriterConfig.from_cfg(cfg.generator), photo) if n else []
+    )
+    digest = hashlib.sha256()
+    for it in items:
+        digest.update(repr((it.question_id, it.question, it.answer, it.evidence)).encode())
+    info = {
+        "per_subtype": n,
+        "questions": len(items),
+        "by_subtype": dict(sorted(Counter(it.subtype for it in items).items())),
+        "sha256": digest.hexdigest() if items else None,
+    }
+    seconds = round(time.perf_counter() - t0, 2)
+    if items:
+        log.info("probe set: %d questions in %.1f s", len(items), seconds)
+    return items, info, seconds
+
+
 def run(cfg: Settings, paths: Paths) -> None:
     cfg = as_settings(cfg)
     settings: ValidateSettings = cfg.validate
@@ -331,7 +379,11 @@ def run(cfg: Settings, paths: Paths) -> None:
     leak = text_leakage(questions, sessions, inst)
     ans = answerability(questions, sessions, images)
     comp = composition(questions, inst)
-    figs = run_all(Bench(questions, sessions, images, sizes, inst), v, seed=int(cfg.data.seed), progress=True)
+    probes, probe_info, probe_seconds = probe_set(cfg, paths, v)
+    figs = run_all(
+        Bench(questions, sessions, images, sizes, inst), v, seed=int(cfg.data.seed), progress=True, probes=probes
+    )
+    figs["timing"]["probe"] = probe_seconds
     timing = figs.pop("timing")
     log.info("adversaries took %s s", timing)
     tol = float(cfg.data.length_tolerance)
@@ -354,6 +406,7 @@ def run(cfg: Settings, paths: Paths) -> None:
         "text_leakage": leak,
         "answerability": ans,
         "adversaries": figs,
+        "probe": probe_info,
         "composition": comp,
         "closed_answers": closed_answers(questions),
     }

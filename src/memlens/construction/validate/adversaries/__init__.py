@@ -4,7 +4,9 @@
   answer-refusal detection;
 - :mod:`.detectors`: evidence-vs-haystack detectors that never see the question (session
   metadata, session text, image metadata);
-- :mod:`.repetition`: sentence repetition within histories and across the benchmark.
+- :mod:`.repetition`: sentence repetition within histories and across the benchmark;
+- :mod:`.oracle`: text-only solvers handed the true evidence sessions (text and timestamps, no
+  pixels), on the real questions and the never-released probe set of :mod:`.probe`.
 
 :func:`run_all` runs them all on a loaded :class:`~.data.Bench`; ``python -m
 memlens.construction.validate.adversaries --data DIR`` prints the figures for a built data folder.
@@ -14,7 +16,7 @@ from __future__ import annotations
 
 import time
 
-from memlens.construction.validate.adversaries import detectors, repetition, textonly
+from memlens.construction.validate.adversaries import detectors, oracle, repetition, textonly
 from memlens.construction.validate.adversaries.data import Bench, load
 
 
@@ -29,10 +31,18 @@ def single_threaded():
     return threadpool_limits(limits=1)
 
 
-def run_all(bench: Bench, acfg: dict, *, seed: int = 0, progress: bool = False, only: tuple[str, ...] = ()) -> dict:
+def run_all(
+    bench: Bench,
+    acfg: dict,
+    *,
+    seed: int = 0,
+    progress: bool = False,
+    only: tuple[str, ...] = (),
+    probes: list | None = None,
+) -> dict:
     """Every adversary's figures (or those named in ``only``) and the seconds each took (``timing``);
     ``acfg``: the ``validate`` section (:class:`~memlens.construction.validate.settings.ValidateSettings`,
-    dumped to a dict)."""
+    dumped to a dict); ``probes``: the probe set's :class:`~.oracle.Item` list (:mod:`.probe`)."""
     a = dict(acfg)
     timing = {}
     out = {}
@@ -57,6 +67,7 @@ def run_all(bench: Bench, acfg: dict, *, seed: int = 0, progress: bool = False, 
                 max_features=int(a["text_max_features"]),
             ),
         ),
+        ("oracle", lambda: oracle.run(bench, k_folds=int(a["folds"]), seed=seed, probes=probes)),
         (
             "repetition",
             lambda: repetition.run(

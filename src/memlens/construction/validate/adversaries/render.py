@@ -39,6 +39,42 @@ def text_only_md(fig: dict) -> list[str]:
     return lines
 
 
+def oracle_md(fig: dict | None) -> list[str]:
+    """The oracle-evidence solvers: real questions per length, real + probes (what the gate decides
+    on) and the probes alone."""
+    from memlens.construction.validate.adversaries.oracle import SOLVERS
+
+    if not fig:
+        return []
+
+    def table(title: str, rows: dict) -> list[str]:
+        out = [
+            "",
+            title,
+            "",
+            "| subtype | n | chance | " + " | ".join(SOLVERS) + " | best - chance | top rules |",
+            "|---|---:|---:|" + "---:|" * len(SOLVERS) + "---:|---|",
+        ]
+        for sub, r in rows.items():
+            accs = " | ".join(_f(r["accuracy"][s]) for s in SOLVERS)
+            top = ", ".join(f"{k} {v:.2f}" for k, v in r.get("top_rules", {}).items())
+            out.append(
+                f"| {sub} | {r['n']} | {_f(r['chance'])} | {accs} | {_f(round(r['best_accuracy'] - r['chance'], 4))} | {top} |"
+            )
+        return out
+
+    lines = []
+    for ln, res in fig["lengths"].items():
+        lines += table(f"**Oracle-evidence solvers, {ln}, real questions** (held-out accuracy)", res["subtypes"])
+        if res.get("with_probes"):
+            lines += table(
+                f"**Oracle-evidence solvers, {ln}, real questions + probes** (the gate's sample)", res["with_probes"]
+            )
+    if fig.get("probe"):
+        lines += table("**Oracle-evidence solvers, probes alone**", fig["probe"])
+    return lines
+
+
 def detectors_md(fig: dict) -> list[str]:
     lines = [
         "",
@@ -58,7 +94,9 @@ def detectors_md(fig: dict) -> list[str]:
     return lines
 
 
-def repetition_md(fig: dict) -> list[str]:
+def repetition_md(fig: dict | None) -> list[str]:
+    if not fig:
+        return []
     lines = [
         "",
         f"**Sentence repetition** (sentences of {fig['min_words']}+ words): {fig['sentence_occurrences']} occurrences "
@@ -79,4 +117,9 @@ def repetition_md(fig: dict) -> list[str]:
 
 
 def figures_md(figs: dict) -> list[str]:
-    return text_only_md(figs["text_only"]) + detectors_md(figs["detectors"]) + repetition_md(figs["repetition"])
+    return (
+        text_only_md(figs["text_only"])
+        + oracle_md(figs.get("oracle"))
+        + detectors_md(figs["detectors"])
+        + repetition_md(figs["repetition"])
+    )

@@ -35,6 +35,11 @@ def wilson_lower(k: float, n: int, confidence: float) -> float:
     return max(0.0, (centre - half) / den)
 
 
+def wilson_upper(k: float, n: int, confidence: float) -> float:
+    """One-sided upper Wilson bound of a proportion k/n (the other end of :func:`wilson_lower`)."""
+    return 1.0 - wilson_lower(n - k, n, confidence) if n > 0 else 1.0
+
+
 def auc_lower(auc: float, n_pos: int, n_neg: int, confidence: float) -> float:
     """One-sided lower bound of a ROC-AUC from Hanley & McNeil's (1982) standard error."""
     if n_pos <= 0 or n_neg <= 0:

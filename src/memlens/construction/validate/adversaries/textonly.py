@@ -240,7 +240,7 @@ class Template:
         return [w for w in tokens(text) if w not in STOP]
 
 
-def _majority(answers: list[str]) -> str:
+def majority(answers: list[str]) -> str:
     c = Counter(answers)
     top = max(c.values())
     return min(a for a, k in c.items() if k == top)
@@ -255,8 +255,8 @@ class Prior:
             for k in tpl.keys(q):
                 table[(sub, *k)].append(q.answer)
             table[(sub,)].append(q.answer)
-        self.table = {k: _majority(v) for k, v in table.items() if len(v) >= min_support or len(k) == 1}
-        self.global_ = _majority([q.answer for q in train]) if train else ""
+        self.table = {k: majority(v) for k, v in table.items() if len(v) >= min_support or len(k) == 1}
+        self.global_ = majority([q.answer for q in train]) if train else ""
 
     def predict(self, q: Question) -> str:
         sub = subtype_of(q)
@@ -278,7 +278,7 @@ class OptionTypes:
         for q in train:
             for k in self.keys(q):
                 table[k].append(q.answer)
-        self.table = {k: _majority(v) for k, v in table.items() if len(v) >= min_support}
+        self.table = {k: majority(v) for k, v in table.items() if len(v) >= min_support}
 
     def keys(self, q: Question) -> list[tuple]:
         m = re.search(r"\(A\)(.*?)\(B\)(.*)$", q.question, re.S)
