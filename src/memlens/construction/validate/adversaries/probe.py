@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import logging
 import math
+from collections import Counter
 from collections.abc import Iterable
 
 from memlens.construction.abilities import ability_for, answerable
@@ -128,6 +129,7 @@ def _drafts(seed: int, topics: list[Topic], per_subtype: int, user: str, photo_r
         ability = ability_for(cls.question_type)
         for sub, variants in sorted(ability.variants.items()):
             kept = tries = 0
+            kept_by: Counter = Counter()  # closed answers balanced as a build balances them
             while kept < per_subtype and tries < MAX_TRIES * per_subtype:
                 i, tries = tries, tries + 1
                 if i % BATCH == 0:  # a benchmark's worth of plans keeps its contexts apart, as a build does
@@ -136,8 +138,10 @@ def _drafts(seed: int, topics: list[Topic], per_subtype: int, user: str, photo_r
                 rng = derive_rng(seed, "probe", "plan", ability.question_type, sub, i)
                 topic = choose_topic(rng, topics, ability.question_type, ability.families.get(variant, []))
                 pid = short_id("probe", seed, ability.question_type, sub, i, n=10)
+                classes = ability.answer_classes(sub, variant)
+                want = {"want": classes[kept_by[classes] % len(classes)]} if classes else {}
                 try:
-                    plan = ability.plan(rng, topic, sub, variant, pid, reserved)
+                    plan = ability.plan(rng, topic, sub, variant, pid, reserved, **want)
                     truths = [_truth(seed, (pid, k), req, user, photo_rate) for k, req in enumerate(plan.images)]
                     d = ability.build(derive_rng(seed, "probe", "build", pid), plan, truths)
                 except (ValueError, KeyError, RuntimeError) as exc:
@@ -145,6 +149,8 @@ def _drafts(seed: int, topics: list[Topic], per_subtype: int, user: str, photo_r
                     continue
                 out.append((plan, [(r.family, t) for r, t in zip(plan.images, truths)], d))
                 kept += 1
+                if classes:
+                    kept_by[classes] += 1
     return out
 
 
