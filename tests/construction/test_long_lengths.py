@@ -66,7 +66,7 @@ def test_512k_and_1m_are_built_validated_exported_and_evaluated(tiny_copy):
         assert f"text_only/{ln}/answerable" in gates and f"refusal_detection/{ln}" in gates
     shape = json.loads((root / "reports" / "validity.json").read_text())["composition"]["lengths"]
     assert shape["1m"]["sessions_mean"] > shape["512k"]["sessions_mean"] and shape["1m"]["images_mean"] > 0
-    assert run_stage(root, "export", *TINY, *LONG, ALL, "+export.huggingface=false") == 0
+    assert run_stage(root, "export", *TINY, *LONG, ALL, "export.huggingface=false") == 0
     rel = OfficialRelease(root / "data" / "release")
     assert rel.lengths() == ["128k", "256k", "512k", "1m"]
     assert BuiltBenchmark(Paths(root)).lengths() == rel.lengths()
