@@ -11,6 +11,7 @@ import json
 import logging
 import os
 from collections.abc import Iterable, Iterator
+from functools import lru_cache
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -46,8 +47,10 @@ def sha256_file(path: str | Path, chunk: int = 1 << 20) -> str:
     return h.hexdigest()
 
 
-_FILE_HASHES: dict[tuple[int, int, int, int, int], str] = {}
-_FILE_HASHES_MAX = 1 << 16
+@lru_cache(maxsize=1 << 16)
+def _sha256_of_version(path: str, version: tuple[int, int, int, int, int]) -> str:
+    """The hash of ``path`` as it is at ``version`` (its ``stat`` identity): the memo's store."""
+    return sha256_file(path)
 
 
 def sha256_file_memo(path: str | Path) -> str:
@@ -55,14 +58,7 @@ def sha256_file_memo(path: str | Path) -> str:
     size, mtime and ctime in ns, from a ``stat`` on every call): a file read by several parts of one
     run (the release's image check, the encoder's cache key) is hashed once, an edited one again."""
     st = os.stat(path)
-    key = (st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns)
-    digest = _FILE_HASHES.get(key)
-    if digest is None:
-        digest = sha256_file(path)
-        if len(_FILE_HASHES) >= _FILE_HASHES_MAX:
-            _FILE_HASHES.clear()
-        _FILE_HASHES[key] = digest
-    return digest
+    return _sha256_of_version(str(path), (st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns))
 
 
 def atomic_write_bytes(path: str | Path, data: bytes) -> None:

@@ -45,7 +45,7 @@ from memlens.construction.validate.adversaries import run_all
 from memlens.construction.validate.adversaries.data import Bench
 from memlens.construction.validate.adversaries.render import figures_md
 from memlens.construction.validate.adversaries.stats import auc_lower, verdict, wilson_lower, wilson_upper
-from memlens.construction.validate.adversaries.textonly import _constant_right, answer_format
+from memlens.construction.validate.adversaries.textonly import answer_format, constant_right
 from memlens.construction.validate.settings import ValidateSettings
 from memlens.core.config import Paths, length_tokens
 from memlens.core.errors import GateError
@@ -185,7 +185,7 @@ def closed_answers(questions) -> dict:
         for a in answers:
             rest = counts.copy()
             rest[a] -= 1
-            loo += _constant_right(rest, a)
+            loo += constant_right(rest, a)
         out[f"{sub}/{fmt}"] = {
             "n": len(answers),
             "answers": dict(sorted(counts.items())),

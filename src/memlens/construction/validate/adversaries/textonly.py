@@ -201,11 +201,11 @@ def chance_by_subtype(questions: list[Question], parts: list[set[str]] | None = 
                 rests = [loo]
                 if parts is not None and q.question_id in fold_of:
                     rests.append(counts - per_fold[fold_of[q.question_id]])
-                by[sub].append(max(_constant_right(r, norm(q.answer)) for r in rests))
+                by[sub].append(max(constant_right(r, norm(q.answer)) for r in rests))
     return {s: float(np.mean(v)) for s, v in sorted(by.items())}
 
 
-def _constant_right(rest: Counter, answer: str) -> float:
+def constant_right(rest: Counter, answer: str) -> float:
     """1.0 when the most frequent answer of ``rest`` (ties: the first in order) is ``answer``."""
     top = max(rest.values()) if rest else 0
     winners = sorted(a for a, c in rest.items() if c == top and c > 0)
