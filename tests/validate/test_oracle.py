@@ -185,3 +185,12 @@ def test_validate_builds_probes_and_writes_none_of_them(tiny_copy):
         "probe_" in p.read_text(errors="ignore") for p in (tiny_copy / "data" / "release").rglob("*.json*")
     )
     assert "Oracle-evidence solvers" in (tiny_copy / "reports" / "validity.md").read_text()
+
+
+def test_probes_per_subtype_are_sized_by_its_chance_and_capped():
+    n = probe.sizes_to_see(
+        {"TR/order_ranking": 0.09, "TR/duration_comparison": 0.5, "MSR/counting": 0.25}, 0.03, 0.95, 10_000
+    )
+    assert n["TR/order_ranking"] < n["MSR/counting"] < n["TR/duration_comparison"] == probe.size_to_see(0.5, 0.03, 0.95)
+    capped = probe.sizes_to_see({"TR/order_ranking": 0.09, "TR/duration_comparison": 0.5}, 0.03, 0.95, 400)
+    assert capped == {"TR/order_ranking": min(400, n["TR/order_ranking"]), "TR/duration_comparison": 400}

@@ -63,6 +63,7 @@ from memlens.construction.images.synthetic import vocab
 from memlens.construction.images.synthetic.formats import MONTHS
 from memlens.construction.images.truth import printed_strings
 from memlens.construction.text import textbank
+from memlens.construction.text.leakage import PhraseIndex
 from memlens.construction.text.validators import contains_token_bounded
 from memlens.core.constants import HISTORY_SPAN_DAYS, NUMBER_WORDS, ORDINAL_WORDS
 from memlens.core.registry import component
@@ -812,7 +813,8 @@ def _subtopic(rng: random.Random, topic, requests: list[ImageRequest]) -> str:
         v for r in requests for _ in range(2) for v in drawn_values(get_family(r.family).sample(vrng, **r.constraints))
     } | _generic_drawn()
     options = topic.subtopics or [topic.title]
-    ok = [sub for sub in options if not any(contains_token_bounded(f"{topic.title} {sub}", v) for v in drawn)]
+    printed = PhraseIndex(drawn)  # one index of them all: any(contains_token_bounded(...)) at once
+    ok = [sub for sub in options if not printed.find(f"{topic.title} {sub}")]
     return pick(rng, ok or options)
 
 

@@ -327,7 +327,7 @@ def render_md(report: dict) -> str:
     return "\n".join(lines) + "\n"
 
 
-def probe_set(cfg, paths: Paths, v: dict) -> tuple[list, dict, float]:
+def probe_set(cfg, paths: Paths, v: dict, questions: list[Question]) -> tuple[list, dict, float]:
     """The oracle gate's probe set at this data scale (:mod:`.adversaries.probe`), what the report
     says of it (counts per subtype and a digest: the probes themselves stay in memory, never written,
     never released) and the seconds it took (logged, not reported)."""
@@ -336,19 +336,26 @@ def probe_set(cfg, paths: Paths, v: dict) -> tuple[list, dict, float]:
 
     from memlens.construction.ontology.stage import load_topics
     from memlens.construction.text.sessions import WriterConfig
-    from memlens.construction.validate.adversaries.probe import probe_items
+    from memlens.construction.validate.adversaries.probe import probe_items, sizes_to_see
+    from memlens.construction.validate.adversaries.textonly import chance_by_subtype
 
-    n = int(v["probe_per_subtype"].get(str(cfg.data.scale), 0))
+    cap = int(v["probe_per_subtype"].get(str(cfg.data.scale), 0))
     t0 = time.perf_counter()
     photo = float(getattr(cfg.images, "photo_effect_rate", 0.5))
+    # as many as it takes to see a `max_oracle_excess` excess over the subtype's chance, at most `cap`
+    chance = chance_by_subtype([q for q in questions if q.question_type != AR])
+    n = sizes_to_see(chance, float(v["max_oracle_excess"]), float(v["confidence"]), cap) if cap else {}
     items = (
-        probe_items(int(cfg.data.seed), load_topics(paths), n, WriterConfig.from_cfg(cfg.generator), photo) if n else []
+        probe_items(int(cfg.data.seed), load_topics(paths), n, WriterConfig.from_cfg(cfg.generator), photo)
+        if any(n.values())
+        else []
     )
     digest = hashlib.sha256()
     for it in items:
         digest.update(repr((it.question_id, it.question, it.answer, it.evidence)).encode())
     info = {
         "per_subtype": n,
+        "cap": cap,
         "questions": len(items),
         "by_subtype": dict(sorted(Counter(it.subtype for it in items).items())),
         "sha256": digest.hexdigest() if items else None,
@@ -379,7 +386,7 @@ def run(cfg: Settings, paths: Paths) -> None:
     leak = text_leakage(questions, sessions, inst)
     ans = answerability(questions, sessions, images)
     comp = composition(questions, inst)
-    probes, probe_info, probe_seconds = probe_set(cfg, paths, v)
+    probes, probe_info, probe_seconds = probe_set(cfg, paths, v, list(questions.values()))
     figs = run_all(
         Bench(questions, sessions, images, sizes, inst), v, seed=int(cfg.data.seed), progress=True, probes=probes
     )

@@ -121,16 +121,27 @@ class _Distractors:
         return out
 
 
-def _drafts(seed: int, topics: list[Topic], per_subtype: int, user: str, photo_rate: float) -> list[tuple]:
-    """(plan, [(family, truth)], draft) for ``per_subtype`` probes of every answerable subtype."""
+def sizes_to_see(chance: dict[str, float], excess: float, confidence: float, cap: int) -> dict[str, int]:
+    """Probes per subtype (``type/subtype``): :func:`size_to_see` at the subtype's chance, at most ``cap``."""
+    return {sub: min(cap, size_to_see(c, excess, confidence)) for sub, c in sorted(chance.items())}
+
+
+def _drafts(
+    seed: int, topics: list[Topic], per_subtype: int | dict[str, int], user: str, photo_rate: float
+) -> list[tuple]:
+    """(plan, [(family, truth)], draft) for ``per_subtype`` probes of every answerable subtype (a
+    number for all, or per ``type/subtype``: a subtype it does not list gets none)."""
     out = []
     reserved: set[str] = set()
     for cls in answerable():
         ability = ability_for(cls.question_type)
         for sub, variants in sorted(ability.variants.items()):
+            want_n = (
+                per_subtype if isinstance(per_subtype, int) else per_subtype.get(f"{ability.question_type}/{sub}", 0)
+            )
             kept = tries = 0
             kept_by: Counter = Counter()  # closed answers balanced as a build balances them
-            while kept < per_subtype and tries < MAX_TRIES * per_subtype:
+            while kept < want_n and tries < MAX_TRIES * want_n:
                 i, tries = tries, tries + 1
                 if i % BATCH == 0:  # a benchmark's worth of plans keeps its contexts apart, as a build does
                     reserved = set()
@@ -155,10 +166,11 @@ def _drafts(seed: int, topics: list[Topic], per_subtype: int, user: str, photo_r
 
 
 def probe_items(
-    seed: int, topics: Iterable[Topic], per_subtype: int, wcfg: WriterConfig, photo_rate: float = 0.5
+    seed: int, topics: Iterable[Topic], per_subtype: int | dict[str, int], wcfg: WriterConfig, photo_rate: float = 0.5
 ) -> list[Item]:
-    """The probe set: ``per_subtype`` questions of every answerable subtype, as :class:`~.oracle.Item`."""
-    if per_subtype <= 0:
+    """The probe set: ``per_subtype`` questions of every answerable subtype (or per ``type/subtype``),
+    as :class:`~.oracle.Item`."""
+    if (per_subtype if isinstance(per_subtype, int) else sum(per_subtype.values())) <= 0:
         return []
     topics = sorted(topics, key=lambda t: t.topic_id)
     by_id = {t.topic_id: t for t in topics}
@@ -168,9 +180,10 @@ def probe_items(
         return []
     dis = _Distractors(seed, drafts, user, photo_rate)
     writer = SessionWriter(wcfg, RejectionLog(), forbidden=[])  # the generate stage's evidence writer
-    writer.seen = set()
     items = []
     for n_q, (plan, recs, d) in enumerate(drafts):
+        if n_q % BATCH == 0:  # the sentences a benchmark's worth of sessions has seen, as a build's writer
+            writer.seen = set()
         topic = by_id[plan.topic_id]
         rng = derive_rng(seed, "probe", "sessions", plan.plan_id)
         qdate = parse_date(d.question_date) if d.question_date else question_date_for(rng)
