@@ -50,8 +50,10 @@ def test_oracle_evidence_shows_exactly_the_evidence_for_every_question_type(tiny
         q = item.question
         assert n == len(q.evidence), q.question_id
         if q.question_type == "answer_refusal":
-            # nothing answers it: the oracle shows at most the session that talks about its context, no image
-            assert not any(t.images for s in item.evidence_sessions for t in s.turns), q.question_id
+            # nothing answers it: the oracle shows at most the session that talks about its context,
+            # with no evidence image (a distractor image may sit in it, as in every session)
+            assert not any(e.image_ids for e in q.evidence), q.question_id
+            assert not any(t.has_answer for s in item.evidence_sessions for t in s.turns), q.question_id
             if n == 0:
                 assert msgs == build_messages(item, "no_context")
         else:

@@ -258,3 +258,16 @@ def test_the_evaluate_stage_hands_systems_the_neutral_view(project, bench, tmp_p
     assert len(model.seen) == len(full)
     for view in model.seen:
         _assert_neutral(view, full[view.question_id], "standard")
+
+
+def test_a_release_opened_to_link_nothing_resolves_verified_release_files_and_writes_nothing(project, tmp_path):
+    neutral = tmp_path / "neutral"
+    r = OfficialRelease(project / "data" / "release", neutral_dir=neutral, link_images=False)
+    item = next(iter(r.items(r.lengths()[0])))
+    image_id = item.image_ids[0]
+    path = r.resolve_image(image_id)
+    assert path.is_relative_to(r.image_root) and sha256_file(path) == image_id
+    assert not neutral.exists()  # a dry run writes nothing
+    r = OfficialRelease(project / "data" / "release", neutral_dir=neutral)
+    linked = next(iter(r.items(r.lengths()[0]))).resolve_image(image_id)
+    assert linked.parent == neutral and linked.name.startswith(image_id)

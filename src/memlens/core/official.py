@@ -38,7 +38,7 @@ from typing import Any
 
 from memlens.core.config import length_tokens
 from memlens.core.errors import DataError, ImageError, SchemaError
-from memlens.core.io import sha256_bytes
+from memlens.core.io import sha256_bytes, sha256_file
 from memlens.core.schema import Evidence, Question, Turn, is_release_date
 from memlens.core.store import content_link, safe_join
 
@@ -277,9 +277,11 @@ _CORE_FIELDS = set(ITEM_FIELDS)
 class OfficialRelease:
     """A MEMLENS release folder, read through the same item interface as a built benchmark."""
 
-    def __init__(self, folder: str | Path, neutral_dir: str | Path | None = None):
+    def __init__(self, folder: str | Path, neutral_dir: str | Path | None = None, *, link_images: bool = True):
         """``neutral_dir``: where images are linked under their content hash for systems (default:
-        a folder in the system temporary directory; the benchmark passes one in the cache)."""
+        a folder in the system temporary directory; the benchmark passes one in the cache);
+        ``link_images=False``: images resolve to their verified release files, nothing is written
+        (a dry run, which shows images by hash and sends none)."""
         self.folder = Path(folder)
         if not self.folder.is_dir():
             raise DataError(f"{self.folder}: release folder not found")
@@ -287,6 +289,7 @@ class OfficialRelease:
         self.neutral_dir = (
             Path(neutral_dir) if neutral_dir else Path(tempfile.gettempdir()) / f"memlens-images-{os.getuid()}"
         )
+        self.link_images = link_images
         self._questions: dict[str, Question] | None = None
         self._image_digests: dict[str, str] = {}
         self._linked: set[Path] = set()
@@ -359,8 +362,6 @@ class OfficialRelease:
         gets a digest naming the problem: the request itself then fails and is recorded as failed."""
         d = self._image_digests.get(rel)
         if d is None:
-            from memlens.core.io import sha256_file
-
             try:
                 d = sha256_file(self.release_path(rel))
             except ImageError as exc:
@@ -395,6 +396,10 @@ class OfficialRelease:
         if rel is None:
             return self.release_path(image_id)
         src = self.release_path(rel)  # a missing or unsafe file fails here, naming the release path
+        if not self.link_images:
+            if sha256_file(src) != image_id:
+                raise ImageError(src, f"changed while being read (its content no longer hashes to {image_id[:12]})")
+            return src
         return content_link(src, image_id, self.neutral_dir, self._linked)
 
     def iter_parsed(self, length: str):

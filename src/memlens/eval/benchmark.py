@@ -33,19 +33,24 @@ from memlens.eval.prompt import build_messages
 class Benchmark:
     """Items of one benchmark (built or official), with prompts, task keys and the dataset hash."""
 
-    def __init__(self, source: BuiltBenchmark | OfficialRelease, kind: str, paths: Paths | None = None):
+    def __init__(
+        self, source: BuiltBenchmark | OfficialRelease, kind: str, paths: Paths | None = None, *, link_images: bool = True
+    ):
+        """``link_images=False``: images resolve to their verified source files and nothing is
+        written (a dry run, which sends no image and shows images by their hash only)."""
         if kind not in ITEM_SOURCES:
             raise ConfigError(f"unknown item source {kind!r} ({' | '.join(ITEM_SOURCES)})")
         self.source = source
         self.kind = kind
         self.paths = paths
+        self.link_images = link_images
         self._linked: set[Path] = set()
 
     @classmethod
-    def from_config(cls, cfg, paths: Paths) -> Benchmark:
+    def from_config(cls, cfg, paths: Paths, *, link_images: bool = True) -> Benchmark:
         kind = str(cfg.data.items)
         if kind == "built":
-            return cls(BuiltBenchmark(paths), kind, paths)
+            return cls(BuiltBenchmark(paths), kind, paths, link_images=link_images)
         if kind == "official":
             folder = cfg.data.official_dir
             if not folder:
@@ -53,7 +58,8 @@ class Benchmark:
             folder = Path(str(folder))
             if not folder.is_absolute():
                 folder = paths.root / folder
-            return cls(OfficialRelease(folder, neutral_dir=neutral_dir(paths)), kind, paths)
+            release = OfficialRelease(folder, neutral_dir=neutral_dir(paths), link_images=link_images)
+            return cls(release, kind, paths, link_images=link_images)
         raise ConfigError(f"unknown data.items {kind!r} ({' | '.join(ITEM_SOURCES)})")
 
     # items ------------------------------------------------------------------------------------
@@ -61,7 +67,7 @@ class Benchmark:
         return self.source.lengths()
 
     def items(self, length: str) -> Iterator[EvalItem]:
-        if self.kind != "built" or self.paths is None:
+        if self.kind != "built" or self.paths is None or not self.link_images:
             return self.source.items(length)  # a release links its images itself (neutral_dir)
         return (replace(it, resolve_image=self.resolve_image) for it in self.source.items(length))
 
@@ -122,11 +128,12 @@ def requested_lengths(cfg, bench: Benchmark) -> list[str]:
     return lengths
 
 
-def open_benchmark(cfg, paths: Paths) -> Benchmark:
-    """The benchmark the config names (``data.items``); ``cfg``: settings or a composed config."""
+def open_benchmark(cfg, paths: Paths, *, link_images: bool = True) -> Benchmark:
+    """The benchmark the config names (``data.items``); ``cfg``: settings or a composed config;
+    ``link_images=False``: write nothing (see :class:`Benchmark`)."""
     from memlens.core.settings import as_settings
 
-    return Benchmark.from_config(as_settings(cfg), paths)
+    return Benchmark.from_config(as_settings(cfg), paths, link_images=link_images)
 
 
 def dataset_hash(cfg, paths: Paths) -> str:

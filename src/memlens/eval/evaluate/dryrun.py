@@ -100,7 +100,7 @@ def run(cfg: Settings, paths: Paths, *, chars: int = 240, out: TextIO | None = N
     mode = str(cfg.eval.mode)
     if mode not in MODES:
         raise ConfigError(f"unknown eval.mode {mode!r} (known: {', '.join(MODES)})")
-    source = open_benchmark(cfg, paths)
+    source = open_benchmark(cfg, paths, link_images=False)  # images shown by hash: nothing linked
     lengths = [str(x) for x in cfg.eval.lengths] or (
         resolved_lengths(cfg) if cfg.data.items == "built" else source.lengths()
     )
