@@ -34,7 +34,12 @@ class Benchmark:
     """Items of one benchmark (built or official), with prompts, task keys and the dataset hash."""
 
     def __init__(
-        self, source: BuiltBenchmark | OfficialRelease, kind: str, paths: Paths | None = None, *, link_images: bool = True
+        self,
+        source: BuiltBenchmark | OfficialRelease,
+        kind: str,
+        paths: Paths | None = None,
+        *,
+        link_images: bool = True,
     ):
         """``link_images=False``: images resolve to their verified source files and nothing is
         written (a dry run, which sends no image and shows images by their hash only)."""
