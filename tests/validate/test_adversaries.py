@@ -178,24 +178,49 @@ def test_same_benchmark_and_seed_give_identical_figures():
     assert runs[0] == runs[1]
 
 
-def test_held_out_chance_does_not_punish_a_balanced_design():
-    """Two answers, 20 questions each: leave-one-out gives every question the *other* answer (its
-    own lost a vote), chance 0; held out on folds, the constant of the other folds is right about
-    half the time."""
+def _count_questions(n: int, answers: list[str]):
     from memlens.core.schema import Question
 
-    qs = [
+    return [
         Question(
             question_id=f"q{i:02d}",
             question_type="information_extraction",
             question_subtype="entity",
             question=f"How many cups are on shelf {i}?",
-            answer=str(3 + i % 2),
+            answer=answers[i % len(answers)],
             question_date="2025/01/01 (Wed) 10:00",
         )
-        for i in range(40)
+        for i in range(n)
     ]
-    assert textonly.chance_by_subtype(qs)["information_extraction/entity"] == 0.0
+
+
+def test_held_out_chance_does_not_punish_a_balanced_design():
+    """Two answers, 20 questions each: leave-one-out gives every question the *other* answer (its
+    own lost a vote), a constant's chance 0; a guess drawn like the other answers is right 19/39 of
+    the time; held out on folds, the constant of the other folds is right about half the time."""
+    qs = _count_questions(40, ["3", "4"])
+    assert textonly.chance_by_subtype(qs)["information_extraction/entity"] == pytest.approx(19 / 39)
     parts = textonly.folds([q.question_id for q in qs], 5, 0)
     ch = textonly.chance_by_subtype(qs, parts)["information_extraction/entity"]
     assert 0.3 <= ch <= 0.7
+
+
+def test_chance_of_a_count_balanced_over_four_answers_is_about_a_quarter():
+    """A count balanced over 1-4 (issue 19's closed answers): every held-out constant is
+    anti-correlated with the answer, the drawn guess is right (n/4 - 1)/(n - 1) of the time."""
+    qs = _count_questions(48, ["1", "2", "3", "4"])
+    parts = textonly.folds([q.question_id for q in qs], 5, 0)
+    for p in (None, parts):
+        assert textonly.chance_by_subtype(qs, p)["information_extraction/entity"] == pytest.approx(11 / 47)
+
+
+def test_chance_of_a_skewed_count_is_its_held_out_majority():
+    """Nine answers in ten are 2: the constant 2 (right 0.9 of the time held out) beats a drawn guess (0.81)."""
+    qs = _count_questions(40, ["2"] * 9 + ["3"])
+    ch = textonly.chance_by_subtype(qs)["information_extraction/entity"]
+    assert ch == pytest.approx(0.9)
+
+
+def test_chance_of_open_answers_stays_near_zero():
+    qs = _count_questions(30, [f"Shop {i}" for i in range(30)])
+    assert textonly.chance_by_subtype(qs)["information_extraction/entity"] == 0.0

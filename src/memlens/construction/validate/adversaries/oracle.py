@@ -24,7 +24,7 @@ question's answerable source, a probe's own plan): no item is in its own trainin
   votes order the events.
 
 Chance is :func:`.textonly.chance_by_subtype` (1/2 for A/B and Yes/No, 1/n! for an order of n,
-else the best held-out constant). The gate (validate stage) is the best solver's accuracy minus
+else the better of the best held-out constant and a guess drawn like the other answers). The gate (validate stage) is the best solver's accuracy minus
 chance per subtype at every length (and on the probe set), decided on the Wilson lower bound.
 """
 

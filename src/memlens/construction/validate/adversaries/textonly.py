@@ -24,10 +24,12 @@ complete answerer and their accuracies compare.
   between refusal and answerable questions (chance 0.5).
 
 Chance per question comes from its answer format: 1/2 for A/B and Yes/No, 1/n! for an order of n
-events, else the best constant held out: whether the most frequent reference answer of that format
-in the subtype, among the other questions (leave-one-out) or among the other folds' questions (the
-solvers' folds), is this question's answer (the better of the two). A subtype's chance is the mean
-over its questions.
+events, else the better, over the subtype's questions of that format, of two held-out guessers: the
+best constant (whether the most frequent reference answer of that format in the subtype, among the
+other questions (leave-one-out) or among the other folds' questions (the solvers' folds), is this
+question's answer, the better of the two) and a guess drawn from the other questions' answers as
+often as each occurs (a balanced count of 1-4: about 1/4, where every held-out constant loses its
+own vote). A subtype's chance is the mean over its questions.
 """
 
 from __future__ import annotations
@@ -190,19 +192,32 @@ def chance_by_subtype(questions: list[Question], parts: list[set[str]] | None = 
         per_fold: dict[int, Counter] = defaultdict(Counter)
         for q in qs:
             per_fold[fold_of.get(q.question_id, -1)][norm(q.answer)] += 1
+        if fmt in ("ab", "yesno"):
+            by[sub] += [0.5] * len(qs)
+            continue
+        if fmt == "order":
+            by[sub] += [1 / math.factorial(q.answer.count("(")) for q in qs]
+            continue
+        constant, drawn = [], []
         for q in qs:
-            if fmt in ("ab", "yesno"):
-                by[sub].append(0.5)
-            elif fmt == "order":
-                by[sub].append(1 / math.factorial(q.answer.count("(")))
-            else:
-                loo = counts.copy()
-                loo[norm(q.answer)] -= 1
-                rests = [loo]
-                if parts is not None and q.question_id in fold_of:
-                    rests.append(counts - per_fold[fold_of[q.question_id]])
-                by[sub].append(max(constant_right(r, norm(q.answer)) for r in rests))
+            loo = counts.copy()
+            loo[norm(q.answer)] -= 1
+            rests = [loo]
+            if parts is not None and q.question_id in fold_of:
+                rests.append(counts - per_fold[fold_of[q.question_id]])
+            constant.append(max(constant_right(r, norm(q.answer)) for r in rests))
+            drawn.append(drawn_right(loo, norm(q.answer)))
+        # the better of the two guessers for the whole group (a balanced count's constant is
+        # anti-correlated with the held-out answer; a guess drawn like the answers is not)
+        best = constant if np.mean(constant) >= np.mean(drawn) else drawn
+        by[sub] += best
     return {s: float(np.mean(v)) for s, v in sorted(by.items())}
+
+
+def drawn_right(rest: Counter, answer: str) -> float:
+    """The chance that a guess drawn from the answers of ``rest`` (as often as each occurs) is ``answer``."""
+    total = sum(c for c in rest.values() if c > 0)
+    return rest[answer] / total if total and rest[answer] > 0 else 0.0
 
 
 def constant_right(rest: Counter, answer: str) -> float:
