@@ -844,12 +844,11 @@ def _sample(rng: random.Random, make):
 #: the date-extraction variants in planning order (round robin): the date-from-session ones (D_*)
 #: are a quarter of the questions. An attacker handed the evidence sessions (the oracle gate) picks
 #: the answer among their 1 + D_DECOYS session dates, so a D question is worth 1/(1 + D_DECOYS) to
-#: it: 1/4 / 5 = 5 points over chance (2/5 / 5 = 8 with D as two of five variants). More decoys
-#: would cost evidence sessions a 32K history cannot hold (8 overflow it).
+#: it: their share over 1 + D_DECOYS stays under the gate's 3 points (1/4 / 8 = 3.1 at most).
 _TIE_B = ["B_calendar", "B_ticket", "B_receipt"]
 _TIE_VARIANTS = [*_TIE_B, "D_session", *_TIE_B, "D_relative"]
 #: other entities shown, like the target, in sessions anchored by a time word (D_* variants)
-D_DECOYS = 4
+D_DECOYS = 7
 
 
 @component("question_type", "temporal_reasoning")
