@@ -63,12 +63,9 @@ def make_plans(cfg, topics: list[Topic]) -> list[Plan]:
         spares = int(cfg.data.spare_fraction * n + 0.999) if n else 0
         classes = [ability.answer_classes(sub, v) for v in variants]
         if n and any(classes):
-            # closed answers are balanced per class (abilities.balance): a dropped plan is replaced
-            # by a spare of its own class only, so every class gets the spares a subtype would get
-            # (the near-duplicate filter drops several same-class signs at once), and every class
-            # of every variant at least one
-            n_cls = max(len(c or ()) for c in classes)
-            spares = max(spares * n_cls, len(variants) * n_cls)
+            # closed answers are balanced per class (abilities.balance): enough spares that every
+            # class of every variant has a replacement
+            spares = max(spares, len(variants) * max(len(c or ()) for c in classes))
         want = balance.wants(seed, qtype, sub, [classes[i % len(variants)] for i in range(n + spares)], n)
         for i in range(n + spares):  # spares replace plans whose images are rejected or whose build fails
             variant = variants[i % len(variants)]
