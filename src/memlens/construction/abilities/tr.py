@@ -37,7 +37,7 @@ Time line: the plan fixes the question date and every evidence session's exact t
 session per day; printed dates are constrained into the images. Only contexts a question names are
 reserved (the calendar page of a calendar question); the occasion of a ticket, receipt or place is
 never named, so it is drawn from the shared phrase space without using it up, and a time suffix
-(" last month", " in spring", ...) is used only when true and never names the day. Dates and times in mentions are written
+(" on Friday", " last month", ...) is used only when true. Dates and times in mentions are written
 in words (no digits), and the subtopic avoids strings that images print (see :func:`_subtopic`).
 
 Derivations: ``get`` on artifact truths, ``const`` for textual dates/times, ``fact_date`` (and
@@ -441,14 +441,14 @@ class _Builder:
         never referred to, since the question names what only the image shows, so they may
         repeat elsewhere and need not use up the shared context space. Phrases reserved by other
         questions are still avoided while free ones remain. An occasion's time suffix
-        (" last month", " in spring", " back in winter") is used only when it is true of the event
-        as seen from the session, and never names its day (" on Friday" would: read at the
-        session's date it gives the printed date, the answer of a date question)."""
+        (" on Friday", " last month", " in spring") is used only when it is true of the event as
+        seen from the session."""
         if family in OCCASION_NOUN:
             suffixes = [""]
             if event_day is not None and session_day is not None and session_day > event_day:
                 gap = (session_day - event_day).days
-                # no " on Friday": read at the session's date it names the printed date to the day
+                if event_day.weekday() == 4 and gap <= 6:
+                    suffixes.append(" on Friday")
                 prev = session_day.replace(day=1) - timedelta(days=1)
                 if (event_day.year, event_day.month) == (prev.year, prev.month):
                     suffixes.append(" last month")
@@ -841,14 +841,9 @@ def _sample(rng: random.Random, make):
 # --------------------------------------------------------------------------------------------------
 # The ability
 # --------------------------------------------------------------------------------------------------
-#: the date-extraction variants in planning order (round robin): the date-from-session ones (D_*)
-#: are a quarter of the questions. An attacker handed the evidence sessions (the oracle gate) picks
-#: the answer among their 1 + D_DECOYS session dates, so a D question is worth 1/(1 + D_DECOYS) to
-#: it: their share over 1 + D_DECOYS stays under the gate's 3 points (1/4 / 8 = 3.1 at most).
-_TIE_B = ["B_calendar", "B_ticket", "B_receipt"]
-_TIE_VARIANTS = [*_TIE_B, "D_session", *_TIE_B, "D_relative"]
+_TIE_VARIANTS = ["B_calendar", "D_session", "B_ticket", "D_relative", "B_receipt"]
 #: other entities shown, like the target, in sessions anchored by a time word (D_* variants)
-D_DECOYS = 7
+D_DECOYS = 4
 
 
 @component("question_type", "temporal_reasoning")
