@@ -140,7 +140,10 @@ def _drafts(
                 per_subtype if isinstance(per_subtype, int) else per_subtype.get(f"{ability.question_type}/{sub}", 0)
             )
             kept = tries = 0
-            kept_by: Counter = Counter()  # closed answers balanced as a build balances them
+            # closed answers balanced per variant, as a build balances every class of every variant:
+            # counted per class set alone, variants that share one (yes_no_sign, yes_no_receipt)
+            # would take its classes in turn, and the question's wording would name the answer
+            kept_by: Counter = Counter()
             while kept < want_n and tries < MAX_TRIES * want_n:
                 i, tries = tries, tries + 1
                 if i % BATCH == 0:  # a benchmark's worth of plans keeps its contexts apart, as a build does
@@ -150,7 +153,7 @@ def _drafts(
                 topic = choose_topic(rng, topics, ability.question_type, ability.families.get(variant, []))
                 pid = short_id("probe", seed, ability.question_type, sub, i, n=10)
                 classes = ability.answer_classes(sub, variant)
-                want = {"want": classes[kept_by[classes] % len(classes)]} if classes else {}
+                want = {"want": classes[kept_by[variant] % len(classes)]} if classes else {}
                 try:
                     plan = ability.plan(rng, topic, sub, variant, pid, reserved, **want)
                     truths = [_truth(seed, (pid, k), req, user, photo_rate) for k, req in enumerate(plan.images)]
@@ -161,7 +164,7 @@ def _drafts(
                 out.append((plan, [(r.family, t) for r, t in zip(plan.images, truths)], d))
                 kept += 1
                 if classes:
-                    kept_by[classes] += 1
+                    kept_by[variant] += 1
     return out
 
 
