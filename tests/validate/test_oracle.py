@@ -194,3 +194,18 @@ def test_probes_per_subtype_are_sized_by_its_chance_and_capped():
     assert n["TR/order_ranking"] < n["MSR/counting"] < n["TR/duration_comparison"] == probe.size_to_see(0.5, 0.03, 0.95)
     capped = probe.sizes_to_see({"TR/order_ranking": 0.09, "TR/duration_comparison": 0.5}, 0.03, 0.95, 400)
     assert capped == {"TR/order_ranking": min(400, n["TR/order_ranking"]), "TR/duration_comparison": 400}
+
+
+def test_probe_answers_are_balanced_per_variant_so_the_wording_names_no_answer():
+    """Entity resolution's yes/no variants (shop signs, receipts) share their classes: each variant
+    takes both, in turn, so "places" or "receipts" in the question says nothing about the answer."""
+    from collections import Counter
+
+    er = "multi_session_reasoning/entity_resolution"
+    items = probe.probe_items(42, _topics(), {er: 16}, WriterConfig())
+    by = Counter(("receipt" if "receipt" in it.question else "place", it.answer) for it in items)
+    assert sum(by.values()) == 16
+    for kind in ("place", "receipt"):
+        assert by[(kind, "Yes")] == by[(kind, "No")] >= 1, by
+        counts = [by[(kind, c)] for c in "1234"]
+        assert max(counts) - min(counts) <= 1 and sum(counts) >= 2, by
