@@ -10,7 +10,6 @@ from collections import Counter
 import pytest
 
 from memlens.construction.abilities import ability_for, contexts
-from memlens.construction.abilities import tr as T
 from memlens.construction.images.persona import USER_FAMILIES, persona_for, with_user
 from memlens.construction.images.synthetic import get_family, render_bytes
 from memlens.construction.images.truth import drawn_values, printed_strings
@@ -136,36 +135,6 @@ def test_duration_comparison_not_predictable_from_option_kinds(topics):
     for k, wins in by_kind.items():
         if len(wins) >= 20:  # no kind of interval is usually the longer one
             assert 0.25 < sum(wins) / len(wins) < 0.75, (k, sum(wins), len(wins))
-
-
-def test_session_anchored_dates_have_decoys(topics):
-    """D_session / D_relative: several same-kind entities, each in a session with a time word; the
-    derivation picks the target by the name only its image shows."""
-    ab = ability_for(TR)
-    for i, v in enumerate(["D_session", "D_relative"] * 3):
-        p = ab.plan(random.Random(f"d-{i}"), topics[i], "temporal_info_extraction", v, f"pd{i}", set())
-        facts = p.latent["facts"]
-        assert len(facts) == 1 + T.D_DECOYS and {f["family"] for f in facts} == {"named_sign"}
-        anchors = [e.get("anchor") for e in p.latent["events"]]
-        assert all(a in ("today", "yesterday", "friday") for a in anchors)
-        truths = [get_family(r.family).sample(random.Random(k), **r.constraints) for k, r in enumerate(p.images)]
-        d = ab.build(random.Random(i), p, truths)
-        assert d.derivation["op"] == "pick" and len(d.derivation["cases"]) == len(facts)
-        # the session dates alone, without the images, do not give the answer
-        assert d.answer == p.latent["planned_answer"]
-        from memlens.construction.abilities.derive import derive
-
-        assert derive(d.derivation, [None] * len(facts), {"evidence_dates": [f["at"] for f in facts]}) is None
-        if i < 2:  # same-kind images stay apart for the near-duplicate filter (pHash distance > 12)
-            import io
-
-            import imagehash
-            from PIL import Image
-
-            hs = [
-                imagehash.phash(Image.open(io.BytesIO(render_bytes(t)[0])).convert("RGB"), hash_size=16) for t in truths
-            ]
-            assert min(a - b for j, a in enumerate(hs) for b in hs[j + 1 :]) > 12
 
 
 def test_mention_phrasing_fits_the_family():

@@ -491,3 +491,50 @@ def test_balanced_share():
     assert 1 + f * slots / 2262 == pytest.approx((1 - f) * slots / 1600)
     assert f == pytest.approx(0.5792, abs=1e-4)
     assert A.balanced_share(0, 10, 5, 5) == A.LENT_SHARE
+
+
+def _dating_law():
+    """Timing patterns of three questions, each position's minute unique (so a date names its pattern
+    and position): an outing of receipts 2-3 days apart, a sign chain weeks apart, one ticket."""
+    pats = [
+        ("q1", ((40, 601, "receipt"), (38, 602, "receipt"), (35, 603, "price_tag"), (33, 604, "receipt"))),
+        ("q2", ((120, 611, "named_sign"), (90, 612, "named_sign"), (60, 613, "named_sign"))),
+        ("q3", ((15, 621, "ticket"),)),
+    ]
+    q = Question(
+        question_id="q0",
+        question_type="information_extraction",
+        question_subtype="entity",
+        question="What did the sign say?",
+        answer="x",
+        question_date="2025/03/01 (Sat) 12:00",
+        evidence=[],
+    )
+    return pats, q
+
+
+def test_haystack_dates_deal_whole_episodes_of_the_sessions_kind_within_each_length():
+    """Each length's new sessions hold whole timing patterns (a short history holds whole episodes,
+    as it holds the whole evidence), and a session takes a position of its own kind when the
+    length's sessions have one: receipts get the outing's dates, signs the chain's."""
+    pats, q = _dating_law()
+    where = {minute: (qid, j, kind) for qid, p in pats for j, (_d, minute, kind) in enumerate(p)}
+    kinds = ["receipt", "named_sign", "", "receipt", "named_sign", "receipt", "price_tag", "named_sign"]
+    kinds += ["ticket", "receipt", "", "receipt", "price_tag", "receipt", "named_sign", "named_sign", "named_sign"]
+    ends = [8, 17]
+    for seed in range(20):
+        dates = A.haystack_dates(seed, q, kinds, pats, ends)
+        assert len(dates) == len(kinds) and all(dates)
+        got = [where[parse_date(d).hour * 60 + parse_date(d).minute] for d in dates]
+        for lo, hi in ((0, 8), (8, 17)):
+            used = Counter((qid, j) for qid, j, _k in got[lo:hi])
+            for qid in {qid for qid, _j, _k in got[lo:hi]}:
+                size = len(dict(pats)[qid])
+                n_whole, rest = divmod(sum(v for (p, _j), v in used.items() if p == qid), size)
+                assert rest == 0 and all(used[(qid, j)] == n_whole for j in range(size)), (seed, lo, qid, used)
+        same = sum(k == kind for k, (_qid, _j, kind) in zip(kinds, got) if k)
+        assert same >= 0.7 * sum(1 for k in kinds if k), (seed, got)
+        # the question's own pattern is never drawn; a later length never changes a shorter one
+        assert A.haystack_dates(seed, q, kinds[:8], pats, [8]) == dates[:8]
+    own = [("q0", ((5, 700, "receipt"),)), *pats]
+    assert all(parse_date(d).minute != 40 or parse_date(d).hour != 11 for d in A.haystack_dates(0, q, kinds, own, ends))

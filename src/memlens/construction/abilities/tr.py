@@ -21,8 +21,10 @@ Official subtypes and their finer variants (``details.mode`` is the paper's gene
   their sessions, which orders them up to which image is which; they are not planned here.
 - ``temporal_info_extraction`` ("When did I ...? Answer in YYYY/MM/DD."): ``B_calendar``,
   ``B_ticket``, ``B_receipt`` (the date is printed only in the image, and the image is also what
-  the question names), ``D_session`` (the date is the timestamp of the session whose image shows the
-  entity) and ``D_relative`` ("yesterday evening" / "on Friday" relative to that timestamp).
+  the question names). Modes C and D are not planned here: a textual date names the answer, and a
+  session-anchored one ("the sign I saw this morning") narrows it to one of the few evidence
+  sessions' dates, so a reader handed the evidence text without its images guesses it at
+  1 / (1 + decoys); mode D's session anchors are tested by duration comparison instead.
 
 Why text alone cannot answer: every question names things that only images show (a shop sign or
 book cover, the destination on a boarding pass, a show on a ticket, a store on a receipt, a label
@@ -37,14 +39,14 @@ Time line: the plan fixes the question date and every evidence session's exact t
 session per day; printed dates are constrained into the images. Only contexts a question names are
 reserved (the calendar page of a calendar question); the occasion of a ticket, receipt or place is
 never named, so it is drawn from the shared phrase space without using it up, and a time suffix
-(" on Friday", " last month", ...) is used only when true. Dates and times in mentions are written
+(" last month", " in spring", ...) is used only when true; a weekday (" on Friday") never is,
+since with the session's date it names the day. Dates and times in mentions are written
 in words (no digits), and the subtopic avoids strings that images print (see :func:`_subtopic`).
 
 Derivations: ``get`` on artifact truths, ``const`` for textual dates/times, ``fact_date`` (and
 ``date_add``) for session anchors, combined by ``longer`` / ``order``. Entity anchors are wrapped in
 a ``pick`` (select the value whose image shows the named entity) when the derivation module
-provides that op (see :data:`HAS_PICK`); ``D_*`` date-extraction variants are only planned then,
-because without it a bare ``fact_date`` is re-derivable from session dates alone.
+provides that op (see :data:`HAS_PICK`).
 """
 
 from __future__ import annotations
@@ -441,14 +443,12 @@ class _Builder:
         never referred to, since the question names what only the image shows, so they may
         repeat elsewhere and need not use up the shared context space. Phrases reserved by other
         questions are still avoided while free ones remain. An occasion's time suffix
-        (" on Friday", " last month", " in spring") is used only when it is true of the event as
-        seen from the session."""
+        (" last month", " in spring", " back in winter") is used only when it is true of the event as
+        seen from the session; never a weekday, which with the session's date names the day."""
         if family in OCCASION_NOUN:
             suffixes = [""]
             if event_day is not None and session_day is not None and session_day > event_day:
                 gap = (session_day - event_day).days
-                if event_day.weekday() == 4 and gap <= 6:
-                    suffixes.append(" on Friday")
                 prev = session_day.replace(day=1) - timedelta(days=1)
                 if (event_day.year, event_day.month) == (prev.year, prev.month):
                     suffixes.append(" last month")
@@ -491,18 +491,6 @@ class _Builder:
             self.reserved.add(ctx)
             self.new_ctx.append(ctx)
         return thing, ctx
-
-    def _friday_ctx(self, avoid: list[str], kind: str | None = None) -> tuple[str, str]:
-        for _ in range(300):
-            occ = (
-                pick(self.rng, ctxs.OCCASIONS)
-                + pick(self.rng, ["", f" with {pick(self.rng, ctxs.PEOPLE)}"])
-                + " on Friday"
-            )
-            if not any(a in occ.lower() for a in avoid) and not _clashes(occ, self.used_ctx):
-                self.used_ctx.add(occ)
-                return f"{ctxs.occasion_noun('named_sign', kind)} {occ}", occ
-        raise RuntimeError("TR: no 'on Friday' context free of clashes")
 
     # ---------------------------------------------------------------- sessions
     def _session_at(self, day: date, hours=(8, 22)) -> str:
@@ -744,13 +732,6 @@ class _Builder:
             back, when, force = 1, "yesterday evening", True
             thing, ctx = self._ctx("named_sign", avoid, kind=k)
             at = self._session_at(day + timedelta(days=1))
-        elif anchor == "friday":
-            if day.weekday() != 4:
-                raise _Retry("friday")
-            back = self.rng.randint(1, 6)
-            when, force = None, False
-            thing, ctx = self._friday_ctx(avoid, kind=k)
-            at = self._session_at(day + timedelta(days=back))
         else:
             raise ValueError(anchor)
         k = self._fact("named_sign", cons, at, thing, ctx, when=when, force_when=force)
@@ -841,9 +822,6 @@ def _sample(rng: random.Random, make):
 # --------------------------------------------------------------------------------------------------
 # The ability
 # --------------------------------------------------------------------------------------------------
-_TIE_VARIANTS = ["B_calendar", "D_session", "B_ticket", "D_relative", "B_receipt"]
-#: other entities shown, like the target, in sessions anchored by a time word (D_* variants)
-D_DECOYS = 4
 
 
 @component("question_type", "temporal_reasoning")
@@ -852,7 +830,7 @@ class TemporalReasoning(Ability):
     variants = {
         "duration_comparison": ["mode_B", "mode_C", "mode_D", "mode_B_clock"],
         "order_ranking": ["mode_B_show", "mode_B_flight", "mode_B_receipt", "mode_B_calendar"],
-        "temporal_info_extraction": [v for v in _TIE_VARIANTS if HAS_PICK or not v.startswith("D_")],
+        "temporal_info_extraction": ["B_calendar", "B_ticket", "B_receipt"],
     }
     _ART = ["ticket", "calendar_page", "receipt"]
     families = {
@@ -867,8 +845,6 @@ class TemporalReasoning(Ability):
         "B_calendar": ["calendar_page"],
         "B_ticket": ["ticket"],
         "B_receipt": ["receipt"],
-        "D_session": ["named_sign"],
-        "D_relative": ["named_sign"],
     }
 
     # ------------------------------------------------------------------------------------ plan
@@ -1122,33 +1098,6 @@ class TemporalReasoning(Ability):
         elif variant == "B_receipt":
             ev = b.receipt(day)
             q = f"When did I shop at {ev['store']}? Answer in YYYY/MM/DD."
-        elif variant in ("D_session", "D_relative"):
-            if variant == "D_session":
-                anchor = "today"
-            else:
-                anchor = pick(rng, ["yesterday", "friday"])
-                if anchor == "friday":
-                    day = day - timedelta(days=(day.weekday() - 4) % 7)
-            ev = b.entity_d(day, anchor)
-            # decoys: other entities of the same kind, each in its own session with a time word drawn
-            # like the target's (this morning / yesterday evening / on Friday), so the session dates
-            # and time words of the history do not single out the answer: only the image does
-            kind = b.facts[ev["fact"]]["constraints"]["kind"]
-            for dday in b.distinct_days(D_DECOYS, gap=2, lo_pad=40, hi_pad=3):
-                danchor = pick(rng, ["today", "today", "yesterday", "friday"])
-                if danchor == "friday":
-                    dday = dday - timedelta(days=(dday.weekday() - 4) % 7)
-                b.entity_d(dday, danchor, kind=kind)
-            # same-kind signs or covers of one layout are perceptual near-duplicates (the filter
-            # drops them): all but one (any of them) are photographed with strong effects
-            from memlens.construction.images.synthetic.photo import sample_photo_effects
-
-            ents = [f for f in b.facts if f["family"] == "named_sign"]
-            flat = rng.randrange(len(ents))
-            for i, f in enumerate(ents):
-                if i != flat:
-                    f["constraints"]["photo"] = sample_photo_effects(rng, mode="scene", strength="strong")
-            q = f"When did I {ev['qphrase']}? Answer in YYYY/MM/DD."
         else:
             raise ValueError(f"TR: unknown variant {variant!r}")
         mode = variant[0]

@@ -8,8 +8,10 @@ candidates, the session whose size and image count keep the history on course fo
 (the paper's sessions and images per length); the last lands within ``data.length_tolerance`` of the
 target under the cross-modal token count (:mod:`memlens.construction.assemble.tokens`). Non-evidence
 sessions are dated by the evidence timing law: whole evidence timing patterns of other questions
-(days before the question, time of day), so episodes, gaps, hours and distances to the question date
-are the same for evidence and haystack sessions. The history is sorted by time.
+(days before the question, time of day), each position on a session of its kind (main image family)
+and each pattern within one length's new sessions (:func:`haystack_dates`), so episodes, gaps, hours
+and distances to the question date are the same for evidence and haystack sessions of the same
+content, at every length. The history is sorted by time.
 
 Evidence sessions of other questions serve as haystack too (``data.cross_evidence``), so a session
 that recurs across histories is no sign of haystack: a question may take the evidence sessions of
@@ -86,7 +88,8 @@ class Pool:
         tt = sum(self.tokens[i][0] for i in self.haystack + self.filler)
         ni = sum(self.tokens[i][2] for i in self.haystack)
         self.text_per_image = tt / ni if ni else float("inf")
-        self.patterns = timing_patterns(list(questions))
+        self.kinds = {sid: session_kind_of(sess, images) for sid, sess in sessions.items()}
+        self.patterns = timing_patterns(list(questions), self.kinds)
 
     def total(self, sid: str) -> int:
         t, i, _ = self.tokens[sid]
@@ -394,11 +397,26 @@ class _History:
             )
 
 
-def timing_patterns(questions: list[Question]) -> list[tuple[tuple[int, int], ...]]:
-    """The evidence timing law as data: per question with evidence, its sessions as (whole days before
-    the question's day, minute of the day), in time order. Haystack sessions are dated by drawing whole
-    patterns of other questions, so they come in the same episodes, gaps, hours and distances to the
-    question date as evidence sessions."""
+def session_kind_of(session: Session, images: dict[str, ImageRecord]) -> str:
+    """What a session's content says of the question it could serve: the most frequent family of
+    its images (ties: the first in name order), ``""`` without images."""
+    fams = Counter(images[i].family for i in session.image_ids if i in images)
+    if not fams:
+        return ""
+    top = max(fams.values())
+    return min(f for f, c in fams.items() if c == top)
+
+
+def timing_patterns(
+    questions: list[Question], kinds: dict[str, str] | None = None
+) -> list[tuple[str, tuple[tuple[int, int, str], ...]]]:
+    """The evidence timing law as data: per question with evidence, ``(question id, sessions)``, its
+    sessions as (whole days before the question's day, minute of the day, session kind) in time
+    order (``kinds``: session id -> :func:`session_kind_of`; ``""`` when not given). Haystack
+    sessions are dated by drawing whole patterns of other questions, each position on a session of
+    its kind, so they come in the same episodes, gaps, hours and distances to the question date as
+    evidence sessions of the same content."""
+    kinds = kinds or {}
     out = []
     for q in sorted(questions, key=lambda q: q.question_id):
         if not q.evidence:
@@ -407,38 +425,85 @@ def timing_patterns(questions: list[Question]) -> list[tuple[tuple[int, int], ..
         pat = []
         for e in q.evidence:
             d = parse_date(e.date)
-            pat.append(((qd - d.date()).days, d.hour * 60 + d.minute))
-        out.append(tuple(sorted(pat, key=lambda x: (-x[0], x[1]))))
+            pat.append(((qd - d.date()).days, d.hour * 60 + d.minute, kinds.get(e.session_id, "")))
+        out.append((q.question_id, tuple(sorted(pat, key=lambda x: (-x[0], x[1], x[2])))))
     return out
 
 
-def haystack_dates(seed: int, q: Question, n: int, patterns: list) -> list[str]:
-    """Dates for the first ``n`` non-evidence sessions of ``q``'s history, in pick order (the same at
-    every length): whole episodes drawn from ``patterns`` without replacement (the question's own
-    pattern excluded), each placed relative to this question's date; a pattern whose session would not
-    fall before the question moves one day earlier. Without patterns: uniform in the window."""
+def haystack_dates(seed: int, q: Question, kinds: list[str], patterns: list, ends: list[int] = ()) -> list[str]:
+    """Dates for the non-evidence sessions of ``q``'s history, given their kinds
+    (:func:`session_kind_of`) in pick order; ``ends``: how many of them each length holds (shortest
+    first; the longer histories extend the shorter ones). Episodes are whole timing patterns of
+    other questions (:func:`timing_patterns`), each placed relative to this question's date and
+    kept inside one length's new sessions, so a short history holds whole episodes as it holds the
+    whole evidence: the first undated session takes a pattern that holds its kind and fits in what
+    is left of its length (dealt from a shuffled deck per kind), at a position of that kind; each
+    other position goes to an undated session of the same length, of its kind if there is one, else
+    a text-only one, else the next one. So the sessions that look like one kind of question's
+    evidence come, like it, in its episodes, gaps and hours. A session that would not fall before
+    the question moves one day earlier. Without patterns: uniform in the window."""
     qdate = parse_date(q.question_date)
     rng = derive_rng(seed, "session-dates", q.question_id)
-    own = timing_patterns([q])
-    pats = [p for p in patterns if not own or p != own[0]]
-    out: list[str] = []
-    deck: list = []
-    while len(out) < n:
-        if not pats:
-            m = rng.randrange(60, HISTORY_SPAN_DAYS * 24 * 60)
-            out.append(format_date(qdate - timedelta(minutes=m)))
-            continue
-        if not deck:
-            deck = list(pats)
-            rng.shuffle(deck)
-        for days, minute in deck.pop():
-            when = datetime.combine(qdate.date() - timedelta(days=days), datetime.min.time()) + timedelta(
-                minutes=minute
-            )
-            if when >= qdate:
-                when -= timedelta(days=1)
-            out.append(format_date(when))
-    return out[:n]
+    pats = [p for qid, p in patterns if qid != q.question_id]
+    n = len(kinds)
+    out: list[str | None] = [None] * n
+    if not pats:
+        for k in range(n):
+            out[k] = format_date(qdate - timedelta(minutes=rng.randrange(60, HISTORY_SPAN_DAYS * 24 * 60)))
+        return out
+
+    def place(days: int, minute: int) -> str:
+        when = datetime.combine(qdate.date() - timedelta(days=days), datetime.min.time()) + timedelta(minutes=minute)
+        if when >= qdate:
+            when -= timedelta(days=1)
+        return format_date(when)
+
+    holding: dict[str | None, list[int]] = {None: list(range(len(pats)))}
+    for k, p in enumerate(pats):
+        for kind in sorted({x[2] for x in p}):
+            holding.setdefault(kind, []).append(k)
+    decks: dict[str | None, list[int]] = {}
+
+    def deal(kind: str | None, room: int) -> int | None:
+        """The next pattern of the kind's deck that fits in ``room`` sessions (refilled once)."""
+        deck = decks.setdefault(kind, [])
+        for refill in (False, True):
+            if refill:
+                deck[:] = holding[kind]
+                rng.shuffle(deck)
+            for at in range(len(deck) - 1, -1, -1):
+                if len(pats[deck[at]]) <= room:
+                    return deck.pop(at)
+        return None
+
+    bounds = sorted({min(e, n) for e in ends if e > 0} | {n})
+    lo = 0
+    for hi in bounds:
+        for i in range(lo, hi):
+            if out[i] is not None:
+                continue
+            free = [t for t in range(i + 1, hi) if out[t] is None]
+            k = deal(kinds[i], len(free) + 1) if kinds[i] in holding else None
+            if k is None:
+                k = deal(None, len(free) + 1)
+            if k is None:  # every pattern is longer than what is left: a single session of one
+                pat = pats[rng.randrange(len(pats))]
+                out[i] = place(*pat[rng.randrange(len(pat))][:2])
+                continue
+            pat = pats[k]
+            at = [j for j, x in enumerate(pat) if x[2] == kinds[i]] or list(range(len(pat)))
+            first = rng.choice(at)
+            out[i] = place(*pat[first][:2])
+            for j, (days, minute, kind) in enumerate(pat):
+                if j == first:
+                    continue
+                t = next((t for t in free if kinds[t] == kind), None)
+                if t is None:
+                    t = next((t for t in free if kinds[t] == ""), free[0])
+                free.remove(t)
+                out[t] = place(days, minute)
+        lo = hi
+    return out
 
 
 def assemble_lengths(
@@ -488,7 +553,8 @@ def assemble_lengths(
     longest = max(out.values(), key=len)
     ev_dates = {e.session_id: e.date for e in q.evidence}
     rest = [s for s in longest[n_ev:] if s not in foreign]
-    dates = dict(zip(rest, haystack_dates(seed, q, len(rest), pool.patterns)))
+    ends = [sum(1 for s in out[ln][n_ev:] if s not in foreign) for ln in sorted(out, key=length_tokens)]
+    dates = dict(zip(rest, haystack_dates(seed, q, [pool.kinds[s] for s in rest], pool.patterns, ends)))
     dates.update({s: foreign[s] for s in longest[n_ev:] if s in foreign})
     dates.update(ev_dates)
     insts = {}
