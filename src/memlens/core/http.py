@@ -1143,7 +1143,10 @@ def check_endpoint(config: OpenAICompatibleConfig, *, timeout_s: float = 15.0) -
     ends the run with one clear message before any item is sent. An endpoint without ``/models``
     (404/405) is accepted: the run itself will tell."""
     key = OpenAICompatibleClient._read_api_key(config.api_key_env)
-    client = openai.OpenAI(base_url=config.base_url, api_key=key, max_retries=1, timeout=timeout_s)
+    http_client = openai.DefaultHttpxClient(verify=_default_ssl_context())  # the SDK's defaults, our TLS context
+    client = openai.OpenAI(
+        base_url=config.base_url, api_key=key, max_retries=1, timeout=timeout_s, http_client=http_client
+    )
     try:
         client.models.list()
     except openai.AuthenticationError:
