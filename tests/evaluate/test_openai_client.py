@@ -261,6 +261,52 @@ def test_reset_connections_fail_after_max_retries_counted_by_the_server():
 
 
 # ---------------------------------------------------------------------------- concurrency
+def big_msgs(i: int, mb: float = 1.5) -> list[dict]:
+    return msgs(f"question {i} " + "x" * int(mb * (1 << 20)))
+
+
+def test_large_bodies_are_uploaded_one_at_a_time_and_arrive_intact(monkeypatch):
+    events: list[tuple[str, int]] = []
+
+    class Logged(http_module._TurnBody):
+        async def __aiter__(self):
+            first = True
+            async for chunk in super().__aiter__():
+                if first:
+                    events.append(("start", id(self)))
+                    first = False
+                yield chunk
+            events.append(("end", id(self)))
+
+    monkeypatch.setattr(http_module, "_TurnBody", Logged)
+    n = 6
+    with FakeOpenAIServer(latency_s=0.05) as srv:
+        client = make_client(srv, concurrency=n)
+        bodies = {i: client.build_body(big_msgs(i)).to_bytes() for i in range(n)}
+        assert all(len(b) >= http_module._TURN_MIN_BYTES for b in bodies.values())
+        done: dict[int, CompletionResult] = {}
+        client.run_many(((i, big_msgs(i)) for i in range(n)), lambda k, r: done.__setitem__(k, r), progress=False)
+        assert srv.bytes_received == sum(len(b) for b in bodies.values())
+        received = sorted(srv.requests, key=lambda b: b["messages"][1]["content"][0]["text"][:12])
+    assert all(r.ok for r in done.values()) and len(done) == n
+    assert received == [json.loads(bodies[i]) for i in range(n)]
+    # one upload at a time: every body's first chunk comes after the previous body's last
+    assert len(events) == 2 * n
+    assert all(events[k][0] == "start" and events[k + 1] == ("end", events[k][1]) for k in range(0, 2 * n, 2))
+
+
+def test_an_abandoned_upload_gives_the_turn_back(monkeypatch):
+    monkeypatch.setattr(http_module, "_TURN_WAIT_S", 30.0)  # a turn kept by a failed upload would stall the rest
+    with FakeOpenAIServer(refuse_connections=True) as srv:
+        client = make_client(srv, concurrency=4, max_retries=0)
+        done: dict[int, CompletionResult] = {}
+        t0 = time.perf_counter()
+        client.run_many(((i, big_msgs(i)) for i in range(8)), lambda k, r: done.__setitem__(k, r), progress=False)
+        elapsed = time.perf_counter() - t0
+    assert len(done) == 8 and not any(r.ok for r in done.values())
+    assert elapsed < 10.0
+
+
 def test_complete_many_respects_concurrency_and_is_lazy():
     n, cap = 40, 4
     produced = 0

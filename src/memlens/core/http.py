@@ -51,6 +51,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import contextvars
+import functools
 import inspect
 import json
 import logging
@@ -347,13 +348,82 @@ class _Call:
 _CURRENT_CALL: contextvars.ContextVar[_Call | None] = contextvars.ContextVar("memlens_http_call", default=None)
 
 
+#: bodies at least this large are uploaded one at a time (:class:`_UploadTurn`)
+_TURN_MIN_BYTES = 1 << 20
+#: the longest a large body waits for the upload before it (then it is sent alongside)
+_TURN_WAIT_S = 1.0
+
+
+class _UploadTurn:
+    """Large request bodies of one client are uploaded one after the other, not interleaved.
+
+    Interleaved, ``concurrency`` multi-megabyte uploads share the event loop chunk by chunk, so all
+    of them finish together, late, and every request's server time starts then; the requests stay
+    synchronised in waves and the loop idles during each wave's wait. One at a time, the first body
+    is complete after one upload's time, the server starts on it at once, and the answers (so the
+    next uploads) arrive staggered, overlapping one request's upload with the others' waits.
+
+    A body waits at most ``wait_s`` for the turn (a stalled upload, e.g. a server that stopped
+    reading, never holds the others back longer); after that it is sent alongside, as before.
+    """
+
+    __slots__ = ("_lock", "owner", "wait_s")
+
+    def __init__(self, wait_s: float | None = None) -> None:
+        self._lock = asyncio.Lock()
+        self.owner: object | None = None
+        self.wait_s = _TURN_WAIT_S if wait_s is None else wait_s
+
+    async def acquire(self, owner: object) -> None:
+        try:
+            async with asyncio.timeout(self.wait_s):
+                await self._lock.acquire()
+        except TimeoutError:
+            return  # sent without the turn
+        self.owner = owner
+
+    def release(self, owner: object) -> None:
+        """Give the turn back if ``owner`` holds it (idempotent)."""
+        if self.owner is owner:
+            self.owner = None
+            self._lock.release()
+
+
+class _TurnBody(_httpx.AsyncByteStream):
+    """The chunks of a :class:`RequestBody`, sent while holding the client's :class:`_UploadTurn`
+    (taken before the first chunk, given back after the last; the caller also gives it back when
+    the attempt ends, should the upload be abandoned half-way)."""
+
+    __slots__ = ("body", "turn")
+
+    def __init__(self, body: RequestBody, turn: _UploadTurn) -> None:
+        self.body = body
+        self.turn = turn
+
+    def __len__(self) -> int:
+        return self.body.length
+
+    async def __aiter__(self) -> AsyncIterator[bytes]:
+        await self.turn.acquire(self)
+        try:
+            for chunk in self.body.chunks:
+                yield chunk
+        finally:
+            self.turn.release(self)
+
+
 class _PrebuiltBodyClient(_httpx.AsyncClient):
     """``httpx`` client that sends the current call's :class:`RequestBody`.
 
     The SDK builds every attempt's request (URL, auth, its headers) and calls ``send``; here
     the SDK's placeholder JSON is replaced by the prebuilt body of the :class:`_Call` of the
     running task, and the attempt is counted.  Requests made outside a call pass unchanged.
+    Bodies of at least :data:`_TURN_MIN_BYTES` are uploaded one at a time (:class:`_UploadTurn`).
     """
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self._upload_turn = _UploadTurn()
 
     async def send(self, request: Any, **kwargs: Any) -> Any:  # type: ignore[override]
         call = _CURRENT_CALL.get()
@@ -363,8 +433,11 @@ class _PrebuiltBodyClient(_httpx.AsyncClient):
         call.attempt_t0 = time.perf_counter()
         headers = request.headers.copy()
         headers["Content-Length"] = str(call.body.length)
+        stream: Any = call.body
+        if call.body.length >= _TURN_MIN_BYTES:
+            stream = _TurnBody(call.body, self._upload_turn)
         request = _httpx.Request(
-            request.method, request.url, headers=headers, stream=call.body, extensions=request.extensions
+            request.method, request.url, headers=headers, stream=stream, extensions=request.extensions
         )
         if kwargs.get("stream"):  # pragma: no cover - memlens never streams
             return await super().send(request, **kwargs)
@@ -374,6 +447,9 @@ class _PrebuiltBodyClient(_httpx.AsyncClient):
                 return await self._read_capped(request, call, **kwargs)
         except TimeoutError:
             timed_out = True
+        finally:
+            if stream is not call.body:
+                self._upload_turn.release(stream)
         if timed_out:  # raised outside the handler: the error names the deadline, not a bare TimeoutError
             raise _httpx.ReadTimeout(
                 f"DeadlineExceeded: no complete answer within deadline_s={call.deadline_s:g} s", request=request
@@ -495,6 +571,15 @@ class _LoopState:
     creators: dict[int, Callable[..., Awaitable[Any]]] = field(default_factory=dict)
 
 
+@functools.lru_cache(maxsize=1)
+def _default_ssl_context() -> Any:
+    """httpx's default TLS context (``verify=True``: the system or certifi CA bundle, honouring
+    ``SSL_CERT_FILE``/``SSL_CERT_DIR``), built once per process: loading the CA bundle costs
+    20-40 ms of CPU, which every event loop's client (each :meth:`run_many`) paid again, before
+    its first request."""
+    return _httpx.create_ssl_context()
+
+
 def _dumps(obj: Any) -> bytes:
     if _orjson is not None:
         return _orjson.dumps(obj)
@@ -571,6 +656,7 @@ class OpenAICompatibleClient:
             return state
         n = self.config.concurrency
         http_client = _PrebuiltBodyClient(
+            verify=_default_ssl_context(),
             limits=_httpx.Limits(max_connections=n, max_keepalive_connections=n),
             timeout=_httpx.Timeout(self.config.timeout_s),
             follow_redirects=True,
@@ -1057,7 +1143,10 @@ def check_endpoint(config: OpenAICompatibleConfig, *, timeout_s: float = 15.0) -
     ends the run with one clear message before any item is sent. An endpoint without ``/models``
     (404/405) is accepted: the run itself will tell."""
     key = OpenAICompatibleClient._read_api_key(config.api_key_env)
-    client = openai.OpenAI(base_url=config.base_url, api_key=key, max_retries=1, timeout=timeout_s)
+    http_client = openai.DefaultHttpxClient(verify=_default_ssl_context())  # the SDK's defaults, our TLS context
+    client = openai.OpenAI(
+        base_url=config.base_url, api_key=key, max_retries=1, timeout=timeout_s, http_client=http_client
+    )
     try:
         client.models.list()
     except openai.AuthenticationError:

@@ -11,7 +11,6 @@ import json
 import logging
 import os
 from collections.abc import Iterable, Iterator
-from functools import lru_cache
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -47,18 +46,26 @@ def sha256_file(path: str | Path, chunk: int = 1 << 20) -> str:
     return h.hexdigest()
 
 
-@lru_cache(maxsize=1 << 16)
-def _sha256_of_version(path: str, version: tuple[int, int, int, int, int]) -> str:
-    """The hash of ``path`` as it is at ``version`` (its ``stat`` identity): the memo's store."""
-    return sha256_file(path)
+#: file version (device, inode, size, mtime, ctime) -> SHA-256 of its bytes: the memo's store
+_HASH_MEMO: dict[tuple[int, int, int, int, int], str] = {}
+_HASH_MEMO_MAX = 1 << 16
 
 
 def sha256_file_memo(path: str | Path) -> str:
     """:func:`sha256_file`, memoised per process by the file's identity and version (device, inode,
     size, mtime and ctime in ns, from a ``stat`` on every call): a file read by several parts of one
-    run (the release's image check, the encoder's cache key) is hashed once, an edited one again."""
+    run (the release's image check, its content-addressed copy, the encoder's cache key) is hashed
+    once, an edited one again. The key is the file, not its name: the names of one file (hard
+    links, such as a content-addressed copy of an image) share one entry."""
     st = os.stat(path)
-    return _sha256_of_version(str(path), (st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns))
+    version = (st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns)
+    digest = _HASH_MEMO.get(version)
+    if digest is None:
+        digest = sha256_file(path)
+        if len(_HASH_MEMO) >= _HASH_MEMO_MAX:
+            _HASH_MEMO.clear()
+        _HASH_MEMO[version] = digest
+    return digest
 
 
 def atomic_write_bytes(path: str | Path, data: bytes) -> None:

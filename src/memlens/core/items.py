@@ -13,9 +13,11 @@ answer, question type or details; the ``oracle_evidence`` mode keeps only the ev
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field, replace
 from pathlib import Path
+from stat import S_ISREG
 
 from memlens.core.config import Paths, length_tokens
 from memlens.core.errors import DataError, ImageError
@@ -94,7 +96,11 @@ class EvalItem:
             HistorySession(
                 s.session_id,
                 s.date,
-                [Turn(role=t.role, content=t.content, images=list(t.images)) for t in s.turns],
+                # copies of turns checked when they were read (``has_answer`` left out): not checked again
+                [
+                    Turn.unchecked(role=t.role, content=t.content, images=list(t.images), has_answer=False)
+                    for t in s.turns
+                ],
                 oracle,
                 s.digest,
             )
@@ -136,6 +142,7 @@ class BuiltBenchmark:
         self._images: dict[str, ImageRecord] | None = None
         self._digests: dict[str, str] = {}
         self._verified: dict[Path, tuple[int, int]] = {}
+        self._image_paths: dict[str, Path] = {}  # image id -> its file, once verified
 
     def session_digest(self, session_id: str) -> str:
         """Content digest of a session (images are named by the SHA-256 of their bytes already)."""
@@ -167,6 +174,14 @@ class BuiltBenchmark:
         return sorted((p.stem for p in d.glob("*.jsonl")), key=length_tokens)  # 32k ... 512k, 1m
 
     def resolve_image(self, image_id: str) -> Path:
+        path = self._image_paths.get(image_id)
+        if path is not None:  # seen before: one stat says whether it is still the verified file
+            try:
+                st = os.stat(path)
+            except OSError:
+                st = None
+            if st is not None and S_ISREG(st.st_mode) and self._verified.get(path) == (st.st_size, st.st_mtime_ns):
+                return path
         rec = self.images.get(image_id)
         if rec is None:
             raise ImageError(image_id, "not in the image index")
@@ -174,6 +189,7 @@ class BuiltBenchmark:
         if not path.is_file():
             raise ImageError(path, "missing file")
         self._verify(path, image_id)
+        self._image_paths[image_id] = path
         return path
 
     def _verify(self, path: Path, sha: str) -> None:

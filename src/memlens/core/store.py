@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from memlens.core.errors import DataError, ImageError
-from memlens.core.io import atomic_write_bytes, canonical_bytes, sha256_bytes, sha256_file, write_json
+from memlens.core.io import atomic_write_bytes, canonical_bytes, sha256_bytes, sha256_file, sha256_file_memo, write_json
 from memlens.core.version import VERSION as __version__
 
 
@@ -117,8 +117,10 @@ def content_link(src: Path, digest: str, folder: Path, linked: set[Path] | None 
     dest = Path(folder) / f"{digest}{suffix}"
     if linked is not None and dest in linked:
         return dest
-    if not (dest.is_file() and sha256_file(dest) == digest):  # missing, or corrupt: made anew, verified
-        if sha256_file(src) != digest:
+    # missing, or corrupt: made anew, verified (hashes memoised per file version: a hard link of
+    # ``src`` that was just verified is not read again, nor by the image encoder after this)
+    if not (dest.is_file() and sha256_file_memo(dest) == digest):
+        if sha256_file_memo(src) != digest:
             raise ImageError(src, f"changed while being read (its content no longer hashes to {digest[:12]})")
         if dest.exists():
             logging.getLogger(__name__).warning("content-addressed image copy: %s was corrupt: made anew", dest)

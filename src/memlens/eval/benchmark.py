@@ -50,6 +50,7 @@ class Benchmark:
         self.paths = paths
         self.link_images = link_images
         self._linked: set[Path] = set()
+        self._links: dict[str, Path] = {}  # image id -> its content-addressed copy
 
     @classmethod
     def from_config(cls, cfg, paths: Paths, *, link_images: bool = True) -> Benchmark:
@@ -80,7 +81,11 @@ class Benchmark:
         """A built benchmark's image (verified against its id) as a content-addressed copy outside
         ``data/`` (:func:`neutral_dir`)."""
         assert self.paths is not None
-        return content_link(self.source.resolve_image(image_id), image_id, neutral_dir(self.paths), self._linked)
+        src = self.source.resolve_image(image_id)  # checks the source file on every call
+        dest = self._links.get(image_id)
+        if dest is None:  # the copy is made and verified once per process (content_link's ``linked``)
+            dest = self._links[image_id] = content_link(src, image_id, neutral_dir(self.paths), self._linked)
+        return dest
 
     def count(self, length: str) -> int:
         return self.source.count(length)

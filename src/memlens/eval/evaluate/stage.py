@@ -241,7 +241,7 @@ def _answer(model: Model, store: ResultsStore, pending, keys, length: str, mode:
         stats["failed_retried"] += int(not out.ok and (out.attempts or 0) > 1)
         bar.update(1)
         el = time.perf_counter() - t0
-        bar.set_postfix(failed=stats["failed"], rate=f"{stats['new'] / el:.1f}/s" if el > 0 else "-")
+        bar.set_postfix(failed=stats["failed"], rate=f"{stats['new'] / el:.1f}/s" if el > 0 else "-", refresh=False)
 
     def still_open(it: EvalItem) -> bool:
         store.refresh(max_age=2.0)
