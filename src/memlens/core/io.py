@@ -11,6 +11,7 @@ import json
 import logging
 import os
 from collections.abc import Iterable, Iterator
+from functools import lru_cache
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -46,9 +47,26 @@ def sha256_file(path: str | Path, chunk: int = 1 << 20) -> str:
     return h.hexdigest()
 
 
-#: file version (device, inode, size, mtime, ctime) -> SHA-256 of its bytes: the memo's store
-_HASH_MEMO: dict[tuple[int, int, int, int, int], str] = {}
-_HASH_MEMO_MAX = 1 << 16
+class _FileVersion:
+    """A file's identity and version (device, inode, size, mtime, ctime) with one of its names: equal
+    and hashed by the version alone, so the names of one file (hard links) share a memo entry."""
+
+    __slots__ = ("path", "version")
+
+    def __init__(self, path: str, version: tuple[int, int, int, int, int]):
+        self.path, self.version = path, version
+
+    def __hash__(self) -> int:
+        return hash(self.version)
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, _FileVersion) and other.version == self.version
+
+
+@lru_cache(maxsize=1 << 16)
+def _sha256_of_version(key: _FileVersion) -> str:
+    """The hash of the file at ``key`` (the memo's store)."""
+    return sha256_file(key.path)
 
 
 def sha256_file_memo(path: str | Path) -> str:
@@ -58,14 +76,9 @@ def sha256_file_memo(path: str | Path) -> str:
     once, an edited one again. The key is the file, not its name: the names of one file (hard
     links, such as a content-addressed copy of an image) share one entry."""
     st = os.stat(path)
-    version = (st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns)
-    digest = _HASH_MEMO.get(version)
-    if digest is None:
-        digest = sha256_file(path)
-        if len(_HASH_MEMO) >= _HASH_MEMO_MAX:
-            _HASH_MEMO.clear()
-        _HASH_MEMO[version] = digest
-    return digest
+    return _sha256_of_version(
+        _FileVersion(str(path), (st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns))
+    )
 
 
 def atomic_write_bytes(path: str | Path, data: bytes) -> None:
