@@ -209,3 +209,24 @@ def test_probe_answers_are_balanced_per_variant_so_the_wording_names_no_answer()
         assert by[(kind, "Yes")] == by[(kind, "No")] >= 1, by
         counts = [by[(kind, c)] for c in "1234"]
         assert max(counts) - min(counts) <= 1 and sum(counts) >= 2, by
+
+
+def test_repeated_folds_average_the_single_draws():
+    """``repeats`` draws of folds: each question's verdict is the share of the single draws (same
+    seeds) it was right in, and chance is their mean, so the figure no longer rests on one draw."""
+    items = make_items(40, leaky=False, seed=5)
+    with single_threaded():
+        many = oracle.held_out(items, k_folds=5, seed=2, repeats=3)
+        single = [oracle.held_out(items, k_folds=5, seed=2 + 7919 * r) for r in range(3)]
+    right, hits, draws = many
+    assert len(draws) == 3 and [d[2][0] for d in single] == draws
+    assert len({frozenset(map(frozenset, d)) for d in draws}) == 3  # three different draws
+    for s in oracle.SOLVERS:
+        for qid, share in right[s].items():
+            assert share == pytest.approx(sum(d[0][s][qid] for d in single) / 3)
+    assert any(0 < v < 1 for s in oracle.SOLVERS for v in right[s].values())  # the draws disagree somewhere
+    fig = oracle.figures(items, *many)
+    chances = [oracle.figures(items, *d)[ORDER]["chance"] for d in single]
+    assert fig[ORDER]["chance"] == pytest.approx(sum(chances) / 3, abs=1e-4)
+    assert fig[ORDER]["fold_draws"] == 3
+    assert hits == single[0][1]

@@ -30,6 +30,7 @@ class ValidateSettings(Section):
     min_questions: PositiveInt
     min_evidence: PositiveInt
     folds: Annotated[int, Field(ge=2)]
+    oracle_repeats: PositiveInt
     vocab_min: PositiveInt
     min_support: PositiveInt
     top_features: PositiveInt

@@ -67,7 +67,7 @@ def run_all(
                 max_features=int(a["text_max_features"]),
             ),
         ),
-        ("oracle", lambda: oracle.run(bench, k_folds=int(a["folds"]), seed=seed, probes=probes)),
+        ("oracle", lambda: oracle.run(bench, k_folds=int(a["folds"]), seed=seed, probes=probes, repeats=int(a["oracle_repeats"]))),
         (
             "repetition",
             lambda: repetition.run(

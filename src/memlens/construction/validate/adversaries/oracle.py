@@ -559,10 +559,15 @@ def grouped_folds(items: list[Item], k: int, seed: int) -> list[set[str]]:
     return parts
 
 
-def held_out(items: list[Item], *, k_folds: int = 5, seed: int = 0) -> tuple[dict, dict, list[set[str]]]:
-    """Every solver's held-out verdict per question (``{solver: {qid: right}}``), each rule's
-    (``{qid: {rule: right}}``) and the folds. Candidates are computed once per distinct question
-    and evidence (a question's copies at several lengths share them)."""
+def held_out(
+    items: list[Item], *, k_folds: int = 5, seed: int = 0, repeats: int = 1
+) -> tuple[dict, dict, list[list[set[str]]]]:
+    """Every solver's held-out verdict per question (``{solver: {qid: share right}}``), each rule's
+    (``{qid: {rule: right}}``) and the fold draws. With ``repeats`` > 1 the folds are drawn that many
+    times (seeds ``seed + 7919 r``, for the folds and the learned solver) and a question's verdict is the share of draws its held-out
+    prediction was right in: one draw of folds moves a small subtype's figure by a few points.
+    Candidates are computed once per distinct question and evidence (a question's copies at several
+    lengths share them), and do not depend on the folds."""
     items = sorted(items, key=lambda it: it.question_id)
     memo: dict[tuple, tuple] = {}
     cache = {}
@@ -571,9 +576,22 @@ def held_out(items: list[Item], *, k_folds: int = 5, seed: int = 0) -> tuple[dic
         if key not in memo:
             memo[key] = candidates(it)
         cache[it.question_id] = memo[key]
-    parts = grouped_folds(items, k_folds, seed)
+    seeds = [seed + 7919 * r for r in range(max(1, repeats))]
+    draws = [grouped_folds(items, k_folds, s) for s in seeds]
+    verdicts = [_one_draw(items, cache, parts, s) for parts, s in zip(draws, seeds)]
+    right = {s: {it.question_id: float(np.mean([v[s][it.question_id] for v in verdicts])) for it in items} for s in SOLVERS}
+    rule_hits = {
+        it.question_id: {
+            name: ans is not None and norm(ans) == norm(it.answer) for name, ans in cache[it.question_id][0].items()
+        }
+        for it in items
+    }
+    return right, rule_hits, draws
+
+
+def _one_draw(items: list[Item], cache: dict, parts: list[set[str]], seed: int) -> dict[str, dict[str, bool]]:
+    """Every solver's held-out verdict per question on one draw of folds."""
     right: dict[str, dict[str, bool]] = {s: {} for s in SOLVERS}
-    rule_hits: dict[str, dict[str, bool]] = {}
     for test in parts:
         train = [it for it in items if it.question_id not in test]
         by = defaultdict(list)
@@ -604,24 +622,27 @@ def held_out(items: list[Item], *, k_folds: int = 5, seed: int = 0) -> tuple[dic
             }
             for s_, pred in preds.items():
                 right[s_][it.question_id] = norm(pred) == norm(it.answer)
-            rule_hits[it.question_id] = {
-                name: ans is not None and norm(ans) == norm(it.answer) for name, ans in cands.items()
-            }
-    return right, rule_hits, parts
+    return right
 
 
-def figures(items: list[Item], right: dict, rule_hits: dict, parts: list[set[str]]) -> dict:
-    """Per subtype of ``items`` (a subset of what :func:`held_out` predicted): accuracies, chance, n."""
+def figures(items: list[Item], right: dict, rule_hits: dict, draws: list[list[set[str]]]) -> dict:
+    """Per subtype of ``items`` (a subset of what :func:`held_out` predicted): accuracies, chance
+    (the mean over the fold draws), n and the number of draws."""
     rule_right: dict[str, Counter] = defaultdict(Counter)
     for it in items:
         rule_right[it.subtype].update(k for k, v in rule_hits[it.question_id].items() if v)
-    chance = chance_by_subtype([_as_question(it) for it in items], parts)
-    return summarize(items, right, rule_right, chance)
+    qs = [_as_question(it) for it in items]
+    per_draw = [chance_by_subtype(qs, parts) for parts in draws]
+    chance = {sub: float(np.mean([c[sub] for c in per_draw])) for sub in per_draw[0]}
+    out = summarize(items, right, rule_right, chance)
+    for r in out.values():
+        r["fold_draws"] = len(draws)
+    return out
 
 
-def solve(items: list[Item], *, k_folds: int = 5, seed: int = 0) -> dict:
+def solve(items: list[Item], *, k_folds: int = 5, seed: int = 0, repeats: int = 1) -> dict:
     """Held-out accuracy of every solver per subtype, with chance and n (and the best rules)."""
-    return figures(items, *held_out(items, k_folds=k_folds, seed=seed))
+    return figures(items, *held_out(items, k_folds=k_folds, seed=seed, repeats=repeats))
 
 
 def _as_question(it: Item) -> Question:
@@ -652,12 +673,15 @@ def summarize(items, right, rule_right, chance) -> dict:
     return out
 
 
-def run(bench: Bench, *, k_folds: int = 5, seed: int = 0, probes: list[Item] | None = None) -> dict:
+def run(
+    bench: Bench, *, k_folds: int = 5, seed: int = 0, probes: list[Item] | None = None, repeats: int = 1
+) -> dict:
     """The oracle solvers on the real questions of every length and the probe set, held out on one
     pool (a real question at every length and the probes; folds grouped by source item, so no
     question's copy at another length is in its training fold). Per length: the real questions
     (``subtypes``) and, with probes, the real questions plus the probes (``with_probes``: what the
-    gate decides on); ``probe``: the probes alone."""
+    gate decides on); ``probe``: the probes alone. ``repeats``: draws of folds averaged
+    (:func:`held_out`)."""
     per_len = {}
     for ln in bench.lengths:
         per_len[ln] = [
@@ -669,7 +693,7 @@ def run(bench: Bench, *, k_folds: int = 5, seed: int = 0, probes: list[Item] | N
     pool = [it for items in per_len.values() for it in items] + probes
     if not pool:
         return {"lengths": {}, "probe": None}
-    right, hits, parts = held_out(pool, k_folds=k_folds, seed=seed)
+    right, hits, parts = held_out(pool, k_folds=k_folds, seed=seed, repeats=repeats)
     out: dict = {"lengths": {}, "probe": figures(probes, right, hits, parts) if probes else None}
     for ln, items in per_len.items():
         res = {"subtypes": figures(items, right, hits, parts) if items else {}}

@@ -64,8 +64,10 @@ def oracle_md(fig: dict | None) -> list[str]:
         return out
 
     lines = []
+    draws = next((r.get("fold_draws", 1) for res in fig["lengths"].values() for r in res["subtypes"].values()), 1)
+    held = "held-out accuracy" + (f", mean over {draws} draws of folds" if draws > 1 else "")
     for ln, res in fig["lengths"].items():
-        lines += table(f"**Oracle-evidence solvers, {ln}, real questions** (held-out accuracy)", res["subtypes"])
+        lines += table(f"**Oracle-evidence solvers, {ln}, real questions** ({held})", res["subtypes"])
         if res.get("with_probes"):
             lines += table(
                 f"**Oracle-evidence solvers, {ln}, real questions + probes** (the gate's sample)", res["with_probes"]
