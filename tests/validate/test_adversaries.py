@@ -224,3 +224,54 @@ def test_chance_of_a_skewed_count_is_its_held_out_majority():
 def test_chance_of_open_answers_stays_near_zero():
     qs = _count_questions(30, [f"Shop {i}" for i in range(30)])
     assert textonly.chance_by_subtype(qs)["information_extraction/entity"] == 0.0
+
+
+def test_figures_are_the_same_in_one_process_and_in_several():
+    """``workers`` splits the adversaries over forked processes (:func:`plan`): every figure is the
+    one a single process computes, and a probe-set function runs in the oracle's process."""
+    from memlens.core.io import canonical_json
+
+    bench = make_bench(40, leak="timing", pool=60)
+    v = {**SETTINGS, "text_max_features": 2000}
+    made = []
+
+    def probes():
+        made.append(1)
+        return []
+
+    one = run_all(bench, v, seed=3, workers=1)
+    two = run_all(bench, v, seed=3, workers=2, probes=probes)
+    assert made == [1] and two["timing"]["probe"] >= 0 and set(two["timing"]) >= set(one["timing"])
+    one.pop("timing"), two.pop("timing")
+    assert canonical_json(one) == canonical_json(two)
+
+
+def test_plan_balances_the_steps_and_keeps_the_costliest_in_the_parent():
+    from memlens.construction.validate.adversaries import plan
+
+    names = ["text_only", "detectors", "oracle", "repetition"]
+    assert plan(names, 1) == [names]
+    assert plan(names, 2) == [["oracle"], ["text_only", "detectors", "repetition"]]
+    assert plan(names, 8)[0] == ["oracle"] and sorted(sum(plan(names, 8), [])) == sorted(names)
+    assert plan(["repetition"], 2) == [["repetition"]]
+
+
+def test_an_error_in_a_worker_process_reaches_the_caller(monkeypatch):
+    from memlens.core.errors import MemLensError
+
+    def broken(*a, **k):
+        raise MemLensError("detectors: planted failure")
+
+    monkeypatch.setattr(detectors, "run", broken)
+    with pytest.raises(MemLensError, match="planted failure"):
+        run_all(make_bench(40), {**SETTINGS, "text_max_features": 2000}, seed=0, workers=2)
+
+
+def test_a_worker_process_that_dies_is_a_clear_error(monkeypatch):
+    import os
+
+    from memlens.core.errors import MemLensError
+
+    monkeypatch.setattr(detectors, "run", lambda *a, **k: os._exit(3))
+    with pytest.raises(MemLensError, match=r"running text_only, detectors, repetition died \(exit code 3\).*validate.workers=1"):
+        run_all(make_bench(40), {**SETTINGS, "text_max_features": 2000}, seed=0, workers=2)

@@ -39,3 +39,11 @@ class ValidateSettings(Section):
     frequent_uses: PositiveInt
     advisory: list[Literal["text_only", "refusal_detection", "oracle", "evidence_auc", "repetition"]]
     warn_only: bool
+    workers: NonNegInt
+
+    def processes(self) -> int:
+        """Processes the adversaries run in: ``workers``, or with 0 one per CPU core (at most as many
+        as there are adversaries). The figures do not depend on it."""
+        import os
+
+        return int(self.workers) or min(os.cpu_count() or 1, 4)

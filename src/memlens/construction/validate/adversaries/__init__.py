@@ -14,10 +14,14 @@ memlens.construction.validate.adversaries --data DIR`` prints the figures for a 
 
 from __future__ import annotations
 
+import multiprocessing as mp
 import time
+from collections.abc import Callable
+from functools import partial
 
 from memlens.construction.validate.adversaries import detectors, oracle, repetition, textonly
 from memlens.construction.validate.adversaries.data import Bench, load
+from memlens.core.errors import MemLensError
 
 
 def single_threaded():
@@ -31,6 +35,24 @@ def single_threaded():
     return threadpool_limits(limits=1)
 
 
+# seconds each step takes at paper scale (2 idle cores; the oracle's includes its probe set): how
+# :func:`plan` balances the steps over processes. Only the split depends on them, never a figure.
+COST = {"oracle": 140.0, "detectors": 90.0, "text_only": 22.0, "repetition": 4.0}
+
+
+def plan(names: list[str], workers: int) -> list[list[str]]:
+    """``names`` split into at most ``workers`` groups of about equal :data:`COST` (longest first,
+    each to the lightest group), each group in ``names`` order; the first group (the parent
+    process's) holds the costliest step."""
+    groups: list[list[str]] = [[] for _ in range(max(1, min(workers, len(names))))]
+    load = [0.0] * len(groups)
+    for name in sorted(names, key=lambda n: -COST.get(n, 1.0)):
+        i = load.index(min(load))
+        groups[i].append(name)
+        load[i] += COST.get(name, 1.0)
+    return [[n for n in names if n in g] for g in groups if g]
+
+
 def run_all(
     bench: Bench,
     acfg: dict,
@@ -38,54 +60,104 @@ def run_all(
     seed: int = 0,
     progress: bool = False,
     only: tuple[str, ...] = (),
-    probes: list | None = None,
+    probes: list | Callable[[], list] | None = None,
+    workers: int = 1,
 ) -> dict:
     """Every adversary's figures (or those named in ``only``) and the seconds each took (``timing``);
     ``acfg``: the ``validate`` section (:class:`~memlens.construction.validate.settings.ValidateSettings`,
-    dumped to a dict); ``probes``: the probe set's :class:`~.oracle.Item` list (:mod:`.probe`)."""
+    dumped to a dict); ``probes``: the probe set's :class:`~.oracle.Item` list (:mod:`.probe`), or a
+    function that makes it (called in the oracle's process, its seconds reported as ``probe``).
+    ``workers`` > 1 runs the steps in that many processes (forked from this one, :func:`plan`); each
+    step is seeded on its own, so the figures are the same with any number."""
     a = dict(acfg)
-    timing = {}
-    out = {}
-    steps = (
-        (
-            "text_only",
-            lambda: textonly.run(
-                bench,
-                k_folds=int(a["folds"]),
-                vocab_min=int(a["vocab_min"]),
-                min_support=int(a["min_support"]),
-                seed=seed,
-            ),
-        ),
-        (
-            "detectors",
-            lambda: detectors.run(
-                bench,
-                k_folds=int(a["folds"]),
-                seed=seed,
-                top=int(a["top_features"]),
-                max_features=int(a["text_max_features"]),
-            ),
-        ),
-        ("oracle", lambda: oracle.run(bench, k_folds=int(a["folds"]), seed=seed, probes=probes, repeats=int(a["oracle_repeats"]))),
-        (
-            "repetition",
-            lambda: repetition.run(
-                bench, min_words=int(a["min_sentence_words"]), frequent_uses=int(a["frequent_uses"])
-            ),
-        ),
-    )
-    from tqdm import tqdm
+    make_probes = probes if callable(probes) else (lambda: list(probes or []))
+    timing: dict[str, float] = {}
 
-    with single_threaded():
-        for name, fn in tqdm(
-            [st for st in steps if not only or st[0] in only], desc="adversaries", disable=not progress
-        ):
-            t0 = time.perf_counter()
-            out[name] = fn()
-            timing[name] = round(time.perf_counter() - t0, 2)
-    out["timing"] = timing
+    def oracle_step():
+        t0 = time.perf_counter()
+        items = make_probes()
+        if callable(probes):
+            timing["probe"] = round(time.perf_counter() - t0, 2)
+        return oracle.run(bench, k_folds=int(a["folds"]), seed=seed, probes=items, repeats=int(a["oracle_repeats"]))
+
+    steps = {
+        "text_only": lambda: textonly.run(
+            bench, k_folds=int(a["folds"]), vocab_min=int(a["vocab_min"]), min_support=int(a["min_support"]), seed=seed
+        ),
+        "detectors": lambda: detectors.run(
+            bench, k_folds=int(a["folds"]), seed=seed, top=int(a["top_features"]), max_features=int(a["text_max_features"])
+        ),
+        "oracle": oracle_step,
+        "repetition": lambda: repetition.run(
+            bench, min_words=int(a["min_sentence_words"]), frequent_uses=int(a["frequent_uses"])
+        ),
+    }
+    names = [n for n in steps if not only or n in only]
+    if "fork" not in mp.get_all_start_methods():
+        workers = 1
+    mine, *theirs = plan(names, workers)
+
+    def run_group(group: list[str], bar: bool) -> dict:
+        from tqdm import tqdm
+
+        out, took = {}, {}
+        with single_threaded():
+            for name in tqdm(group, desc="adversaries", disable=not bar):
+                t0 = time.perf_counter()
+                out[name] = steps[name]()
+                took[name] = round(time.perf_counter() - t0, 2)
+        return {"figures": out, "timing": took}
+
+    children = [_Child(partial(run_group, g, False), g) for g in theirs]  # forked before any model is fitted
+    results = [run_group(mine, progress)] + [c.result() for c in children]
+    out = {}
+    for r in results:
+        out.update(r["figures"])
+        timing.update(r["timing"])
+    out = {n: out[n] for n in names}
+    out["timing"] = {k: timing[k] for k in [*names, "probe"] if k in timing}
     return out
 
 
-__all__ = ["run_all", "load", "Bench"]
+class _Child:
+    """A step group run in a forked process; :meth:`result` waits for what it returns (or raises
+    what it raised; a process that dies is a :class:`~memlens.core.errors.MemLensError`)."""
+
+    def __init__(self, fn: Callable[[], dict], names: list[str]):
+        ctx = mp.get_context("fork")
+        self.names = names
+        self._recv, send = ctx.Pipe(duplex=False)
+        self._proc = ctx.Process(target=self._main, args=(fn, send), daemon=True)
+        self._proc.start()
+        send.close()
+
+    @staticmethod
+    def _main(fn, send) -> None:
+        try:
+            msg = ("ok", fn())
+        except BaseException as exc:  # noqa: BLE001 - handed to the parent, which raises it
+            msg = ("error", exc)
+        try:
+            send.send(msg)
+        except Exception as exc:  # noqa: BLE001 - an exception that does not pickle
+            send.send(("error", MemLensError(f"{type(msg[1]).__name__}: {msg[1]} ({exc})")))
+        send.close()
+
+    def result(self) -> dict:
+        try:
+            status, value = self._recv.recv()
+        except EOFError:
+            self._proc.join()
+            raise MemLensError(
+                f"validate: the process running {', '.join(self.names)} died (exit code {self._proc.exitcode}); "
+                "rerun with validate.workers=1 to run every adversary in one process"
+            ) from None
+        finally:
+            self._recv.close()
+        self._proc.join()
+        if status == "error":
+            raise value
+        return value
+
+
+__all__ = ["run_all", "load", "Bench", "plan"]
