@@ -252,7 +252,7 @@ def test_plan_balances_the_steps_and_keeps_the_costliest_in_the_parent():
     names = ["text_only", "detectors", "oracle", "repetition"]
     assert plan(names, 1) == [names]
     assert plan(names, 2) == [["oracle"], ["text_only", "detectors", "repetition"]]
-    assert plan(names, 8)[0] == ["oracle"] and sorted(sum(plan(names, 8), [])) == sorted(names)
+    assert plan(names, 8)[0] == ["oracle"] and sorted(n for g in plan(names, 8) for n in g) == sorted(names)
     assert plan(["repetition"], 2) == [["repetition"]]
 
 
@@ -273,5 +273,7 @@ def test_a_worker_process_that_dies_is_a_clear_error(monkeypatch):
     from memlens.core.errors import MemLensError
 
     monkeypatch.setattr(detectors, "run", lambda *a, **k: os._exit(3))
-    with pytest.raises(MemLensError, match=r"running text_only, detectors, repetition died \(exit code 3\).*validate.workers=1"):
+    with pytest.raises(
+        MemLensError, match=r"running text_only, detectors, repetition died \(exit code 3\).*validate.workers=1"
+    ):
         run_all(make_bench(40), {**SETTINGS, "text_max_features": 2000}, seed=0, workers=2)

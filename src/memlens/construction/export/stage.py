@@ -31,7 +31,7 @@ from memlens.construction.export.settings import ExportSettings
 from memlens.core.config import Paths, length_tokens
 from memlens.core.io import write_json, write_jsonl
 from memlens.core.items import BuiltBenchmark
-from memlens.core.official import ANSWER_KEY, iter_json_array
+from memlens.core.official import ANSWER_KEY
 from memlens.core.schema import AR, IE, KU, MSR, TR
 from memlens.core.settings import Settings, as_settings
 from memlens.core.store import hash_tree, write_manifest
@@ -101,6 +101,15 @@ def agent_subset(questions: list, seed: int = 42) -> dict:
     }
 
 
+def json_array(fh, items):
+    """Write ``items`` to ``fh`` as one JSON array (an item per line), yielding each once written."""
+    fh.write("[")
+    for n, item in enumerate(items):
+        fh.write(("" if n == 0 else ",\n") + json.dumps(item, ensure_ascii=False, sort_keys=True))
+        yield item
+    fh.write("]\n")
+
+
 def run(cfg: Settings, paths: Paths) -> None:
     cfg = as_settings(cfg)
     export: ExportSettings = cfg.export
@@ -129,51 +138,54 @@ def run(cfg: Settings, paths: Paths) -> None:
             "blip_caption": f"a {rec.family.replace('_', ' ')} image",
         }
 
+    def items(length: str):
+        for inst in sorted(bench.instances(length), key=lambda i: i.question_id):
+            q = bench.questions[inst.question_id]
+            sessions = []
+            own = set(inst.answer_session_ids)  # another question's evidence is haystack here
+            for sid in inst.session_ids:
+                s = bench.sessions[sid]
+                sessions.append(
+                    [
+                        {
+                            "role": t.role,
+                            "content": t.content,
+                            "images": [ref(i) for i in t.images],
+                            "has_answer": t.has_answer and sid in own,
+                        }
+                        for t in s.turns
+                    ]
+                )
+            item = {
+                "question_id": q.question_id,
+                "question_type": q.question_type,
+                "question_subtype": q.question_subtype,
+                "question": q.question,
+                "answer": q.answer,
+                "question_date": q.question_date,
+                "haystack_dates": inst.dates,
+                "haystack_session_ids": inst.session_ids,
+                "haystack_sessions": sessions,
+                "answer_session_ids": inst.answer_session_ids,
+            }
+            if q.old_answer is not None:
+                item["old_answer"] = q.old_answer
+            yield item
+
     for length in sorted(bench.lengths(), key=length_tokens):
-        # streamed item by item: the 256K file never sits in memory whole
+        # streamed item by item: the 256K file never sits in memory whole; the parquet copy is
+        # written from the same items as they go
         path = out / f"dataset_{length}.json"
         tmp = path.with_name(path.name + ".tmp")
         with open(tmp, "w", encoding="utf-8") as fh:
-            fh.write("[")
-            first = True
-            for inst in sorted(bench.instances(length), key=lambda i: i.question_id):
-                q = bench.questions[inst.question_id]
-                sessions = []
-                own = set(inst.answer_session_ids)  # another question's evidence is haystack here
-                for sid in inst.session_ids:
-                    s = bench.sessions[sid]
-                    sessions.append(
-                        [
-                            {
-                                "role": t.role,
-                                "content": t.content,
-                                "images": [ref(i) for i in t.images],
-                                "has_answer": t.has_answer and sid in own,
-                            }
-                            for t in s.turns
-                        ]
-                    )
-                item = {
-                    "question_id": q.question_id,
-                    "question_type": q.question_type,
-                    "question_subtype": q.question_subtype,
-                    "question": q.question,
-                    "answer": q.answer,
-                    "question_date": q.question_date,
-                    "haystack_dates": inst.dates,
-                    "haystack_session_ids": inst.session_ids,
-                    "haystack_sessions": sessions,
-                    "answer_session_ids": inst.answer_session_ids,
-                }
-                if q.old_answer is not None:
-                    item["old_answer"] = q.old_answer
-                fh.write(("" if first else ",\n") + json.dumps(item, ensure_ascii=False, sort_keys=True))
-                first = False
-            fh.write("]\n")
+            written = json_array(fh, items(length))
+            if hf:
+                (out / "hf").mkdir(exist_ok=True)
+                write_items_parquet(written, out / "hf" / f"dataset_{length}.parquet")
+            else:
+                for _ in written:
+                    pass
         tmp.replace(path)
-        if hf:
-            (out / "hf").mkdir(exist_ok=True)
-            write_items_parquet(iter_json_array(path), out / "hf" / f"dataset_{length}.parquet")
     if hf:
         write_images_parquet({rel: img_root / rel for rel in files.values()}, out / "hf" / "images.parquet")
     write_json(out / "agent_subset_195.json", agent_subset(list(bench.questions.values())))

@@ -85,7 +85,11 @@ def run_all(
             bench, k_folds=int(a["folds"]), vocab_min=int(a["vocab_min"]), min_support=int(a["min_support"]), seed=seed
         ),
         "detectors": lambda: detectors.run(
-            bench, k_folds=int(a["folds"]), seed=seed, top=int(a["top_features"]), max_features=int(a["text_max_features"])
+            bench,
+            k_folds=int(a["folds"]),
+            seed=seed,
+            top=int(a["top_features"]),
+            max_features=int(a["text_max_features"]),
         ),
         "oracle": oracle_step,
         "repetition": lambda: repetition.run(
@@ -135,11 +139,11 @@ class _Child:
     def _main(fn, send) -> None:
         try:
             msg = ("ok", fn())
-        except BaseException as exc:  # noqa: BLE001 - handed to the parent, which raises it
+        except BaseException as exc:  # handed to the parent, which raises it
             msg = ("error", exc)
         try:
             send.send(msg)
-        except Exception as exc:  # noqa: BLE001 - an exception that does not pickle
+        except Exception as exc:  # an exception that does not pickle
             send.send(("error", MemLensError(f"{type(msg[1]).__name__}: {msg[1]} ({exc})")))
         send.close()
 

@@ -579,7 +579,9 @@ def held_out(
     seeds = [seed + 7919 * r for r in range(max(1, repeats))]
     draws = [grouped_folds(items, k_folds, s) for s in seeds]
     verdicts = [_one_draw(items, cache, parts, s) for parts, s in zip(draws, seeds)]
-    right = {s: {it.question_id: float(np.mean([v[s][it.question_id] for v in verdicts])) for it in items} for s in SOLVERS}
+    right = {
+        s: {it.question_id: float(np.mean([v[s][it.question_id] for v in verdicts])) for it in items} for s in SOLVERS
+    }
     rule_hits = {
         it.question_id: {
             name: ans is not None and norm(ans) == norm(it.answer) for name, ans in cache[it.question_id][0].items()
@@ -673,9 +675,7 @@ def summarize(items, right, rule_right, chance) -> dict:
     return out
 
 
-def run(
-    bench: Bench, *, k_folds: int = 5, seed: int = 0, probes: list[Item] | None = None, repeats: int = 1
-) -> dict:
+def run(bench: Bench, *, k_folds: int = 5, seed: int = 0, probes: list[Item] | None = None, repeats: int = 1) -> dict:
     """The oracle solvers on the real questions of every length and the probe set, held out on one
     pool (a real question at every length and the probes; folds grouped by source item, so no
     question's copy at another length is in its training fold). Per length: the real questions
