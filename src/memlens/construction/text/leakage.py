@@ -17,12 +17,7 @@ _MONEY = re.compile(r"^[$€£¥]?(\d[\d,]*(?:\.\d+)?)$")
 
 
 def tokens(text: str) -> list[str]:
-    out = []
-    for t in _SPLIT.split(text.lower()):
-        t = t.strip(".:/")
-        if t:
-            out.append(t)
-    return out
+    return [t for t in (x.strip(".:/") for x in _SPLIT.split(text.lower())) if t]
 
 
 def phrase_forms(phrase: str) -> list[tuple[str, ...]]:

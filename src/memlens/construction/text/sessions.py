@@ -100,14 +100,14 @@ class SessionWriter:
         local: set[str] = set()
         for i in range(0, len(parts), 2):
             sent = parts[i]
-            key = textbank.sentence_key(sent)
+            key, sent_words = textbank.key_and_words(sent)
             if key is None or _MENTION_MARK in sent or "<image>" in sent:
                 continue
             if key not in self.seen and key not in local and rng.random() < BASE_VARY:
                 # some first uses are rewritten too, so rewrites mark no kind of session
                 cand = textbank.vary(rng, sent, rng.choice((0, 1)))
-                k = textbank.sentence_key(cand)
-                grown = textbank.count_words(cand) - textbank.count_words(sent)
+                k, cand_words = textbank.key_and_words(cand)
+                grown = cand_words - sent_words
                 if k and k not in self.seen and k not in local and total + grown <= max_words:
                     parts[i], key, total = cand, k, total + grown
             if key in self.seen or key in local:
@@ -115,8 +115,8 @@ class SessionWriter:
                 for level in (0, 1, 2):
                     for _ in range(VARY_TRIES):
                         cand = textbank.vary(rng, sent, level)
-                        k = textbank.sentence_key(cand)
-                        grown = textbank.count_words(cand) - textbank.count_words(sent)
+                        k, cand_words = textbank.key_and_words(cand)
+                        grown = cand_words - sent_words
                         if k and k not in self.seen and k not in local and total + grown <= max_words:
                             total += grown
                             new, key = cand, k
@@ -126,8 +126,8 @@ class SessionWriter:
                 if new:
                     parts[i] = new
                     self.repeats["rewritten"] += 1
-                elif not sent.rstrip().endswith("?") and total - textbank.count_words(sent) >= min_words:
-                    total -= textbank.count_words(sent)
+                elif not sent.rstrip().endswith("?") and total - sent_words >= min_words:
+                    total -= sent_words
                     parts[i] = ""
                     if i + 1 < len(parts) and "\n" not in parts[i + 1]:
                         parts[i + 1] = ""

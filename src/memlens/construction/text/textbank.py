@@ -870,8 +870,13 @@ def split_sentences(text: str) -> list[str]:
 
 def sentence_key(sentence: str) -> str | None:
     """What two sentences must share to count as a verbatim repeat (None: too short to count)."""
-    s = " ".join(sentence.split())
-    return s if count_words(s) >= SHORT_SENTENCE_WORDS else None
+    return key_and_words(sentence)[0]
+
+
+def key_and_words(sentence: str) -> tuple[str | None, int]:
+    """:func:`sentence_key` and :func:`count_words` of ``sentence`` from one split."""
+    words = sentence.split()
+    return (" ".join(words) if len(words) >= SHORT_SENTENCE_WORDS else None), len(words)
 
 
 @lru_cache(maxsize=1 << 16)
