@@ -505,22 +505,49 @@ class Learned:
             num[i, : min(width, len(f))] = f[:width]
         return hstack([tf, csr_matrix(_signed_log(num))]).tocsr()
 
+    def predict_many(self, rows: list[tuple]) -> list[str]:
+        """:meth:`predict` of every ``(item, fmt, feats, pairs, doc, fallback)`` row, with one model call
+        per subtype and format (a row's prediction does not depend on the others it is batched with)."""
+        out: list[str | None] = [None] * len(rows)
+        batches: dict[tuple, list[int]] = defaultdict(list)
+        for i, (it, fmt, _feats, pairs, _doc, fallback) in enumerate(rows):
+            if fmt == "order":
+                if self.pairwise.get(it.subtype) is None or not pairs:
+                    out[i] = fallback
+                else:
+                    batches[("order", it.subtype)].append(i)
+            elif (it.subtype, fmt) not in self.models:
+                out[i] = fallback
+            else:
+                batches[("closed", it.subtype, fmt)].append(i)
+        for key, idx in batches.items():
+            if key[0] == "order":
+                clf = self.pairwise[key[1]]
+                stacked = np.concatenate([np.asarray(rows[i][3], dtype=float) for i in idx])
+                p = clf.predict_proba(_signed_log(stacked))[:, list(clf.classes_).index(True)]
+                at = 0
+                for i in idx:
+                    n = len(rows[i][3])
+                    out[i] = self._ranked(rows[i][0], p[at : at + n])
+                    at += n
+            else:
+                vec, clf, width = self.models[(key[1], key[2])]
+                x = self._x(vec.transform([rows[i][4] for i in idx]), [rows[i][2] for i in idx], width)
+                for i, pred in zip(idx, clf.predict(x)):
+                    out[i] = str(pred)
+        return out  # type: ignore[return-value]
+
+    @staticmethod
+    def _ranked(it: Item, p) -> str:
+        nums = [int(n) for n, _ in ORDER_ITEM.findall(it.question)]
+        votes = Counter()
+        for (i, _k), pi in zip(itertools.permutations(range(len(nums)), 2), p):
+            votes[i] += pi
+        return "".join(f"({nums[i]})" for i in sorted(range(len(nums)), key=lambda i: (-votes[i], i)))
+
     def predict(self, it: Item, fmt: str, feats: list[float], pairs: list[list[float]], doc: str, fallback: str) -> str:
-        if fmt == "order":
-            clf = self.pairwise.get(it.subtype)
-            nums = [int(n) for n, _ in ORDER_ITEM.findall(it.question)]
-            if clf is None or not pairs:
-                return fallback
-            p = clf.predict_proba(_signed_log(np.asarray(pairs)))[:, list(clf.classes_).index(True)]
-            votes = Counter()
-            for (i, _k), pi in zip(itertools.permutations(range(len(nums)), 2), p):
-                votes[i] += pi
-            return "".join(f"({nums[i]})" for i in sorted(range(len(nums)), key=lambda i: (-votes[i], i)))
-        m = self.models.get((it.subtype, fmt))
-        if m is None:
-            return fallback
-        vec, clf, width = m
-        return str(clf.predict(self._x(vec.transform([doc]), [feats], width))[0])
+        """The answer for one question (``fallback`` where no model of its subtype and format was fitted)."""
+        return self.predict_many([(it, fmt, feats, pairs, doc, fallback)])[0]
 
 
 def _doc(question: str, evs: list[Ev]) -> str:
@@ -610,6 +637,7 @@ def _one_draw(items: list[Item], cache: dict, parts: list[set[str]], seed: int) 
         fmt_of = {k: majority(v) for k, v in fmt_of.items()}
         rules = Rules([(it, cache[it.question_id][0]) for it in train], prior)
         learned = Learned([(it, *cache[it.question_id][1:]) for it in train], seed)
+        rows = []
         for it in items:
             if it.question_id not in test:
                 continue
@@ -617,13 +645,11 @@ def _one_draw(items: list[Item], cache: dict, parts: list[set[str]], seed: int) 
             fmt = fmt_of.get((it.subtype, format_key(it.question))) or answer_format(sub_prior.get(it.subtype, ""))
             cands, feats, pairs, doc = cache[it.question_id]
             p = prior.get((it.subtype, fmt), sub_prior.get(it.subtype, ""))
-            preds = {
-                "prior": p,
-                "rules": rules.predict(it, cands, fmt),
-                "learned": learned.predict(it, fmt, feats, pairs, doc, p),
-            }
-            for s_, pred in preds.items():
-                right[s_][it.question_id] = norm(pred) == norm(it.answer)
+            right["prior"][it.question_id] = norm(p) == norm(it.answer)
+            right["rules"][it.question_id] = norm(rules.predict(it, cands, fmt)) == norm(it.answer)
+            rows.append((it, fmt, feats, pairs, doc, p))
+        for row, pred in zip(rows, learned.predict_many(rows)):
+            right["learned"][row[0].question_id] = norm(pred) == norm(row[0].answer)
     return right
 
 
