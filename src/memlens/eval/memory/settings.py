@@ -13,10 +13,13 @@ __all__ = ["MemorySettings", "OCRSettings"]
 
 
 class OCRSettings(Section):
-    """``memory.ocr``: how the ``ocr`` adapter reads (:mod:`memlens.eval.memory.ocr`). The first five
+    """``memory.ocr``: how the ``ocr`` adapter reads (:mod:`memlens.eval.memory.ocr`). The first six
     change the text, so the adapter's id (its cache key) names each that differs from rapidocr's own
     default; ``workers`` does not (threads, processes and the memory arena read the same text)."""
 
+    # what runs rapidocr's bundled ONNX models: openvino (about 25% less CPU per image than
+    # onnxruntime on these models, one thread per worker) or onnxruntime (rapidocr's default)
+    engine: Literal["openvino", "onnxruntime"]
     # the detector's input: limit_type max scales the longer side down to limit_side_len (never up);
     # min scales the shorter side UP to it (rapidocr's default, min 736: a 540x960 screenshot is
     # detected at 736x1312, 1.9x the pixels, for text rendered large enough at its own size)
