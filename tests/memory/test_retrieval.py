@@ -164,3 +164,56 @@ def test_the_embedding_cache_returns_the_same_bytes_and_is_keyed_by_the_model_fo
     with pytest.raises(ConfigError, match="embedding cache"):
         bad.encode(["x"])
     assert bad.cache_path.read_bytes() == b"not a database" * 100
+
+
+def test_texts_the_model_cannot_tell_apart_are_encoded_once(tmp_path):
+    """The dense encoder keys a text by the word pieces the model reads (truncated to its
+    max_seq_length): two sessions that differ only after that window get one encoding, the
+    prefix it hands the model tokenizes to exactly what the whole text does, and a difference
+    inside the window is still a different vector."""
+    pytest.importorskip("sentence_transformers")
+    import numpy as np
+
+    from memlens.eval.memory.retrieval import TextEncoder
+
+    enc = TextEncoder(cache_dir=tmp_path / "emb")
+    body = " ".join(f"we walked past shop number {i} near the old harbour" for i in range(200))  # > 2,048 chars
+    late_a = body + " [image; text read: Total 7.75]"
+    late_b = body + " [image; text read: Total 9.10]"
+    early = "[image; text read: Total 9.10] " + body
+    v = enc.encode([late_a, late_b, early])
+    assert enc.encoded == 2 and v[0].tobytes() == v[1].tobytes() and not np.allclose(v[0], v[2])
+    tok, n = enc.tokenizer, enc.max_seq_length
+    for text in (late_a, early, "a short text"):
+        key, head = enc.model_input(text)
+        assert len(head) <= len(text) and text.startswith(head)
+        full = tok(text, truncation=True, max_length=n)["input_ids"]
+        assert tok(head, truncation=True, max_length=n)["input_ids"] == full  # what the model reads
+        assert enc.model.tokenize([head])["input_ids"][0].tolist() == full  # as sentence-transformers tokenizes
+    assert len(enc.model_input(late_a)[1]) < len(late_a)  # the long text was cut
+    # a text whose first 2,048 characters hold fewer word pieces than the window is read whole
+    dense = "x" * 3000
+    assert enc.model_input(dense)[1] == dense
+    # the same vectors as encoding each text on its own, without the cache
+    alone = TextEncoder()
+    assert np.allclose(alone.encode([late_b])[0], v[1], atol=1e-6)
+
+
+def test_the_openvino_encoder_gives_the_torch_vectors():
+    """The default dense backend (the transformer converted to OpenVINO, mean pooling and
+    normalisation done here) gives sentence-transformers' own vectors, for texts of different
+    lengths padded into one batch, and names itself in the encoder id (the cache key)."""
+    pytest.importorskip("sentence_transformers")
+    pytest.importorskip("openvino")
+    import numpy as np
+
+    from memlens.eval.memory.retrieval import TextEncoder
+
+    texts = ["dog", "the receipt total was 7.75 at the corner shop", "we met " * 300, "a b c d e f"]
+    ov, pt = TextEncoder(), TextEncoder(backend="torch")
+    assert ov.backend == "openvino" and ov.id.endswith("-ov") and ov.id != pt.id
+    a, b = ov.encode(texts), pt.encode(texts)
+    assert a.shape == b.shape == (4, 384) and np.allclose(a, b, atol=1e-5)
+    assert np.allclose(np.linalg.norm(a, axis=1), 1.0, atol=1e-5)
+    with pytest.raises(ConfigError, match="backend must be"):
+        TextEncoder(backend="onnx")

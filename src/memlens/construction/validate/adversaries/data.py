@@ -37,6 +37,7 @@ class Bench:
     image_bytes: dict[str, int]  # sha256 -> file size (absent when the object file is missing)
     instances: dict[str, list[Instance]]  # length -> instances, lengths in increasing order
     _by_q: dict[str, dict[str, Instance]] = field(default_factory=dict, repr=False)
+    _texts: dict[str, str] = field(default_factory=dict, repr=False)
 
     @property
     def lengths(self) -> list[str]:
@@ -47,9 +48,17 @@ class Bench:
             self._by_q[length] = {i.question_id: i for i in self.instances[length]}
         return self._by_q[length].get(qid)
 
+    def text(self, session_id: str) -> str:
+        """A session's text, made once: every view of every length shares the one string (a 256K
+        history joined afresh per view is about a megabyte, and a length's views are held together)."""
+        t = self._texts.get(session_id)
+        if t is None:
+            t = self._texts[session_id] = self.sessions[session_id].text
+        return t
+
     def view(self, inst: Instance) -> TextView:
         q = self.questions[inst.question_id]
-        hist = tuple((parse_date(d), self.sessions[s].text) for s, d in zip(inst.session_ids, inst.dates))
+        hist = tuple((parse_date(d), self.text(s)) for s, d in zip(inst.session_ids, inst.dates))
         return TextView(q.question_id, q.question, parse_date(q.question_date), hist)
 
     def answerable(self) -> list[Question]:
