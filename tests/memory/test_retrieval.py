@@ -185,7 +185,7 @@ def test_texts_the_model_cannot_tell_apart_are_encoded_once(tmp_path):
     assert enc.encoded == 2 and v[0].tobytes() == v[1].tobytes() and not np.allclose(v[0], v[2])
     tok, n = enc.tokenizer, enc.max_seq_length
     for text in (late_a, early, "a short text"):
-        key, head = enc.model_input(text)
+        _key, head = enc.model_input(text)
         assert len(head) <= len(text) and text.startswith(head)
         full = tok(text, truncation=True, max_length=n)["input_ids"]
         assert tok(head, truncation=True, max_length=n)["input_ids"] == full  # what the model reads
