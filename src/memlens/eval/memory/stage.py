@@ -204,7 +204,8 @@ def run(cfg: Settings, paths: Paths) -> None:
     ks = [int(k) for k in mcfg.ks]
     work = [(k, a) for k in [str(x) for x in mcfg.retrievers] for a in texts]
     total = sum(len([it for it in items[ln] if it.evidence_sessions]) for ln in lengths) * len(work)
-    bar = tqdm(total=total, desc="diagnose: retrieval", unit="q", disable=None, dynamic_ncols=True, mininterval=0.5)
+    # shown in logs too (as the adapters' bars are): the dense encoder's first pass takes minutes at paper scale
+    bar = tqdm(total=total, desc="diagnose: retrieval", unit="q", disable=total < 2, dynamic_ncols=True, mininterval=5)
     try:
         for kind, adapter in work:
             r = make_retriever(kind, ctx)
