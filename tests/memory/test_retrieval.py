@@ -217,3 +217,21 @@ def test_the_openvino_encoder_gives_the_torch_vectors():
     assert np.allclose(np.linalg.norm(a, axis=1), 1.0, atol=1e-5)
     with pytest.raises(ConfigError, match="backend must be"):
         TextEncoder(backend="onnx")
+
+
+def test_one_encoder_serves_threads():
+    """Agents answer in threads sharing one encoder: concurrent calls (the fast tokenizer is one
+    object) give the vectors a single thread gives."""
+    pytest.importorskip("sentence_transformers")
+    from concurrent.futures import ThreadPoolExecutor
+
+    import numpy as np
+
+    from memlens.eval.memory.retrieval import TextEncoder
+
+    texts = [f"session {i}: " + "we bought bread and milk at the corner shop " * (5 + 40 * (i % 3)) for i in range(24)]
+    shared = TextEncoder()
+    with ThreadPoolExecutor(6) as pool:
+        got = list(pool.map(lambda t: shared.encode([t])[0], texts))
+    want = TextEncoder().encode(texts)
+    assert np.allclose(np.stack(got), want, atol=1e-5)

@@ -383,6 +383,9 @@ class TextEncoder:
         self._max_len: int | None = None
         self._memo: dict[str, np.ndarray] = {}
         self._inputs: dict[str, tuple[str, str]] = {}  # text -> (key, model input)
+        # a fast tokenizer is one Rust object that each call with truncation or padding borrows
+        # mutably: concurrent calls (agents answering in threads) can fail with "Already borrowed"
+        self._tok_lock = threading.RLock()
         self.encoded = 0
         self.cache_hits = 0
         self.cache_path = Path(cache_dir) / f"{self.id}-{self.folder_hash()[:16]}.sqlite" if cache_dir else None
@@ -464,9 +467,10 @@ class TextEncoder:
         out = np.zeros((len(texts), 0), dtype=np.float32)
         for start in range(0, len(texts), self.batch_size):
             idx = order[start : start + self.batch_size]
-            batch = self.tokenizer(
-                [texts[i] for i in idx], truncation=True, max_length=n, padding=True, return_tensors="np"
-            )
+            with self._tok_lock:
+                batch = self.tokenizer(
+                    [texts[i] for i in idx], truncation=True, max_length=n, padding=True, return_tensors="np"
+                )
             feed = {k: np.asarray(batch[k], dtype=np.int64) for k in names}
             with lock:  # one compiled model, one request at a time
                 hidden = np.asarray(model(feed)[0], dtype=np.float32)
@@ -484,7 +488,9 @@ class TextEncoder:
         if self._tokenizer is None:
             from transformers import AutoTokenizer
 
-            self._tokenizer = AutoTokenizer.from_pretrained(str(self.model_path))
+            with self._tok_lock:
+                if self._tokenizer is None:
+                    self._tokenizer = AutoTokenizer.from_pretrained(str(self.model_path))
         return self._tokenizer
 
     @property
@@ -512,11 +518,13 @@ class TextEncoder:
             for t in todo:
                 cut = max(t.rfind(" ", 0, cap), t.rfind("\n", 0, cap)) if len(t) > cap else -1
                 heads.append(t[:cut] if cut > 0 else t)
-            ids = tok(heads, truncation=True, max_length=n)["input_ids"]
-            short = [i for i, (h, t, x) in enumerate(zip(heads, todo, ids)) if h is not t and len(x) < n]
-            if short:  # the prefix does not fill the window: the whole text
-                for i, x in zip(short, tok([todo[i] for i in short], truncation=True, max_length=n)["input_ids"]):
-                    heads[i], ids[i] = todo[i], x
+            with self._tok_lock:
+                ids = tok(heads, truncation=True, max_length=n)["input_ids"]
+                short = [i for i, (h, t, x) in enumerate(zip(heads, todo, ids)) if h is not t and len(x) < n]
+                if short:  # the prefix does not fill the window: the whole text
+                    whole = tok([todo[i] for i in short], truncation=True, max_length=n)["input_ids"]
+                    for i, x in zip(short, whole):
+                        heads[i], ids[i] = todo[i], x
             for t, h, x in zip(todo, heads, ids):
                 key = hashlib.sha256(np.asarray(x, dtype=np.int64).tobytes()).hexdigest()
                 self._inputs[t] = (f"ids:{key}", h)
