@@ -15,7 +15,10 @@ and after every stage. Per stage:
 - ``cpu``: user + system seconds of the stage process and every process it waited for (its
   rendering pool), from ``wait4``;
 - ``peak``: the largest sum of the resident memory of the stage's process tree, sampled every
-  50 ms (``psutil``), and ``maxrss``, the largest single process (``wait4``; exact).
+  50 ms (``psutil``), and ``maxrss``, the largest single process (``wait4``; exact);
+- ``pss``: the largest sum of the tree's proportional set sizes (``/proc/<pid>/smaps_rollup``,
+  sampled every 250 ms): the memory the tree takes from the machine, a page shared by forked
+  workers counted once (the RSS sum counts it in every process that maps it).
 
 ``--compare`` checks that every file under ``data/`` except the manifests is byte-identical between
 the trees' builds (the benchmark must not change with a speed-up); with ``--from`` it also compares
@@ -73,34 +76,53 @@ def load() -> str:
 
 
 class TreePeak:
-    """The largest sum of RSS over a process and its descendants, sampled in a thread."""
+    """The largest sums of RSS (every ``interval``) and of PSS (every ``pss_every`` samples) over a
+    process and its descendants, sampled in a thread."""
 
-    def __init__(self, pid: int, interval: float = 0.05):
-        self.pid, self.interval, self.peak = pid, interval, 0
+    def __init__(self, pid: int, interval: float = 0.05, pss_every: int = 5):
+        self.pid, self.interval, self.pss_every = pid, interval, pss_every
+        self.peak = self.peak_pss = 0
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, daemon=True)
         self._thread.start()
+
+    @staticmethod
+    def _pss(p: psutil.Process) -> int:
+        try:
+            with open(f"/proc/{p.pid}/smaps_rollup") as fh:
+                for line in fh:
+                    if line.startswith("Pss:"):
+                        return int(line.split()[1]) * 1024
+        except OSError:
+            pass
+        return 0
 
     def _run(self) -> None:
         try:
             root = psutil.Process(self.pid)
         except psutil.Error:
             return
+        n = 0
         while not self._stop.is_set():
-            total = 0
+            total = pss = 0
             try:
-                for p in [root, *root.children(recursive=True)]:
-                    with contextlib.suppress(psutil.Error):
-                        total += p.memory_info().rss
+                procs = [root, *root.children(recursive=True)]
             except psutil.Error:
                 return
+            for p in procs:
+                with contextlib.suppress(psutil.Error):
+                    total += p.memory_info().rss
+                if n % self.pss_every == 0:
+                    pss += self._pss(p)
             self.peak = max(self.peak, total)
+            self.peak_pss = max(self.peak_pss, pss)
+            n += 1
             self._stop.wait(self.interval)
 
-    def stop(self) -> int:
+    def stop(self) -> tuple[int, int]:
         self._stop.set()
         self._thread.join()
-        return self.peak
+        return self.peak, self.peak_pss
 
 
 def run_stage(src: Path, root: Path, stage: str, scale: str, overrides: list[str]) -> dict:
@@ -115,7 +137,7 @@ def run_stage(src: Path, root: Path, stage: str, scale: str, overrides: list[str
         _, status, ru = os.wait4(proc.pid, 0)
     wall = time.perf_counter() - t0
     proc.returncode = os.waitstatus_to_exitcode(status)
-    peak = sampler.stop()
+    peak, peak_pss = sampler.stop()
     if proc.returncode != 0:
         raise SystemExit(f"{src}: stage {stage} failed ({proc.returncode}):\n{err.read_text()[-3000:]}")
     return {
@@ -124,6 +146,7 @@ def run_stage(src: Path, root: Path, stage: str, scale: str, overrides: list[str
         "cpu_s": round(ru.ru_utime + ru.ru_stime, 2),
         "peak_mb": round(max(peak, ru.ru_maxrss * 1024) / 2**20),
         "maxrss_mb": round(ru.ru_maxrss / 1024),
+        "pss_mb": round(peak_pss / 2**20),
         "load": load(),
     }
 
@@ -234,14 +257,14 @@ def main() -> int:
             table[str(src)].append(row)
             print(
                 f"{st:10s} {row['wall_s']:8.1f} s wall {row['cpu_s']:8.1f} s cpu {row['peak_mb']:6d} MB peak "
-                f"({row['maxrss_mb']} MB one process)  load {row['load']}  [{src}]",
+                f"({row['maxrss_mb']} MB one process, {row['pss_mb']} MB PSS)  load {row['load']}  [{src}]",
                 flush=True,
             )
-    print(f"\n{'tree':50s} {'wall s':>8s} {'cpu s':>8s} {'peak MB':>8s}")
+    print(f"\n{'tree':50s} {'wall s':>8s} {'cpu s':>8s} {'peak MB':>8s} {'PSS MB':>8s}")
     for src, rows in table.items():
         print(
             f"{src[-50:]:50s} {sum(r['wall_s'] for r in rows):8.1f} {sum(r['cpu_s'] for r in rows):8.1f} "
-            f"{max(r['peak_mb'] for r in rows):8d}"
+            f"{max(r['peak_mb'] for r in rows):8d} {max(r['pss_mb'] for r in rows):8d}"
         )
     if len(srcs) > 1:
         first, last = table[str(srcs[0])], table[str(srcs[-1])]

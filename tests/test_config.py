@@ -76,3 +76,18 @@ def test_length_names():
     assert length_tokens("32k") == 32768 and length_tokens("256K") == 262144
     with pytest.raises(ConfigError):
         length_tokens("big")
+
+
+def test_loading_the_settings_imports_no_http_sdk():
+    """Every stage process loads the settings; the openai SDK (~1 s to import) is imported only
+    where a client is made, so a stage that makes no request never pays for it."""
+    import subprocess
+    import sys
+
+    code = (
+        "import sys; from memlens.core.compose import load_settings; load_settings(['data.scale=small']); "
+        "import memlens.core.http, memlens.eval.systems.openai_model, memlens.construction.generate.llm; "
+        "print(sorted(m for m in ('openai', 'aiohttp') if m in sys.modules))"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, timeout=120)
+    assert out.stdout.strip() == "[]", out.stdout + out.stderr

@@ -27,6 +27,37 @@ def test_release_date_roundtrip():
     assert not is_release_date("2024-05-31 07:58")
 
 
+def test_release_date_parse_agrees_with_strptime():
+    """parse_date (regex + datetime, no strptime) accepts exactly what strptime and the weekday check did."""
+    import random
+    from datetime import datetime, timedelta
+
+    from memlens.core.constants import DATE_FORMAT
+
+    rng = random.Random(7)
+    start = datetime(1999, 1, 1)
+    for _ in range(3000):
+        text = format_date(start + timedelta(minutes=rng.randrange(20 * 365 * 24 * 60)))
+        assert parse_date(text) == datetime.strptime(text, DATE_FORMAT)
+    for bad in (
+        "2024/02/30 (Fri) 07:58",  # no such day
+        "2023/02/29 (Wed) 07:58",  # not a leap year
+        "2024/13/01 (Mon) 00:00",
+        "2024/00/01 (Mon) 00:00",
+        "2024/05/31 (Fri) 24:00",
+        "2024/05/31 (Fri) 23:60",
+        "2024/05/31 (Thu) 07:58",  # wrong weekday
+        "2024/05/31 (Fri) 07:58\n",
+        " 2024/05/31 (Fri) 07:58",
+        "2024/05/31 (fri) 07:58",
+        None,
+        20240531,
+    ):
+        assert not is_release_date(bad), bad
+        with pytest.raises(ValueError):
+            parse_date(bad)
+
+
 def test_turn_placeholder_count_must_match_images():
     Turn("user", "look <image>", ["a" * 64])
     with pytest.raises(ValueError, match="placeholders"):

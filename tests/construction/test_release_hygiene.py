@@ -271,3 +271,30 @@ def test_a_release_opened_to_link_nothing_resolves_verified_release_files_and_wr
     r = OfficialRelease(project / "data" / "release", neutral_dir=neutral)
     linked = next(iter(r.items(r.lengths()[0]))).resolve_image(image_id)
     assert linked.parent == neutral and linked.name.startswith(image_id)
+
+
+def test_turns_shared_between_items_stay_as_each_item_shows_them(bench):
+    """Sessions are shown by many items (another question's evidence becomes history without its
+    ``has_answer`` marks, made once per session) and views reuse unmarked turns: building every
+    item and every view twice gives the same items, evidence keeps its marks, history has none."""
+    ln = bench.lengths()[0]
+
+    def snapshot():
+        out = {}
+        for full in bench.items(ln):
+            ev = {s.session_id for s in full.sessions if s.is_evidence}
+            for s in full.sessions:
+                marks = [t.has_answer for t in s.turns]
+                if s.session_id not in ev:
+                    assert not any(marks), (full.question_id, s.session_id)
+            view = full.for_system()
+            assert not any(t.has_answer for s in view.sessions for t in s.turns)
+            out[full.question_id] = (
+                full.fingerprint(),
+                [(s.session_id, [t.has_answer for t in s.turns]) for s in full.sessions],
+            )
+        return out
+
+    first = snapshot()
+    assert any(any(marks) for _, sessions in first.values() for _, marks in sessions)  # evidence is marked
+    assert snapshot() == first

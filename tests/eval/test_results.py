@@ -266,3 +266,32 @@ def test_writers_do_not_wait_for_each_other(tmp_path):
     assert all(p.returncode == 0 for p in procs) and time.monotonic() - t0 < 60
     got = ResultsStore(tmp_path, IDENT)
     assert len(got) == 100 and got.stats().duplicates == 0 and sum(len(o.split()) for o in outs) == 100
+
+
+def test_a_free_systems_segment_is_fsynced_once_when_sealed(tmp_path, monkeypatch):
+    """``fsync=False`` (the baselines: ``Model.answers_are_free``): no fsync per answer, one when
+    the segment is sealed, and every answer is there for the next reader."""
+    synced: list[int] = []
+    real = os.fsync
+    monkeypatch.setattr(os, "fsync", lambda fd: (synced.append(fd), real(fd))[1])
+    store = ResultsStore(tmp_path / "free", IDENT, fsync=False)
+    with store.writer():
+        for i in range(20):
+            store.put(f"k{i}", rec(text=str(i)))
+        during = len(synced)
+    assert len(synced) - during == 1  # the seal
+    fresh = ResultsStore(tmp_path / "free", IDENT)
+    assert all(fresh.get(f"k{i}")["text"] == str(i) for i in range(20))
+    synced.clear()
+    paid = ResultsStore(tmp_path / "paid", IDENT)
+    with paid.writer():
+        for i in range(20):
+            paid.put(f"k{i}", rec(text=str(i)))
+    assert len(synced) >= 20  # every answer of a system that costs something is fsynced
+
+
+def test_only_the_baselines_answers_are_free():
+    from memlens.core.registry import component_names, find_component
+
+    free = {n for n in component_names("model") if find_component("model", n).answers_are_free}
+    assert free == {"refuse", "chance"}

@@ -8,18 +8,33 @@ its import closure), the DVC ``deps`` of each stage (the same closure, checked b
 A module that selects components by name (:data:`memlens.core.registry.SELECTORS` with a literal
 kind) runs whichever one the configuration names, so for what code runs it counts as importing
 every component of that kind (their ``@component`` marks, read from the source like the imports).
+
+Parsing every module costs about 1.5 s, which every stage process paid for its manifest's code hash.
+What one module's scan found is kept in a persistent cache (:func:`scan_cache_dir`), keyed by the
+SHA-256 of the module's name and source and by the scanner's own source (this file and
+``core/registry.py``), so an edited file, or an edited scanner, is parsed again and nothing else is.
+The cache is only a shortcut: any entry it lacks, or a cache that cannot be read or written, means
+the file is parsed.
 """
 
 from __future__ import annotations
 
 import ast
 import hashlib
+import json
+import logging
+import os
+import tempfile
 from collections import defaultdict
 from collections.abc import Iterable
 from functools import lru_cache
 from pathlib import Path
 
 PKG = Path(__file__).resolve().parents[1]
+#: entries kept in one scan cache file (the oldest are dropped first)
+SCAN_CACHE_MAX = 4096
+
+log = logging.getLogger(__name__)
 
 
 def module_files(pkg: Path = PKG) -> dict[str, Path]:
@@ -80,23 +95,116 @@ def _scan(mod: str, path: Path, tree: ast.AST) -> tuple[list[tuple[str, list[str
     return imports, kinds
 
 
-@lru_cache(maxsize=4096)
-def _scan_file(mod: str, path: Path, mtime_ns: int, size: int) -> tuple[list, set[str], list[tuple[str, str, str]]]:
-    """(imports, selected kinds, component marks) of one module file; read again when its time or
-    size changes."""
+def scan_cache_dir() -> Path:
+    """Where module scans are kept: ``$MEMLENS_CACHE/codegraph``, else
+    ``$XDG_CACHE_HOME/memlens/codegraph`` (``~/.cache/memlens/codegraph``)."""
+    env = os.environ.get("MEMLENS_CACHE")
+    if env:
+        return Path(env) / "codegraph"
+    xdg = os.environ.get("XDG_CACHE_HOME")
+    return (Path(xdg) if xdg else Path.home() / ".cache") / "memlens" / "codegraph"
+
+
+@lru_cache(maxsize=1)
+def scanner_version() -> str:
+    """SHA-256 of the scanner's source (this module and the registry, whose marks and selectors it reads)."""
+    h = hashlib.sha256()
+    for f in (Path(__file__), PKG / "core" / "registry.py"):
+        h.update(f.read_bytes())
+    return h.hexdigest()
+
+
+def _scan_source(mod: str, path: Path, source: bytes) -> tuple[list, set[str], list[tuple[str, str, str]]]:
+    """(imports, selected kinds, component marks) of one module's source."""
     from memlens.core.registry import marks_of
 
-    tree = ast.parse(path.read_text(), filename=str(path))
+    tree = ast.parse(source.decode(), filename=str(path))
     imports, kinds = _scan(mod, path, tree)
     return imports, kinds, marks_of(tree)
 
 
+def _scan_key(mod: str, path: Path, source: bytes) -> str:
+    h = hashlib.sha256(f"{mod}\0{path.name}\0".encode())
+    h.update(source)
+    return h.hexdigest()
+
+
+def _encode(scan: tuple[list, set[str], list]) -> list:
+    imports, kinds, marks = scan
+    return [[[name, list(names)] for name, names in imports], sorted(kinds), [list(m) for m in marks]]
+
+
+def _decode(entry: list) -> tuple[list, set[str], list[tuple[str, str, str]]]:
+    imports, kinds, marks = entry
+    return [(name, list(names)) for name, names in imports], set(kinds), [tuple(m) for m in marks]
+
+
+def _cache_file(folder: Path) -> Path:
+    return folder / f"scans-{scanner_version()[:16]}.json"
+
+
+def _read_cache(file: Path) -> dict[str, list]:
+    try:
+        data = json.loads(file.read_text())
+    except (OSError, ValueError):
+        return {}
+    return data if isinstance(data, dict) else {}
+
+
+def _write_cache(file: Path, entries: dict[str, list]) -> None:
+    """Atomically replace ``file`` with ``entries`` (the newest :data:`SCAN_CACHE_MAX`); failures are ignored."""
+    keep = dict(list(entries.items())[-SCAN_CACHE_MAX:])
+    try:
+        file.parent.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(dir=file.parent, prefix=".scans-", suffix=".tmp")
+        try:
+            with os.fdopen(fd, "w") as fh:
+                json.dump(keep, fh, separators=(",", ":"))
+            os.replace(tmp, file)
+        except BaseException:
+            Path(tmp).unlink(missing_ok=True)
+            raise
+    except OSError as exc:
+        log.debug("module scan cache %s not written: %s", file, exc)
+
+
+@lru_cache(maxsize=8)
+def _disk_entries(file: Path) -> dict[str, list]:
+    """The persistent scan cache's entries, read once per process; scans made since are added to it."""
+    return _read_cache(file)
+
+
+@lru_cache(maxsize=4096)
+def _scan_file(mod: str, path: Path, mtime_ns: int, size: int) -> tuple[list, set[str], list[tuple[str, str, str]]]:
+    """(imports, selected kinds, component marks) of one module file: from the persistent scan
+    cache, else parsed (and added to the cache's entries); looked up again when its time or size
+    changes."""
+    source = path.read_bytes()
+    entries = _disk_entries(_cache_file(scan_cache_dir()))
+    key = _scan_key(mod, path, source)
+    entry = entries.get(key)
+    if entry is not None:
+        try:
+            return _decode(entry)
+        except (TypeError, ValueError):
+            pass  # a damaged entry: parsed again
+    scan = _scan_source(mod, path, source)
+    entries[key] = _encode(scan)
+    return scan
+
+
 def _scanned(mods: dict[str, Path]) -> dict[str, tuple[list, set[str], list[tuple[str, str, str]]]]:
-    """Module -> (imports, selected kinds, component marks) of every module."""
+    """Module -> (imports, selected kinds, component marks) of every module; new scans are written
+    to the persistent scan cache."""
+    file = _cache_file(scan_cache_dir())
+    entries = _disk_entries(file)
+    before = len(entries)
     out = {}
     for mod, path in mods.items():
         st = path.stat()
         out[mod] = _scan_file(mod, path, st.st_mtime_ns, st.st_size)
+    if len(entries) != before:
+        _write_cache(file, entries)
     return out
 
 

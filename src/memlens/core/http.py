@@ -61,14 +61,16 @@ import time
 import uuid
 from collections.abc import AsyncIterable, AsyncIterator, Awaitable, Callable, Hashable, Iterable, Mapping
 from dataclasses import asdict, dataclass, field, fields
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
-import openai
 from tqdm.auto import tqdm
 
 from memlens.core.errors import MemLensError
 from memlens.core.images import ImageEncoder, ImageError
 from memlens.core.settings import NonNegFloat, Section, operational
+
+if TYPE_CHECKING:  # imported where a client is made (importing the SDK costs ~1 s)
+    import openai
 
 try:  # the openai SDK >= 3 ships on httpx2; older releases on httpx
     import httpx2 as _httpx
@@ -654,6 +656,8 @@ class OpenAICompatibleClient:
         state = self._state
         if state is not None and state.loop is loop:
             return state
+        import openai  # imported when a client is made: importing it costs ~1 s (config checks need none)
+
         n = self.config.concurrency
         http_client = _PrebuiltBodyClient(
             verify=_default_ssl_context(),
@@ -709,6 +713,8 @@ class OpenAICompatibleClient:
     def _describe(self, exc: BaseException) -> str:
         """``"Class: message"``; for connection errors also the transport's root cause
         (the SDK reports every transport failure as "Connection error."/"Request timed out.")."""
+        import openai
+
         text = f"{type(exc).__name__}: {exc}"
         if isinstance(exc, openai.APIConnectionError):
             root: BaseException = exc
@@ -1142,6 +1148,8 @@ def check_endpoint(config: OpenAICompatibleConfig, *, timeout_s: float = 15.0) -
     """One tiny request (``GET /models``) before a run, so a server that is down or a rejected key
     ends the run with one clear message before any item is sent. An endpoint without ``/models``
     (404/405) is accepted: the run itself will tell."""
+    import openai
+
     key = OpenAICompatibleClient._read_api_key(config.api_key_env)
     http_client = openai.DefaultHttpxClient(verify=_default_ssl_context())  # the SDK's defaults, our TLS context
     client = openai.OpenAI(

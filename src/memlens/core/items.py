@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from pathlib import Path
 from stat import S_ISREG
 
@@ -96,9 +96,12 @@ class EvalItem:
             HistorySession(
                 s.session_id,
                 s.date,
-                # copies of turns checked when they were read (``has_answer`` left out): not checked again
+                # a turn that is no answer's evidence is shown as it is (nothing in memlens mutates a
+                # turn); an evidence turn as a copy without ``has_answer`` (checked when read: not again)
                 [
-                    Turn.unchecked(role=t.role, content=t.content, images=list(t.images), has_answer=False)
+                    t
+                    if not t.has_answer
+                    else Turn.unchecked(role=t.role, content=t.content, images=list(t.images), has_answer=False)
                     for t in s.turns
                 ],
                 oracle,
@@ -141,6 +144,7 @@ class BuiltBenchmark:
         self._sessions: dict[str, Session] | None = None
         self._images: dict[str, ImageRecord] | None = None
         self._digests: dict[str, str] = {}
+        self._unanswered: dict[str, list[Turn]] = {}  # session id -> its turns with has_answer False
         self._verified: dict[Path, tuple[int, int]] = {}
         self._image_paths: dict[str, Path] = {}  # image id -> its file, once verified
 
@@ -230,9 +234,19 @@ class BuiltBenchmark:
                     )
                 turns = s.turns
                 if sid not in ev and any(t.has_answer for t in turns):  # another question's evidence
-                    turns = [replace(t, has_answer=False) for t in turns]
+                    turns = self._without_answers(sid, turns)
                 hist.append(HistorySession(sid, date, turns, sid in ev, self.session_digest(sid)))
             yield EvalItem(q, length, hist, self.resolve_image)
+
+    def _without_answers(self, session_id: str, turns: list[Turn]) -> list[Turn]:
+        """The session's turns marked as no answer's evidence (another question's evidence shown as
+        history): made once per session (its turns were checked when read), a new list per item."""
+        done = self._unanswered.get(session_id)
+        if done is None:
+            done = self._unanswered[session_id] = [
+                Turn.unchecked(role=t.role, content=t.content, images=t.images, has_answer=False) for t in turns
+            ]
+        return list(done)
 
     def count(self, length: str) -> int:
         return len(self.instances(length))

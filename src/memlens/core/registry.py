@@ -148,8 +148,12 @@ def _str_args(call: ast.Call, n: int) -> list[str] | None:
 
 
 def marks_in(path: Path) -> list[tuple[str, str, str]]:
-    """``(kind, name, class name)`` of every ``@component(kind, name)`` class in a source file."""
-    return marks_of(ast.parse(path.read_text(), filename=str(path)))
+    """``(kind, name, class name)`` of every ``@component(kind, name)`` class in a source file (a file
+    whose text never names ``component`` has none and is not parsed: parsing costs ~5 ms a file)."""
+    text = path.read_text()
+    if "component" not in text:
+        return []
+    return marks_of(ast.parse(text, filename=str(path)))
 
 
 def marks_of(tree: ast.AST) -> list[tuple[str, str, str]]:

@@ -40,7 +40,8 @@ from memlens.core.constants import (
 )
 from memlens.core.errors import SchemaError
 
-_DATE_RE = re.compile(r"^\d{4}/\d{2}/\d{2} \((Mon|Tue|Wed|Thu|Fri|Sat|Sun)\) \d{2}:\d{2}$")
+_DATE_RE = re.compile(r"^(\d{4})/(\d{2})/(\d{2}) \((Mon|Tue|Wed|Thu|Fri|Sat|Sun)\) (\d{2}):(\d{2})$")
+_WEEKDAYS = ("Mon", "Tue", "Wed", "Thu", "Fri", "Sat", "Sun")
 
 
 def format_date(dt: datetime) -> str:
@@ -50,10 +51,15 @@ def format_date(dt: datetime) -> str:
 
 def parse_date(value: str) -> datetime:
     """Parse a release timestamp; raises ``ValueError`` on any other format."""
-    if not isinstance(value, str) or not _DATE_RE.match(value):
+    m = _DATE_RE.fullmatch(value) if isinstance(value, str) else None
+    if m is None:
         raise ValueError(f"not a 'YYYY/MM/DD (Ddd) HH:MM' date: {value!r}")
-    dt = datetime.strptime(value, DATE_FORMAT)
-    if format_date(dt) != value:  # weekday must agree with the date
+    year, month, day, weekday, hour, minute = m.groups()
+    try:  # what strptime(value, DATE_FORMAT) accepts, without its cost (~25 us a date)
+        dt = datetime(int(year), int(month), int(day), int(hour), int(minute))
+    except ValueError:
+        raise ValueError(f"not a 'YYYY/MM/DD (Ddd) HH:MM' date: {value!r}") from None
+    if _WEEKDAYS[dt.weekday()] != weekday:  # weekday must agree with the date
         raise ValueError(f"weekday does not match the date: {value!r}")
     return dt
 

@@ -15,7 +15,9 @@ Any run, experiment, branch or dataset reuses an answer only when that key match
 **Many writers, no lock.** One folder per system identity, ``results/<system key[:32]>/``, holding
 ``system.json`` (which folder is which system, for people) and ``segments/``: every writer (one
 ``memlens evaluate`` process, one SLURM array task, one shard) appends to a segment of its own,
-``<host>-<pid>-<run id>.jsonl``, created with ``O_EXCL`` and fsynced after every answer. A segment
+``<host>-<pid>-<run id>.jsonl``, created with ``O_EXCL`` and fsynced after every answer (the
+answers of a system that costs nothing to run again, ``Model.answers_are_free``: once, when the
+segment is sealed). A segment
 starts with a header line (host, pid, run id, SLURM job) and a writer that closes normally ends it
 with a seal line. No two writers share a file, so nothing depends on ``flock`` or ``O_APPEND``
 working across the machines of a shared filesystem (NFS does neither reliably).
@@ -155,7 +157,8 @@ def _write_all(fd: int, data: bytes) -> None:
 
 
 class _Segment:
-    """The segment of one writer: created on its first record, fsynced per record, sealed on close."""
+    """The segment of one writer: created on its first record, fsynced per record (or, with
+    ``fsync=False``, once when sealed), sealed on close."""
 
     def __init__(self, folder: Path, fsync: bool):
         self.folder = folder
@@ -203,6 +206,8 @@ class _Segment:
             return
         try:
             self._line({"sealed": True, "records": self.count, "closed": time.time()})
+            if not self.fsync:  # records not fsynced one by one are made durable together
+                os.fsync(self.fd)
         except OSError as exc:  # a full disk: the records are fsynced, only the seal is missing
             log.warning("%s: could not seal the segment (%s); its answers are kept", self.path, exc)
         finally:

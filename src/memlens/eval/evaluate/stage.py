@@ -288,7 +288,7 @@ def run(cfg: Settings, paths: Paths) -> None:
     subset_label = subset_name(cfg, model)
     subset = subset_ids(subset_label, source)
     identity = system_identity(section(cfg, "model")["model"], extra, operational=operational_keys(type(cfg.model)))
-    store = ResultsStore(results_root(paths), identity)
+    store = ResultsStore(results_root(paths), identity, fsync=not model.answers_are_free)
     checked = []
 
     def check_once() -> None:

@@ -89,6 +89,10 @@ class Model(ABC):
     #: True only for calibration baselines that draw from the answer space: their items keep the
     #: question type and the answer-format hints (:meth:`memlens.core.items.EvalItem.for_system`)
     answer_space: ClassVar[bool] = False
+    #: True for local, deterministic systems whose answers cost nothing to make again (the
+    #: baselines): the results store fsyncs their segment once, when it closes, not after every
+    #: answer (a crash of the machine may lose some of them; a killed process loses none)
+    answers_are_free: ClassVar[bool] = False
 
     def __init__(self, name: str, kind: str | None = None, options: Mapping[str, Any] | None = None):
         """``options``: the settings reported by :meth:`describe` (subclasses pass their own)."""

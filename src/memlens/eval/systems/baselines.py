@@ -30,6 +30,7 @@ class ChanceSettings(SystemSettings):
 @component("model", "refuse")
 class RefuseBaseline(Model):
     kind = "baseline"
+    answers_are_free = True
     Config = RefuseSettings
 
     def __init__(self, name: str = "refuse", *, kind: str | None):
@@ -43,6 +44,7 @@ class RefuseBaseline(Model):
 @component("model", "chance")
 class ChanceBaseline(Model):
     kind = "baseline"
+    answers_are_free = True
     Config = ChanceSettings
     answer_space = True  # draws from the question's answer space: sees its type and format hints
 
