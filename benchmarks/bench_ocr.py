@@ -2,11 +2,13 @@
 
     python benchmarks/bench_ocr.py --root /tmp/paper --n 240
     python benchmarks/bench_ocr.py --root /tmp/paper --n 240 --src /work/wt/old-main/src --src src
+    python benchmarks/bench_ocr.py --root /tmp/paper --n 240 --src src::precision=f32 --src src::precision=bf16
 
 A seeded draw of ``--n`` images of the build (``data/images/objects``) is OCR'd by the adapter of
 each source tree (``--src``, repeatable) in a fresh process with an empty adapter cache, as
 ``memlens diagnose`` does: ``describe_images`` over all of them (the tree's own batching, engine,
-threads and worker processes; engine loading included). Trees alternate ``--repeat`` times, so a
+threads and worker processes; engine loading included); ``PATH::key=value,...`` gives that run
+adapter options (``memory.ocr`` keys: ``precision=bf16``, ``engine=onnxruntime``). Trees alternate ``--repeat`` times, so a
 change of the machine's load hits each. Prints per run: images/s (wall), CPU seconds per image (the
 process and its workers, from ``wait4``), the load average; and whether the trees' texts are
 identical image by image (the OCR text must not change with a speed-up).
@@ -37,7 +39,7 @@ from pathlib import Path
 from memlens.eval.memory.adapters import ImageInput, build_adapter
 files = [Path(p) for p in json.loads(sys.argv[1])]
 out = Path(sys.argv[2])
-a = build_adapter("ocr", cache_dir=out.parent / "cache", progress=False)
+a = build_adapter("ocr", cache_dir=out.parent / "cache", progress=False, **json.loads(sys.argv[3]))
 t = time.perf_counter()
 texts = a.describe_images([ImageInput(p.stem, p) for p in files])
 wall = time.perf_counter() - t
@@ -50,12 +52,23 @@ def load() -> str:
     return "/".join(f"{x:.1f}" for x in os.getloadavg())
 
 
-def run(src: Path, files: list[str], work: Path) -> dict:
+def tree(spec: str) -> tuple[Path, dict]:
+    """``PATH`` or ``PATH::key=value,...``: a source tree and the adapter options of its runs."""
+    path, _, opts = spec.partition("::")
+    options = {}
+    for kv in filter(None, opts.split(",")):
+        k, _, v = kv.partition("=")
+        options[k] = int(v) if v.isdigit() else {"true": True, "false": False}.get(v, v)
+    return Path(path).resolve(), options
+
+
+def run(spec: str, files: list[str], work: Path) -> dict:
+    src, options = tree(spec)
     work.mkdir(parents=True)
     out = work / "out.json"
     env = {**os.environ, "PYTHONPATH": str(src)}
     t0 = time.perf_counter()
-    proc = subprocess.Popen([sys.executable, "-c", CHILD, json.dumps(files), str(out)], env=env)
+    proc = subprocess.Popen([sys.executable, "-c", CHILD, json.dumps(files), str(out), json.dumps(options)], env=env)
     _, status, ru = os.wait4(proc.pid, 0)
     wall = time.perf_counter() - t0
     if os.waitstatus_to_exitcode(status) != 0:
@@ -92,11 +105,11 @@ def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--root", type=Path, required=True, help="a project with a built benchmark")
     ap.add_argument("--n", type=int, default=200)
-    ap.add_argument("--src", action="append", type=Path)
+    ap.add_argument("--src", action="append", help="a source tree, PATH or PATH::key=value,... (repeatable)")
     ap.add_argument("--repeat", type=int, default=1)
     ap.add_argument("--fidelity", action="store_true", help="evidence images, scored by storage fidelity")
     args = ap.parse_args()
-    srcs = [s.resolve() for s in (args.src or [Path(__file__).resolve().parents[1] / "src"])]
+    srcs = args.src or [str(Path(__file__).resolve().parents[1] / "src")]
     objs = sorted(str(p) for p in (args.root / "data" / "images" / "objects").iterdir() if p.is_file())
     facts = None
     if args.fidelity:

@@ -161,7 +161,7 @@ def test_ocr_reading_parameters_reach_the_engine_and_the_key(tmp_path):
     """memory.ocr's text-changing parameters are rapidocr's parameters (in-process and in the
     workers: one tuple) and each is named in the id (the cache key); workers are not."""
     pytest.importorskip("rapidocr")
-    from memlens.eval.memory.ocr import RAPIDOCR_READING, READING, rapidocr_version
+    from memlens.eval.memory.ocr import RAPIDOCR_READING, READING, cpu_has_bf16, rapidocr_version
 
     a = build_adapter(
         "ocr",
@@ -179,9 +179,8 @@ def test_ocr_reading_parameters_reach_the_engine_and_the_key(tmp_path):
     assert cfg.Det.engine_type.value == cfg.Rec.engine_type.value == "onnxruntime"
     d = build_adapter("ocr").engine.cfg  # the defaults (READING) reach it too
     engine = d.Det.engine_type.value
-    assert (engine, d.Det.limit_type, d.Det.limit_side_len, d.Rec.rec_batch_num, d.Global.use_cls) == tuple(
-        READING.values()
-    )
+    given = (engine, d.Det.limit_type, d.Det.limit_side_len, d.Rec.rec_batch_num, d.Global.use_cls)
+    assert given == tuple(v for k, v in READING.items() if k != "precision")
     assert d.Rec.engine_type.value == engine == "openvino"
     assert Path(d.Det.model_path).is_file() and Path(d.Rec.model_path).is_file()  # the bundled models, never a download
     legacy = build_adapter("ocr", **RAPIDOCR_READING)
@@ -190,7 +189,11 @@ def test_ocr_reading_parameters_reach_the_engine_and_the_key(tmp_path):
     changed = {"engine": "openvino", "det_limit_type": "max", "det_limit_side_len": 1024, "rec_batch_num": 16}
     for k, v in {**changed, "use_cls": False}.items():
         ids.add(build_adapter("ocr", **{**RAPIDOCR_READING, k: v}).id)
-    assert len(ids) == 8  # every text-changing parameter changes the key
+    f32 = build_adapter("ocr", precision="f32").id
+    assert "-ov-f32-" in f32  # an openvino id names its precision
+    ids.add(build_adapter("ocr", precision="bf16").id if cpu_has_bf16() else f32.replace("-f32-", "-bf16-"))
+    ids.add(f32)  # the default (auto) is one of the two
+    assert len(ids) == 9  # every text-changing parameter changes the key
     assert build_adapter("ocr", workers=1).id == build_adapter("ocr", workers=3).id  # same text, same key
     with pytest.raises(ConfigError, match=r"unknown options.*limit_side"):
         build_adapter("ocr", limit_side=3)
@@ -198,6 +201,45 @@ def test_ocr_reading_parameters_reach_the_engine_and_the_key(tmp_path):
         build_adapter("ocr", det_limit_side_len=0)
     with pytest.raises(ConfigError, match="engine must be one of"):
         build_adapter("ocr", engine="tensorrt")
+    with pytest.raises(ConfigError, match="precision must be one of"):
+        build_adapter("ocr", precision="fp8")
+    with pytest.raises(ConfigError, match="bf16 needs engine openvino"):
+        build_adapter("ocr", engine="onnxruntime", precision="bf16")
+
+
+def test_ocr_openvino_models_run_at_the_precision_their_id_names(tmp_path, monkeypatch):
+    """OpenVINO's own default is bf16 on a CPU with bfloat16 units and f32 elsewhere, which read
+    different texts: the models are compiled at the resolved memory.ocr.precision (auto: the CPU's
+    best) and the id names it, in-process and in a worker; bf16 on a CPU without bfloat16 units is a
+    clear error, not an f32 run under a bf16 key."""
+    pytest.importorskip("rapidocr")
+    import openvino as ov
+
+    from memlens.eval.memory import ocr as ocr_mod
+
+    types = {"f32": ov.Type.f32, "bf16": ov.Type.bf16}
+
+    def precision_of(engine) -> set:
+        return {
+            p.session.session.get_compiled_model().get_property("INFERENCE_PRECISION_HINT")
+            for p in (engine.text_det, engine.text_rec)
+        }
+
+    auto = build_adapter("ocr", workers=1)
+    assert auto.precision == ("bf16" if ocr_mod.cpu_has_bf16() else "f32")
+    assert f"-ov-{auto.precision}-" in auto.id
+    assert precision_of(auto.engine) == {types[auto.precision]}
+    f32 = build_adapter("ocr", workers=1, precision="f32")
+    assert precision_of(f32.engine) == {ov.Type.f32} and "-ov-f32-" in f32.id
+    threads = dict(ocr_mod.worker_threads("openvino"))
+    worker = ocr_mod.engine_for(f32.params + tuple(threads.items()))  # a worker's engine: one thread, f32
+    assert precision_of(worker) == {ov.Type.f32}
+    assert worker.text_det.session.session.get_compiled_model().get_property("INFERENCE_NUM_THREADS") == 1
+    monkeypatch.setattr(ocr_mod, "cpu_has_bf16", lambda: False)
+    assert build_adapter("ocr").precision == "f32"  # auto on a CPU without bfloat16
+    with pytest.raises(ConfigError, match="bf16 needs a CPU with bfloat16"):
+        build_adapter("ocr", precision="bf16")
+    assert build_adapter("ocr", engine="onnxruntime").precision == "f32"
 
 
 def test_ocr_defaults_are_the_configured_values():

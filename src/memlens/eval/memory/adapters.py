@@ -203,7 +203,7 @@ def build_adapter(
     ``fallback_dirs``). Options:
 
     - ``ocr``: ``min_score`` (0.5), ``progress`` (True), ``workers`` (0: one process per core; 1: in-process),
-      ``det_limit_type``, ``det_limit_side_len``, ``rec_batch_num``, ``use_cls`` (``memory.ocr``,
+      ``engine``, ``precision``, ``det_limit_type``, ``det_limit_side_len``, ``rec_batch_num``, ``use_cls`` (``memory.ocr``,
       :class:`memlens.eval.memory.settings.OCRSettings`; defaults :data:`memlens.eval.memory.ocr.READING`).
     - ``caption``: ``backend`` = ``blip2`` (``model_dir``: a local BLIP-2 folder; ``max_new_tokens``,
       ``prompt``) or ``openai`` (``base_url``, ``model``, ``api_key_env``, ``prompt``, ``concurrency``,

@@ -13,13 +13,17 @@ __all__ = ["MemorySettings", "OCRSettings"]
 
 
 class OCRSettings(Section):
-    """``memory.ocr``: how the ``ocr`` adapter reads (:mod:`memlens.eval.memory.ocr`). The first six
+    """``memory.ocr``: how the ``ocr`` adapter reads (:mod:`memlens.eval.memory.ocr`). The first seven
     change the text, so the adapter's id (its cache key) names each that differs from rapidocr's own
     default; ``workers`` does not (threads, processes and the memory arena read the same text)."""
 
     # what runs rapidocr's bundled ONNX models: openvino (about 25% less CPU per image than
     # onnxruntime on these models, one thread per worker) or onnxruntime (rapidocr's default)
     engine: Literal["openvino", "onnxruntime"]
+    # the models' arithmetic: auto (bf16 where the CPU has bfloat16 units, AVX512-BF16 / AMX, else
+    # f32), f32 (one text on every CPU) or bf16 (openvino only: ~1.8x faster, a slightly different
+    # text); the precision that ran is in the adapter id, so in the cache key and the report
+    precision: Literal["auto", "f32", "bf16"]
     # the detector's input: limit_type max scales the longer side down to limit_side_len (never up);
     # min scales the shorter side UP to it (rapidocr's default, min 736: a 540x960 screenshot is
     # detected at 736x1312, 1.9x the pixels, for text rendered large enough at its own size)

@@ -270,20 +270,53 @@ def _r(v) -> float | None:
 
 def text_matrix(docs: list[str], max_features: int):
     """Word 1-2-gram and character 3-5-gram TF-IDF of the session texts and the feature names. The
-    vectorizers see no labels: they are fitted once on every session's text (test folds included)."""
-    from scipy.sparse import hstack
+    vectorizers see no labels: they are fitted once on every session's text (test folds included).
+    Each vectorizer is dropped once fitted and the two matrices are joined row by row
+    (:func:`hstack_rows`): scipy's ``hstack`` goes through COO, about 370 MB of transient copies at
+    paper scale."""
     from sklearn.feature_extraction.text import TfidfVectorizer
 
     word = TfidfVectorizer(ngram_range=(1, 2), min_df=2, max_features=max_features, sublinear_tf=True)
+    xw = word.fit_transform(docs)
+    names = [f"w:{t}" for t in word.get_feature_names_out()]
+    del word
     char = TfidfVectorizer(
         analyzer="char_wb", ngram_range=(3, 5), min_df=2, max_features=max_features, sublinear_tf=True
     )
-    x = hstack([word.fit_transform(docs), char.fit_transform(docs)]).tocsr()
-    names = [f"w:{t}" for t in word.get_feature_names_out()] + [f"c:{t!r}" for t in char.get_feature_names_out()]
-    return x, names
+    xc = char.fit_transform(docs)
+    names += [f"c:{t!r}" for t in char.get_feature_names_out()]
+    del char
+    return hstack_rows(xw, xc), names
 
 
-def text_model(x, names: list[str], y: np.ndarray, groups: np.ndarray, *, k: int, seed: int, top: int) -> dict:
+def hstack_rows(a, b):
+    """``scipy.sparse.hstack([a, b]).tocsr()`` of two CSR matrices with the same rows, written
+    straight into the result's arrays (the same values, indices and row pointers)."""
+    import scipy.sparse as sp
+
+    n = a.shape[0]
+    if b.shape[0] != n:
+        raise ValueError(f"hstack_rows: {n} rows and {b.shape[0]} rows")
+    indptr = a.indptr.astype(np.int64) + b.indptr
+    nnz = int(indptr[-1])
+    data = np.empty(nnz, dtype=np.result_type(a.dtype, b.dtype))
+    index_type = np.int32 if max(nnz, a.shape[1] + b.shape[1]) < np.iinfo(np.int32).max else np.int64
+    indices = np.empty(nnz, dtype=index_type)
+    off = a.shape[1]
+    for r in range(n):  # a few thousand rows: one slice copy per row and matrix
+        start, a0, a1, b0, b1 = indptr[r], a.indptr[r], a.indptr[r + 1], b.indptr[r], b.indptr[r + 1]
+        mid = start + (a1 - a0)
+        data[start:mid], indices[start:mid] = a.data[a0:a1], a.indices[a0:a1]
+        data[mid : indptr[r + 1]], indices[mid : indptr[r + 1]] = b.data[b0:b1], b.indices[b0:b1] + off
+    return sp.csr_matrix((data, indices, indptr.astype(index_type)), shape=(n, a.shape[1] + b.shape[1]))
+
+
+def text_model(
+    x, rows: np.ndarray, names: list[str], y: np.ndarray, groups: np.ndarray, *, k: int, seed: int, top: int
+) -> dict:
+    """The text detector on the rows ``rows`` of ``x`` (unit i is row ``rows[i]``): each fold's
+    training rows are taken from ``x`` at once, so no copy of a length's whole matrix is held
+    beside a fold's."""
     from sklearn.linear_model import LogisticRegression
     from sklearn.metrics import roc_auc_score
 
@@ -294,9 +327,10 @@ def text_model(x, names: list[str], y: np.ndarray, groups: np.ndarray, *, k: int
     for tr, te in splits:
         if y[tr].min() == y[tr].max():
             continue
-        clf = LogisticRegression(max_iter=2000, class_weight="balanced", random_state=seed).fit(x[tr], y[tr])
-        probs[te] = clf.predict_proba(x[te])[:, 1]
-    full = LogisticRegression(max_iter=2000, class_weight="balanced", random_state=seed).fit(x, y)
+        clf = LogisticRegression(max_iter=2000, class_weight="balanced", random_state=seed).fit(x[rows[tr]], y[tr])
+        probs[te] = clf.predict_proba(x[rows[te]])[:, 1]
+        del clf
+    full = LogisticRegression(max_iter=2000, class_weight="balanced", random_state=seed).fit(x[rows], y)
     coef = full.coef_[0]
     pos, neg = np.argsort(-coef, kind="stable")[:top], np.argsort(coef, kind="stable")[:top]
     return {
@@ -317,7 +351,13 @@ def run(bench: Bench, *, k_folds: int = 5, seed: int = 0, top: int = 8, max_feat
     row = {sid: i for i, sid in enumerate(sids)}
     docs = [" ".join(t.content.replace(IMAGE_PLACEHOLDER, " ") for t in bench.sessions[sid].turns) for sid in sids]
     xt, tnames = text_matrix(docs, max_features) if docs else (None, [])
-    for ln, us in per_len.items():
+    del docs
+    from memlens.construction.validate.adversaries import release_freed_memory
+
+    release_freed_memory()  # the vectorizers' vocabularies, before the folds' copies
+    # the longest length (the most units, the largest copies) first, while the other process of
+    # validate is still small; each length's figures depend on nothing else, and are listed in order
+    for ln, us in sorted(per_len.items(), key=lambda kv: -len(kv[1])):
         y = np.asarray([u.label for u in us], dtype=int)
         g = np.asarray([u.group for u in us])
         x, names = metadata_matrix(bench, us)
@@ -325,10 +365,10 @@ def run(bench: Bench, *, k_folds: int = 5, seed: int = 0, top: int = 8, max_feat
         if xt is None:
             out[ln]["text"] = _empty(y, "no sessions with images")
         else:
-            xs = xt[[row[u.session_id] for u in us]]
-            out[ln]["text"] = text_model(xs, tnames, y, g, k=k_folds, seed=seed, top=top)
+            rows = np.asarray([row[u.session_id] for u in us], dtype=np.int64)
+            out[ln]["text"] = text_model(xt, rows, tnames, y, g, k=k_folds, seed=seed, top=top)
         xi, yi, gi, ni = image_units(bench, us)
         out[ln]["images"] = gradient_boosting(xi, yi, gi, ni, k=k_folds, seed=seed, top=top)
         xr, nr = recurrence_matrix(bench, ln, us)
         out[ln]["recurrence"] = gradient_boosting(xr, y, g, nr, k=k_folds, seed=seed, top=top)
-    return dict(out)
+    return {ln: out[ln] for ln in per_len}
