@@ -162,10 +162,13 @@ _OPENVINO_THREADS = {
 }
 
 
+@lru_cache(maxsize=1)
 def cpu_has_bf16() -> bool:
-    """Whether OpenVINO can run bfloat16 on this CPU (AVX512-BF16 or AMX)."""
-    import openvino as ov
-
+    """Whether OpenVINO can run bfloat16 on this CPU (AVX512-BF16 or AMX); asked once per process."""
+    try:
+        import openvino as ov
+    except ImportError as exc:  # pragma: no cover - depends on the installed extras
+        raise ImportError("the ocr adapter's openvino engine needs openvino (make install-agents)") from exc
     return "BF16" in ov.Core().get_property("CPU", "OPTIMIZATION_CAPABILITIES")
 
 

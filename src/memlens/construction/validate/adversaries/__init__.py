@@ -131,8 +131,10 @@ def run_all(
     if theirs:
         release_freed_memory()  # what the caller freed is not handed down to the forked processes
         gc.freeze()  # the children's collections leave the inherited objects' pages shared
-    children = [_Child(partial(run_group, g, False), g) for g in theirs]  # forked before any model is fitted
-    gc.unfreeze()
+    try:
+        children = [_Child(partial(run_group, g, False), g) for g in theirs]  # forked before any model is fitted
+    finally:
+        gc.unfreeze()
     results = [run_group(mine, progress)] + [c.result() for c in children]
     out = {}
     for r in results:
