@@ -22,6 +22,7 @@ from functools import partial
 
 from memlens.construction.validate.adversaries import detectors, oracle, repetition, textonly
 from memlens.construction.validate.adversaries.data import Bench, load
+from memlens.construction.validate.adversaries.heap import release_freed_memory
 from memlens.core.errors import MemLensError
 
 
@@ -34,18 +35,6 @@ def single_threaded():
     from threadpoolctl import threadpool_limits
 
     return threadpool_limits(limits=1)
-
-
-def release_freed_memory() -> None:
-    """Hand the heap a finished step freed back to the system (glibc keeps freed memory for reuse,
-    so a process's footprint stays at its highest step's while the next steps run beside the
-    other process's): a full collection, then ``malloc_trim``. Nothing where glibc is absent."""
-    import contextlib
-    import ctypes
-
-    gc.collect()
-    with contextlib.suppress(OSError, AttributeError):  # not glibc: nothing to do
-        ctypes.CDLL("libc.so.6").malloc_trim(0)
 
 
 # seconds each step takes at paper scale (2 idle cores; the oracle's includes its probe set): how

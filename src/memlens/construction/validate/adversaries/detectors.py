@@ -27,6 +27,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from memlens.construction.validate.adversaries.data import Bench
+from memlens.construction.validate.adversaries.heap import release_freed_memory
 from memlens.core.constants import IMAGE_PLACEHOLDER
 from memlens.core.schema import parse_date
 
@@ -352,8 +353,6 @@ def run(bench: Bench, *, k_folds: int = 5, seed: int = 0, top: int = 8, max_feat
     docs = [" ".join(t.content.replace(IMAGE_PLACEHOLDER, " ") for t in bench.sessions[sid].turns) for sid in sids]
     xt, tnames = text_matrix(docs, max_features) if docs else (None, [])
     del docs
-    from memlens.construction.validate.adversaries import release_freed_memory
-
     release_freed_memory()  # the vectorizers' vocabularies, before the folds' copies
     # the longest length (the most units, the largest copies) first, while the other process of
     # validate is still small; each length's figures depend on nothing else, and are listed in order
