@@ -267,10 +267,12 @@ def test_dry_run_prints_the_prompt_and_sends_nothing(tiny_copy, capsys, monkeypa
     root = tiny_copy
     url = f"http://127.0.0.1:{_closed_port()}/v1"
     argv = ["evaluate", "--root", str(root), *TINY, "model=openai_compatible", f"model.base_url={url}"]
+    before = sorted((p, p.stat().st_mtime_ns) for p in root.rglob("*"))
     with monkeypatch.context() as m:
         _no_network(m)
         code, out, err = run(capsys, *argv, "--dry-run")
     assert code == 0, err
+    assert sorted((p, p.stat().st_mtime_ns) for p in root.rglob("*")) == before  # nothing written
     item = next(iter(BuiltBenchmark(Paths(root)).items("32k")))
     messages = build_messages(item, "standard")
     assert f"question     {item.question.question}" in out
@@ -282,7 +284,7 @@ def test_dry_run_prints_the_prompt_and_sends_nothing(tiny_copy, capsys, monkeypa
     assert roles == [m["role"] for m in messages]
     assert re.search(r"\[\.\.\. \d+ chars \.\.\.\]", out)  # long turns are shortened in the middle
     assert "not yet in the results store" in out
-    assert not (root / ".memlens_cache").exists() and not (root / "data" / "predictions").exists()
+    assert not (root / "data" / "predictions").exists()
     key = re.search(r"^request key  ([0-9a-f]{64}) ", out, flags=re.M).group(1)
 
     # the key is the one the evaluate stage stores the answer under (base_url is operational)

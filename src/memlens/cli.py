@@ -221,16 +221,25 @@ def run_command(args) -> int:
     return EXIT_OK
 
 
+#: the persistent file-hash memo in the project cache (:mod:`memlens.core.hashmemo`)
+HASH_MEMO_FILE = "file_hashes.sqlite"
+#: ``MEMLENS_HASH_MEMO`` as the user started the process (None: each stage uses its project's memo)
+USER_HASH_MEMO = os.environ.get("MEMLENS_HASH_MEMO")
+
+
 def run_stage(stage: str, cfg, paths) -> None:
     """Run one stage inside :func:`memlens.core.outputs.guard_outputs` (a stage that fails leaves its
     previous outputs byte-identical): ``memlens <stage>`` and every job of ``memlens.sweep``. A shard
     of an evaluation writes no outputs to guard (:func:`writes_no_outputs`) and runs unguarded."""
     from omegaconf import OmegaConf
 
+    from memlens.core.hashmemo import use_memo
     from memlens.core.outputs import guard_outputs
     from memlens.core.settings import as_settings
 
     settings = as_settings(cfg)
+    if USER_HASH_MEMO is None:  # image hashes shared by the project's processes (MEMLENS_HASH_MEMO= : none)
+        use_memo(paths.cache / HASH_MEMO_FILE)
     if writes_no_outputs(stage, settings):  # nothing to guard, and no lock: shards run at once
         resolve_target(STAGES[stage])(cfg, paths)
         return

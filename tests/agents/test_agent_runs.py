@@ -134,8 +134,10 @@ def test_the_dry_run_of_an_agent_shows_its_identity_and_the_key_its_answer_is_st
         assert main([*base, *extra, "--dry-run"]) == 0
         return capsys.readouterr().out
 
+    before = sorted((p, p.stat().st_mtime_ns) for p in root.rglob("*"))
     out = dry()
-    assert not (root / ".memlens_cache").exists()  # nothing written, nothing sent (no server runs)
+    # nothing written, nothing sent (no server runs)
+    assert sorted((p, p.stat().st_mtime_ns) for p in root.rglob("*")) == before
     assert "memory agent MemoryT1Agent" in out and "retriever bm25 over sessions, top 10" in out
     assert "adapter markers (markers/v1)" in out and "model qwen2.5-3b-instruct" in out
     assert '    +adapter_id = "markers/v1"' in out and "    top_k = 10" in out and "    +agent_protocol = " in out

@@ -336,7 +336,7 @@ def test_disk_cache_payload_damage_anywhere_is_detected(tmp_path):
     raw = entry.read_bytes()
     middle = len(raw) // 2
     flipped = raw[:middle] + bytes([raw[middle] ^ 1]) + raw[middle + 1 :]  # same length, one bit
-    for damaged in (flipped, raw + b"x", raw.replace(b"MLENC1", b"MLENC9", 1)):
+    for damaged in (flipped, raw + b"x", raw.replace(EncodedImageCache.MAGIC, b"MLENC9", 1)):
         entry.write_bytes(damaged)
         key = entry.name
         assert EncodedImageCache(tmp_path / "enc").get(key) is None  # never served
@@ -344,6 +344,27 @@ def test_disk_cache_payload_damage_anywhere_is_detected(tmp_path):
         enc = ImageEncoder(disk_cache=EncodedImageCache(tmp_path / "enc"))
         assert enc.encode(p) == url and enc.cache_info().encoded == 1
         assert entry.read_bytes() == raw
+
+
+def test_disk_cache_reads_entries_with_the_older_sha256_header(tmp_path):
+    import hashlib
+
+    from memlens.core.images import EncodedImageCache
+
+    disk = EncodedImageCache(tmp_path / "enc")
+    p = _photo(tmp_path / "a.jpg", (300, 200))
+    url = ImageEncoder(disk_cache=disk).encode(p)
+    (entry,) = [f for f in (tmp_path / "enc").rglob("*") if f.is_file()]
+    head, payload = entry.read_bytes().split(b"\n", 1)
+    assert head == b"MLENC2 %d %08x" % (len(payload), __import__("zlib").crc32(payload))
+    old = b"MLENC1 %d %s\n" % (len(payload), hashlib.sha256(payload).hexdigest().encode())
+    entry.write_bytes(old + payload)
+    enc = ImageEncoder(disk_cache=EncodedImageCache(tmp_path / "enc"))
+    assert enc.encode(p) == url and enc.cache_info().encoded == 0  # read, not encoded again
+    assert entry.read_bytes().startswith(b"MLENC2 ")  # and written again with the current header
+    entry.write_bytes(old + payload)
+    entry.write_bytes(old + payload[:-1] + bytes([payload[-1] ^ 1]))  # damaged under the old header
+    assert EncodedImageCache(tmp_path / "enc").get(entry.name) is None and not entry.exists()
 
 
 def test_disk_cache_key_includes_content_size_limit_and_format():

@@ -361,3 +361,76 @@ def test_an_attached_model_reads_encoded_images_from_the_project_cache(tiny_proj
                 assert info.encoded == distinct and info.disk_hits == 0
     assert sorted(bodies[0]) == sorted(bodies[1]) == sorted(bodies[2])  # the same requests, whatever the cache
     assert any(p.is_file() for p in (paths.cache / "encoded_images").rglob("*"))
+
+
+def test_every_length_goes_through_one_request_stream(tiny_copy, monkeypatch):
+    """pools_lengths: one model.run for all lengths, the next length's items read only after the
+    previous length's were all handed over; each length's records and view are its own."""
+    from memlens.eval.systems.base import Model
+
+    root = tiny_copy
+    runs: list[list[str]] = []
+    real_run = OpenAICompatibleModel.run
+
+    def counting_run(self, items, mode, on_result):
+        seen: list[str] = []
+        runs.append(seen)
+
+        def tap():
+            for it in items:
+                seen.append(it.length)
+                yield it
+
+        return real_run(self, tap(), mode, on_result)
+
+    monkeypatch.setattr(OpenAICompatibleModel, "run", counting_run)
+    bench = BuiltBenchmark(Paths(root))
+    lengths = bench.lengths()
+    assert len(lengths) >= 2
+    with FakeOpenAIServer(latency_s=0.01) as server:
+        assert run_stage(root, "evaluate", *TINY, *openai_overrides(server, "model.concurrency=4")) == 0
+    assert len(runs) == 1  # one stream ...
+    assert runs[0] == sorted(runs[0], key=lengths.index)  # ... length after length
+    assert [runs[0].count(n) for n in lengths] == [bench.count(n) for n in lengths]
+    rows, recs = predictions(root, "fake-vl"), store_records(root)
+    for n in lengths:
+        assert len(rows[n]) == bench.count(n) and all(r["length"] == n and r["ok"] for r in rows[n].values())
+        assert {q: r["length"] for q, r in recs[n].items()} == dict.fromkeys(rows[n], n)
+    assert OpenAICompatibleModel.pools_lengths and not Model.pools_lengths
+
+
+def test_a_model_without_pooled_lengths_gets_one_run_per_length(tiny_copy, monkeypatch):
+    from memlens.eval.systems.base import Model
+
+    runs: list[set[str]] = []
+    real_run = Model.run
+
+    def counting_run(self, items, mode, on_result):
+        items = list(items)
+        runs.append({it.length for it in items})
+        return real_run(self, items, mode, on_result)
+
+    monkeypatch.setattr(Model, "run", counting_run)
+    root = tiny_copy
+    assert run_stage(root, "evaluate", *TINY, "model=chance") == 0
+    lengths = BuiltBenchmark(Paths(root)).lengths()
+    assert runs == [{n} for n in lengths]
+
+
+def test_prefetch_reads_the_first_items_images_and_an_unusable_item_costs_nothing(tiny_project, tmp_path):
+    bench = BuiltBenchmark(Paths(tiny_project))
+    items = [it for it in bench.items("32k") if it.image_ids][:3]
+    broken = EvalItem(items[0].question, "32k", items[0].sessions, resolve_image=None)  # no resolver
+    model = OpenAICompatibleModel("m", base_url="http://127.0.0.1:9/v1", model="m", concurrency=4)
+    model.attach(Paths(tmp_path), bench)
+    model.prefetch([broken, *items], "standard")
+    model._prefetching.join(30)
+    info = model.client.image_encoder.cache_info()
+    distinct = {i for it in items[:3] for i in it.image_ids}
+    assert info.entries == len(distinct) and info.encoded == len(distinct)  # read before any request
+    with FakeOpenAIServer(latency_s=0.0) as server:
+        model.config = OpenAICompatibleConfig(**{**model.config.to_dict(), "base_url": server.base_url})
+        model._client = None  # a client for the server, sharing the encoder
+        out = run_items(model, items, "standard")
+    assert all(o.ok for _, o in out)
+    assert model._encoder.cache_info().encoded == len(distinct)  # nothing encoded twice

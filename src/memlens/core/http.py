@@ -67,6 +67,7 @@ from tqdm.auto import tqdm
 
 from memlens.core.errors import MemLensError
 from memlens.core.images import ImageEncoder, ImageError
+from memlens.core.netstream import use_fast_writes
 from memlens.core.settings import NonNegFloat, Section, operational
 
 if TYPE_CHECKING:  # imported where a client is made (importing the SDK costs ~1 s)
@@ -594,6 +595,10 @@ def _loads(data: bytes) -> Any:
     return json.loads(data)
 
 
+#: threads building request bodies whose images are not in memory yet (reading the disk cache and
+#: checking entries release the GIL; encoding mostly does)
+_BUILD_THREADS = 2
+
 #: Unusable 200 answers: retried by this client, not by the SDK.
 _UNUSABLE = (MalformedResponseError, EmptyChoicesError, EmptyContentError)
 
@@ -630,6 +635,7 @@ class OpenAICompatibleClient:
         )
         self._api_key = self._read_api_key(config.api_key_env)
         self._state: _LoopState | None = None
+        self._builders: Any = None
         self.stats = ClientStats()
         _demote_http_logs()
 
@@ -659,11 +665,15 @@ class OpenAICompatibleClient:
         import openai  # imported when a client is made: importing it costs ~1 s (config checks need none)
 
         n = self.config.concurrency
+        limits = _httpx.Limits(max_connections=n, max_keepalive_connections=n)
+        transport = _httpx.AsyncHTTPTransport(verify=_default_ssl_context(), limits=limits)
+        use_fast_writes(transport)  # request-body chunks written without anyio's per-write overhead
         http_client = _PrebuiltBodyClient(
             verify=_default_ssl_context(),
-            limits=_httpx.Limits(max_connections=n, max_keepalive_connections=n),
+            limits=limits,
             timeout=_httpx.Timeout(self.config.timeout_s),
             follow_redirects=True,
+            transport=transport,
         )
         client = openai.AsyncOpenAI(
             api_key=self._api_key,
@@ -866,8 +876,20 @@ class OpenAICompatibleClient:
             return self._build(messages, s, cached_only=True), time.perf_counter() - t0
         except _CacheMiss:
             pass
-        body, build_s = await asyncio.to_thread(self._timed_build, messages, s)
+        loop = asyncio.get_running_loop()
+        body, build_s = await loop.run_in_executor(self._build_pool(), self._timed_build, messages, s)
         return body, build_s
+
+    def _build_pool(self) -> Any:
+        """The threads that build bodies whose images must be read or encoded: first come, first
+        served (:data:`_BUILD_THREADS` at once), so the first requests of a run are sent as soon as
+        their own images are ready, not when every worker's are."""
+        pool = self._builders
+        if pool is None:
+            from concurrent.futures import ThreadPoolExecutor
+
+            pool = self._builders = ThreadPoolExecutor(_BUILD_THREADS, thread_name_prefix="memlens-build")
+        return pool
 
     # ------------------------------------------------------------------ response parsing
     @staticmethod
@@ -1138,6 +1160,34 @@ def run_many(
 ) -> BatchSummary:
     """Build a client for ``config`` and run :meth:`OpenAICompatibleClient.run_many`."""
     return OpenAICompatibleClient(config).run_many(items, on_result, progress=progress, **kwargs)
+
+
+def warm_up() -> None:
+    """Run the SDK's request path once against a canned in-process answer (no network), so that
+    what the first request of a process does once (the SDK's lazy imports of its chat resources
+    and types, the building of their schemas, the asyncio network backend's import: 50-100 ms on
+    one core) is done here, before a run, and not while the run's first requests wait behind it."""
+    import anyio._backends._asyncio  # noqa: F401 - the async network backend the pool connects with
+    import openai
+
+    answer = {
+        "id": "warm-up",
+        "object": "chat.completion",
+        "created": 0,
+        "model": "warm-up",
+        "choices": [{"index": 0, "message": {"role": "assistant", "content": ""}, "finish_reason": "stop"}],
+    }
+
+    async def go() -> None:
+        transport = _httpx.MockTransport(lambda request: _httpx.Response(200, json=answer))
+        async with _httpx.AsyncClient(transport=transport) as http_client:
+            sdk = openai.AsyncOpenAI(
+                api_key="warm-up", base_url="http://warm-up.invalid/v1", http_client=http_client, max_retries=0
+            )
+            raw = await sdk.chat.completions.with_raw_response.create(model="warm-up", messages=[])
+            OpenAICompatibleClient._parse(raw.http_response.content)
+
+    asyncio.run(go())
 
 
 class EndpointError(MemLensError):

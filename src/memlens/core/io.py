@@ -10,12 +10,14 @@ import hashlib
 import json
 import logging
 import os
+import time
 from collections.abc import Iterable, Iterator
 from functools import lru_cache
 from pathlib import Path
 from typing import Any, TypeVar
 
 from memlens.core.errors import DataError
+from memlens.core.hashmemo import active_memo
 
 try:  # orjson parses 3-5x faster; the written bytes never depend on it (writers use json)
     from orjson import loads as _loads
@@ -65,8 +67,22 @@ class _FileVersion:
 
 @lru_cache(maxsize=1 << 16)
 def _sha256_of_version(key: _FileVersion) -> str:
-    """The hash of the file at ``key`` (the memo's store)."""
-    return sha256_file(key.path)
+    """The hash of the file at ``key`` (the memo's store): from the project's persistent memo
+    (:mod:`memlens.core.hashmemo`) when it has this version, else read; a version still the file's
+    after the read is remembered there."""
+    memo = active_memo()
+    if memo is not None and (known := memo.get(key.version)) is not None:
+        return known
+    started = time.time_ns()
+    digest = sha256_file(key.path)
+    if memo is not None:
+        try:
+            st = os.stat(key.path)
+        except OSError:
+            return digest
+        if (st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns) == key.version:
+            memo.put(key.version, digest, hashed_at_ns=started)
+    return digest
 
 
 def sha256_file_memo(path: str | Path) -> str:
@@ -79,6 +95,30 @@ def sha256_file_memo(path: str | Path) -> str:
     return _sha256_of_version(
         _FileVersion(str(path), (st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns))
     )
+
+
+def remember_linked(path: str | Path, digest: str, before: os.stat_result) -> None:
+    """Tell the persistent memo that ``path`` still holds the bytes hashed to ``digest`` when it
+    had the version ``before``: a new hard link to a file moves its ctime, so its version changes
+    though its bytes do not (the content-addressed image copies are such links). Only done if the
+    file is the same one with the same size and mtime, and ``before`` had settled
+    (:data:`memlens.core.hashmemo.SETTLE_S`): any write since would have moved the mtime."""
+    memo = active_memo()
+    if memo is None:
+        return
+    try:
+        st = os.stat(path)
+    except OSError:
+        return
+    same = (st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns) == (
+        before.st_dev,
+        before.st_ino,
+        before.st_size,
+        before.st_mtime_ns,
+    )
+    if same:
+        settled_ns = max(before.st_mtime_ns, before.st_ctime_ns)
+        memo.put((st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns), digest, settled_ns=settled_ns)
 
 
 def atomic_write_bytes(path: str | Path, data: bytes) -> None:

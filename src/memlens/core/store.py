@@ -16,7 +16,15 @@ from pathlib import Path
 from typing import Any
 
 from memlens.core.errors import DataError, ImageError
-from memlens.core.io import atomic_write_bytes, canonical_bytes, sha256_bytes, sha256_file, sha256_file_memo, write_json
+from memlens.core.io import (
+    atomic_write_bytes,
+    canonical_bytes,
+    remember_linked,
+    sha256_bytes,
+    sha256_file,
+    sha256_file_memo,
+    write_json,
+)
 from memlens.core.version import VERSION as __version__
 
 
@@ -120,6 +128,7 @@ def content_link(src: Path, digest: str, folder: Path, linked: set[Path] | None 
     # missing, or corrupt: made anew, verified (hashes memoised per file version: a hard link of
     # ``src`` that was just verified is not read again, nor by the image encoder after this)
     if not (dest.is_file() and sha256_file_memo(dest) == digest):
+        before = os.stat(src)
         if sha256_file_memo(src) != digest:
             raise ImageError(src, f"changed while being read (its content no longer hashes to {digest[:12]})")
         if dest.exists():
@@ -132,6 +141,7 @@ def content_link(src: Path, digest: str, folder: Path, linked: set[Path] | None 
         except OSError:  # another file system, or links not allowed: a copy
             shutil.copyfile(src, tmp)
         tmp.replace(dest)
+        remember_linked(dest, digest, before)  # the link moved the file's ctime, not its bytes
     if linked is not None:
         linked.add(dest)
     return dest

@@ -16,8 +16,12 @@ record is an error naming it.
 
 from __future__ import annotations
 
+import contextlib
+import functools
+import gc
 import logging
 import time
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from tqdm import tqdm
@@ -26,7 +30,7 @@ from memlens.core.config import Paths, section
 from memlens.core.errors import ConfigError, DataError, MemLensError
 from memlens.core.items import EvalItem
 from memlens.core.registry import class_for_target
-from memlens.core.schema import Prediction
+from memlens.core.schema import Prediction, Question
 from memlens.core.settings import Settings, as_settings, operational_keys
 from memlens.eval.agents.subset import subset_ids, subset_name
 from memlens.eval.benchmark import open_benchmark, requested_lengths
@@ -75,8 +79,7 @@ def results_root(paths: Paths) -> Path:
     return paths.cache / "results"
 
 
-def _prediction(model_name: str, mode: str, length: str, item: EvalItem, rec: dict, key: str) -> Prediction:
-    q = item.question
+def _prediction(model_name: str, mode: str, length: str, q: Question, rec: dict, key: str) -> Prediction:
     return Prediction(
         system=model_name,
         mode=mode,
@@ -132,11 +135,86 @@ def missing_records(items: list[EvalItem], keys: dict[str, str], store: ResultsS
     )
 
 
-def evaluate_length(
-    model: Model,
+@dataclass
+class LengthRun:
+    """One length of an evaluation: the questions of its items (in benchmark order), their request
+    keys, the counts the log and the failure report show, and the items still to send (emptied as
+    they are streamed to the model, so a length's histories are not held after it is sent)."""
+
+    length: str
+    questions: list[Question]
+    keys: dict[str, str]
+    stats: dict
+    pending: list[EvalItem] = field(default_factory=list)
+
+
+def plan_length(
     store: ResultsStore,
     source,
     length: str,
+    mode: str,
+    max_items=None,
+    *,
+    subset: set[str] | None = None,
+    shard: tuple[int, int] | None = None,
+    collect: bool = False,
+) -> LengthRun:
+    """The items of ``length`` this run covers and which of them the store has no answer for (with
+    ``shard=(i, n)``, only shard i's; with ``collect``, none: every item must have a record)."""
+    items = select_items(source, length, max_items, subset)
+    keys = request_keys(items, store, length, mode)
+    mine = items if shard is None else [it for it in items if shard_of(it.question_id, shard[1]) == shard[0]]
+    stats = {"items": len(mine), "reused": 0, "new": 0, "failed": 0, "failed_retried": 0, "failures": []}
+    pending: list[EvalItem] = []
+    if collect:
+        err = missing_records(items, keys, store, length)
+        if err is not None:
+            raise err
+        stats["reused"] = len(items)
+    else:
+        pending = [it for it in mine if not store.has_answer(keys[it.question_id])]
+        stats["reused"] = len(mine) - len(pending)
+    return LengthRun(length, [it.question for it in items], keys, stats, pending)
+
+
+def finish_length(model: Model, store: ResultsStore, source, run: LengthRun, mode: str, paths: Paths, *, shard, views):
+    """Log the length's counts and write its view (staged in ``views`` or written directly; none
+    for a shard); the stats."""
+    stats = run.stats
+    label = "" if shard is None else f" shard {shard[0]}/{shard[1]}"
+    log.info(
+        "evaluate %s/%s@%s%s: %d items, %d reused from the results store, %d new, %d failed",
+        model.name,
+        mode,
+        run.length,
+        label,
+        stats["items"],
+        stats["reused"],
+        stats["new"],
+        stats["failed"],
+    )
+    if shard is not None:
+        return stats
+    preds = []
+    for q in run.questions:
+        rec = store.get(run.keys[q.question_id])
+        if rec is None:  # interrupted before this item finished: it has no record yet
+            continue
+        preds.append(_prediction(model.name, mode, run.length, q, rec, run.keys[q.question_id]))
+        if not rec["ok"]:
+            stats["failures"].append((f"{q.question_id}@{run.length}", rec.get("error")))
+    if views is None:
+        write_view(paths.predictions / model.name / mode / f"{run.length}.jsonl", preds)
+    else:
+        views.stage(mode, run.length, preds, dataset_sha256=source.dataset_hash(), prompt_protocol=PROMPT_PROTOCOL)
+    return stats
+
+
+def evaluate_lengths(
+    model: Model,
+    store: ResultsStore,
+    source,
+    lengths: list[str],
     mode: str,
     paths: Paths,
     max_items=None,
@@ -147,83 +225,90 @@ def evaluate_length(
     shard: tuple[int, int] | None = None,
     collect: bool = False,
     views=None,
-) -> dict:
-    """Answer every item of one length that the store has no answer for, then write its view:
-    staged in ``views`` (:class:`memlens.eval.views.SystemViews`, committed by the caller), or
-    written directly when ``views`` is None. With ``shard=(i, n)`` only shard i's items are answered
-    and no view is written; with ``collect`` nothing is sent (every item must have a record).
-    ``before_first_request()`` runs once before anything is sent (the endpoint health check)."""
-    items = select_items(source, length, max_items, subset)
-    keys = request_keys(items, store, length, mode)
-    mine = items if shard is None else [it for it in items if shard_of(it.question_id, shard[1]) == shard[0]]
-    stats = {"items": len(mine), "reused": 0, "new": 0, "failed": 0, "failed_retried": 0, "failures": []}
+) -> dict[str, dict]:
+    """Answer every item of ``lengths`` that the store has no answer for, then write each length's
+    view (see :func:`finish_length`); ``before_first_request()`` runs once before anything is sent
+    (the endpoint health check).
 
-    def todo(it):
-        return not store.has_answer(keys[it.question_id])
-
+    A model with ``pools_lengths`` gets the items of every length in one :meth:`Model.run`, so its
+    requests flow on from one length into the next (no slot waits for a length's last answer
+    before the next length starts); the next length's items are read only when the previous
+    length's have all been handed to the model. Other models get one run per length."""
+    plan = functools.partial(plan_length, store, source, mode=mode, max_items=max_items, subset=subset, shard=shard)
+    runs: dict[str, LengthRun] = {}
     if collect:
-        err = missing_records(items, keys, store, length)
-        if err is not None:
-            raise err
-        stats["reused"] = len(items)
-    elif any(todo(it) for it in mine):
-        with store.writer():
-            pending = [it for it in mine if todo(it)]  # re-checked after reading what others wrote
-            stats["reused"] = len(mine) - len(pending)
-            if pending and before_first_request is not None:
-                before_first_request()
-            _answer(model, store, pending, keys, length, mode, stats, prepare)
+        for length in lengths:
+            runs[length] = plan(length, collect=True)
     else:
-        stats["reused"] = len(mine)
-    label = "" if shard is None else f" shard {shard[0]}/{shard[1]}"
-    log.info(
-        "evaluate %s/%s@%s%s: %d items, %d reused from the results store, %d new, %d failed",
-        model.name,
-        mode,
-        length,
-        label,
-        stats["items"],
-        stats["reused"],
-        stats["new"],
-        stats["failed"],
-    )
-    if shard is not None:
-        return stats
-    preds = []
-    for item in items:
-        rec = store.get(keys[item.question_id])
-        if rec is None:  # interrupted before this item finished: it has no record yet
-            continue
-        preds.append(_prediction(model.name, mode, length, item, rec, keys[item.question_id]))
-        if not rec["ok"]:
-            stats["failures"].append((f"{item.question_id}@{length}", rec.get("error")))
-    if views is None:
-        write_view(paths.predictions / model.name / mode / f"{length}.jsonl", preds)
-    else:
-        views.stage(mode, length, preds, dataset_sha256=source.dataset_hash(), prompt_protocol=PROMPT_PROTOCOL)
-    return stats
+        groups = [list(lengths)] if model.pools_lengths else [[length] for length in lengths]
+        for group in groups:
+            with store.writer():  # reads what other writers finished meanwhile: not asked again
+                _answer_group(model, store, group, plan, runs, mode, before_first_request, prepare)
+    return {
+        length: finish_length(model, store, source, runs[length], mode, paths, shard=shard, views=views)
+        for length in lengths
+    }
 
 
-def _answer(model: Model, store: ResultsStore, pending, keys, length: str, mode: str, stats: dict, prepare) -> None:
-    """Send ``pending`` through the model, storing each result as it arrives. An item that another
-    writer (a concurrent run of the same system) answered meanwhile is skipped, not sent again."""
+def evaluate_length(
+    model: Model, store: ResultsStore, source, length: str, mode: str, paths: Paths, max_items=None, **kw
+):
+    """:func:`evaluate_lengths` for one length; its stats."""
+    return evaluate_lengths(model, store, source, [length], mode, paths, max_items, **kw)[length]
+
+
+@contextlib.contextmanager
+def _frozen_heap():
+    """The objects alive when the requests start (the benchmark's items, the loaded modules) are
+    left out of garbage collection while they run: a full collection walks every one of them (at
+    small scale some 40 ms, with every request of the process waiting), and they are not garbage."""
+    gc.freeze()
+    try:
+        yield
+    finally:
+        gc.unfreeze()
+
+
+def _answer_group(
+    model: Model, store: ResultsStore, group, plan, runs, mode: str, before_first_request, prepare
+) -> None:
+    """Send the pending items of the lengths of ``group`` through one :meth:`Model.run`, storing
+    each result as it arrives. Lengths are planned in order; those before the first one with
+    pending items are planned at once (the health check runs before anything is sent), the rest
+    when the stream reaches them. An item that another writer (a concurrent run of the same
+    system) answered meanwhile is skipped, not sent again."""
+    todo = iter(group)
+    first = None
+    for length in todo:
+        runs[length] = plan(length)
+        if runs[length].pending:
+            first = runs[length]
+            break
+    if first is None:
+        return
+    if prepare is None:  # the first requests' inputs load while the health check runs
+        model.prefetch([it.for_system(mode, answer_space=model.answer_space) for it in first.pending[:64]], mode)
+    if before_first_request is not None:
+        before_first_request()
     bar = tqdm(
-        total=stats["items"],
-        initial=stats["reused"],
-        desc=f"{model.name}/{mode}@{length}",
+        total=first.stats["items"],
+        initial=first.stats["reused"],
+        desc=f"{model.name}/{mode}@{first.length}",
         unit="item",
         dynamic_ncols=True,
         mininterval=0.5,
         leave=False,
     )
     t0 = time.perf_counter()
+    counts = {"new": 0}
 
     def on_result(item: EvalItem, out: ModelOutput) -> None:
+        run = runs[item.length]
         store.put(
-            keys[item.question_id],
+            run.keys[item.question_id],
             {
                 "question_id": item.question_id,
-                "length": length,
+                "length": run.length,
                 "mode": mode,
                 "ok": out.ok,
                 "text": out.text,
@@ -236,30 +321,50 @@ def _answer(model: Model, store: ResultsStore, pending, keys, length: str, mode:
                 "created": time.time(),
             },
         )
+        stats = run.stats
         stats["new"] += 1
         stats["failed"] += int(not out.ok)
         stats["failed_retried"] += int(not out.ok and (out.attempts or 0) > 1)
+        counts["new"] += 1
         bar.update(1)
         el = time.perf_counter() - t0
-        bar.set_postfix(failed=stats["failed"], rate=f"{stats['new'] / el:.1f}/s" if el > 0 else "-", refresh=False)
+        bar.set_postfix(failed=stats["failed"], rate=f"{counts['new'] / el:.1f}/s" if el > 0 else "-", refresh=False)
 
-    def still_open(it: EvalItem) -> bool:
+    def still_open(run: LengthRun, it: EvalItem) -> bool:
         store.refresh(max_age=2.0)
-        if store.has_answer(keys[it.question_id]):
-            stats["reused"] += 1
+        if store.has_answer(run.keys[it.question_id]):
+            run.stats["reused"] += 1
             bar.update(1)
             return False
         return True
 
-    # a system sees the item without its answer key and with neutral ids (EvalItem.for_system);
-    # mode caption then adds the images' adapter texts
-    stream = (it.for_system(mode, answer_space=model.answer_space) for it in pending if still_open(it))
-    if prepare is not None:
-        stream = (prepare(it) for it in stream)
+    def runs_in_order():
+        yield first
+        for length in todo:  # planned when the stream reaches them
+            run = runs[length] = plan(length)
+            bar.total += run.stats["items"]
+            bar.update(run.stats["reused"])
+            bar.set_description(f"{model.name}/{mode}@{length}", refresh=False)
+            yield run
+
+    def stream():
+        for run in runs_in_order():
+            pending, run.pending = run.pending, []
+            for it in pending:
+                if still_open(run, it):
+                    # a system sees the item without its answer key and with neutral ids
+                    # (EvalItem.for_system); mode caption then adds the images' adapter texts
+                    sent = it.for_system(mode, answer_space=model.answer_space)
+                    yield sent if prepare is None else prepare(sent)
+            del pending
+
     try:
-        model.run(stream, mode, on_result)
+        with _frozen_heap():
+            model.run(stream(), mode, on_result)
     finally:
         bar.close()
+    for length in todo:  # a model that stopped reading early: these lengths still get their views
+        runs[length] = plan(length)
 
 
 def run(cfg: Settings, paths: Paths) -> None:
@@ -297,24 +402,21 @@ def run(cfg: Settings, paths: Paths) -> None:
             checked.append(True)
 
     def each_length(views=None) -> dict:
-        summary = {}
-        for length in lengths:
-            summary[length] = evaluate_length(
-                model,
-                store,
-                source,
-                length,
-                mode,
-                paths,
-                cfg.eval.max_items,
-                before_first_request=check_once,
-                subset=subset,
-                prepare=prepare,
-                shard=shard,
-                collect=collect,
-                views=views,
-            )
-        return summary
+        return evaluate_lengths(
+            model,
+            store,
+            source,
+            lengths,
+            mode,
+            paths,
+            cfg.eval.max_items,
+            before_first_request=check_once,
+            subset=subset,
+            prepare=prepare,
+            shard=shard,
+            collect=collect,
+            views=views,
+        )
 
     try:
         if shard is not None:  # a shard writes answers only; the views are written once all are in

@@ -93,6 +93,10 @@ class Model(ABC):
     #: baselines): the results store fsyncs their segment once, when it closes, not after every
     #: answer (a crash of the machine may lose some of them; a killed process loses none)
     answers_are_free: ClassVar[bool] = False
+    #: True for systems whose :meth:`run` may be given the items of several lengths at once (the
+    #: evaluate stage then streams every length through one run, so the requests of the next length
+    #: fill the slots the last answers of a length free; items carry their length)
+    pools_lengths: ClassVar[bool] = False
 
     def __init__(self, name: str, kind: str | None = None, options: Mapping[str, Any] | None = None):
         """``options``: the settings reported by :meth:`describe` (subclasses pass their own)."""
@@ -116,6 +120,10 @@ class Model(ABC):
             if out.latency_s is None:
                 out.latency_s = time.perf_counter() - t0
             on_result(item, out)
+
+    def prefetch(self, items: list[EvalItem], mode: str) -> None:  # noqa: B027 - optional hook
+        """Called with the first items of a run (as the system will see them) before the health
+        check: a system may start loading what their requests need (best effort, in the background)."""
 
     def attach(self, paths: Any, benchmark: Any) -> None:  # noqa: B027 - optional hook
         """Called by the evaluate stage before anything else: the project paths (its cache folder)

@@ -188,6 +188,7 @@ class OpenAICompatibleModel(Model):
 
     kind = "lvlm"
     Config = OpenAICompatibleSettings
+    pools_lengths = True  # one request stream for every length: no idle slots between lengths
 
     def __init__(
         self,
@@ -272,6 +273,7 @@ class OpenAICompatibleModel(Model):
         self.info = info
         self._client = None
         self._encoder = None
+        self._prefetching = None
 
     # ------------------------------------------------------------------ plumbing
     @property
@@ -303,10 +305,12 @@ class OpenAICompatibleModel(Model):
             self._disk_cache_dir = Path(cache) / ENCODED_IMAGES_DIR
 
     def check(self) -> None:
-        """One tiny request to the endpoint (server up, key accepted) before any item is sent."""
-        from memlens.core.http import check_endpoint
+        """One tiny request to the endpoint (server up, key accepted) before any item is sent; then
+        the client's request path is run once offline (:func:`memlens.core.http.warm_up`)."""
+        from memlens.core.http import check_endpoint, warm_up
 
         check_endpoint(self.config)
+        warm_up()
 
     def request_overrides(self) -> dict[str, Any]:
         """Per-request overrides passed to the client (the token-limit field)."""
@@ -320,6 +324,40 @@ class OpenAICompatibleModel(Model):
             item, mode, layout=self.layout, label_images=self.label_images, system_prefix=self.system_prefix
         )
 
+    def prefetch(self, items: list[EvalItem], mode: str) -> None:
+        """Read the encoded images of the first ``concurrency`` items in a background thread (at
+        most half the in-memory cache), so the first requests do not wait for them: this overlaps
+        the reading with the health check and the SDK's import. The images are resolved here
+        (the benchmark's image index is not shared with threads); only the reading is in the
+        thread. Best effort: an image that fails here fails its request later, with its message."""
+        if self.config.image_transport != "base64" or self.image_cache_mb == 0:
+            return
+        from memlens.eval.prompt import iter_images
+
+        refs: list[str] = []
+        for item in list(items)[: self.config.concurrency]:
+            try:
+                refs.extend(iter_images(self.messages(item, mode)))
+            except Exception:  # reported by the item's own request
+                continue
+        encoder = self.client.image_encoder
+        budget = (self.image_cache_mb << 20) // 2
+
+        def load() -> None:
+            loaded = 0
+            for ref in dict.fromkeys(refs):
+                try:
+                    loaded += len(encoder.encode_bytes(ref))
+                except Exception:  # idem
+                    continue
+                if loaded >= budget:
+                    return
+
+        import threading
+
+        self._prefetching = threading.Thread(target=load, name="memlens-prefetch", daemon=True)
+        self._prefetching.start()
+
     # ------------------------------------------------------------------ Model API
     def generate(self, item: EvalItem, mode: str = "standard") -> ModelOutput:
         """One item, synchronously (tests, debugging); :meth:`run` is the batch path."""
@@ -329,9 +367,10 @@ class OpenAICompatibleModel(Model):
 
     def run(self, items: Iterable[EvalItem], mode: str, on_result: ResultCallback) -> None:
         """Every item through the client; ``on_result`` runs in one writer thread, in completion order,
-        one call at a time (a results store fsyncs each answer: off the event loop, the other
-        requests keep flowing meanwhile), and an exception from it stops the run."""
-        import asyncio
+        one call at a time (a results store fsyncs each answer: off the event loop, and no worker
+        waits for it before its next request), and an exception from it stops the run (raised with
+        the next answer, or when the last is written)."""
+        from collections import deque
         from concurrent.futures import ThreadPoolExecutor
 
         in_flight: dict[int, EvalItem] = {}
@@ -351,8 +390,14 @@ class OpenAICompatibleModel(Model):
                 in_flight[key] = item
                 yield key, msgs
 
+        written: deque = deque()
+
         async def done(key: int, result) -> None:
-            await asyncio.wrap_future(writer.submit(on_result, in_flight.pop(key), completion_to_output(result)))
+            # the worker goes on to its next request at once; a failed write stops the run at the next
+            # answer (or at the end, below)
+            written.append(writer.submit(on_result, in_flight.pop(key), completion_to_output(result)))
+            while written and written[0].done():
+                written.popleft().result()
 
         client = self.client
         cpu0 = time.process_time()
@@ -362,8 +407,11 @@ class OpenAICompatibleModel(Model):
             )
         finally:
             writer.shutdown(wait=True)
-        for f in unawaited:
-            f.result()  # an exception recording a prompt failure is raised here
+            if self._prefetching is not None:
+                self._prefetching.join()
+                self._prefetching = None
+        for f in (*unawaited, *written):
+            f.result()  # an exception recording a result is raised here
         cpu = time.process_time() - cpu0
         cache = self._encoder.cache_info() if self._encoder is not None else None
         log.info(
