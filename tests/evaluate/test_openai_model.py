@@ -434,3 +434,18 @@ def test_prefetch_reads_the_first_items_images_and_an_unusable_item_costs_nothin
         out = run_items(model, items, "standard")
     assert all(o.ok for _, o in out)
     assert model._encoder.cache_info().encoded == len(distinct)  # nothing encoded twice
+
+
+def test_a_length_that_cannot_be_read_stops_the_stream_but_keeps_every_answer_in_flight(tiny_copy):
+    root = tiny_copy
+    bench = BuiltBenchmark(Paths(root))
+    first, second = bench.lengths()[:2]
+    n_first = bench.count(first)
+    (Paths(root).instances / f"{second}.jsonl").write_text("")  # the second length has no items
+    with FakeOpenAIServer(latency_s=0.05) as server:
+        code = run_stage(root, "evaluate", *TINY, *openai_overrides(server, "model.concurrency=8"))
+        sent = server.request_count
+    assert code != 0
+    recs = store_records(root)
+    assert sent == n_first and len(recs[first]) == n_first  # every request sent was answered and stored
+    assert all(r["ok"] for r in recs[first].values()) and second not in recs

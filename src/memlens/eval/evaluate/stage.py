@@ -287,7 +287,7 @@ def _answer_group(
     if first is None:
         return
     if prepare is None:  # the first requests' inputs load while the health check runs
-        model.prefetch([it.for_system(mode, answer_space=model.answer_space) for it in first.pending[:64]], mode)
+        model.prefetch((it.for_system(mode, answer_space=model.answer_space) for it in first.pending), mode)
     if before_first_request is not None:
         before_first_request()
     bar = tqdm(
@@ -338,10 +338,16 @@ def _answer_group(
             return False
         return True
 
+    deferred: list[MemLensError] = []
+
     def runs_in_order():
         yield first
         for length in todo:  # planned when the stream reaches them
-            run = runs[length] = plan(length)
+            try:
+                run = runs[length] = plan(length)
+            except MemLensError as exc:  # the stream ends here: the requests in flight still finish
+                deferred.append(exc)
+                return
             bar.total += run.stats["items"]
             bar.update(run.stats["reused"])
             bar.set_description(f"{model.name}/{mode}@{length}", refresh=False)
@@ -363,6 +369,8 @@ def _answer_group(
             model.run(stream(), mode, on_result)
     finally:
         bar.close()
+    if deferred:  # a later length could not be read: raised once the answers in flight are stored
+        raise deferred[0]
     for length in todo:  # a model that stopped reading early: these lengths still get their views
         runs[length] = plan(length)
 

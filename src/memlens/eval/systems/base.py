@@ -121,9 +121,10 @@ class Model(ABC):
                 out.latency_s = time.perf_counter() - t0
             on_result(item, out)
 
-    def prefetch(self, items: list[EvalItem], mode: str) -> None:  # noqa: B027 - optional hook
-        """Called with the first items of a run (as the system will see them) before the health
-        check: a system may start loading what their requests need (best effort, in the background)."""
+    def prefetch(self, items: Iterable[EvalItem], mode: str) -> None:  # noqa: B027 - optional hook
+        """Called with the items of a run, lazily, as the system will see them (take the first few),
+        before the health check: a system may start loading what their requests need (best
+        effort, in the background)."""
 
     def attach(self, paths: Any, benchmark: Any) -> None:  # noqa: B027 - optional hook
         """Called by the evaluate stage before anything else: the project paths (its cache folder)

@@ -76,6 +76,8 @@ __all__ = [
 TOKEN_PARAMS = ("max_tokens", "max_completion_tokens")
 #: the persistent encoded-image cache's folder under ``Paths.cache``
 ENCODED_IMAGES_DIR = "encoded_images"
+#: :meth:`OpenAICompatibleModel.prefetch` reads the images of this many waves of ``concurrency`` items
+PREFETCH_WAVES = 4
 
 
 class ClientSettings(DescriptiveSettings, BackoffSettings):
@@ -324,20 +326,27 @@ class OpenAICompatibleModel(Model):
             item, mode, layout=self.layout, label_images=self.label_images, system_prefix=self.system_prefix
         )
 
-    def prefetch(self, items: list[EvalItem], mode: str) -> None:
-        """Read the encoded images of the first ``concurrency`` items in a background thread (at
-        most half the in-memory cache), so the first requests do not wait for them: this overlaps
-        the reading with the health check and the SDK's import. The images are resolved here
+    def prefetch(self, items: Iterable[EvalItem], mode: str) -> None:
+        """Read the encoded images of the first :data:`PREFETCH_WAVES` x ``concurrency`` items, in
+        order, in a background thread (at most half the in-memory cache), so the first requests do
+        not wait for them: this overlaps the reading with the health check, the SDK's import and
+        the first requests' wait for their answers. The images are resolved here
         (the benchmark's image index is not shared with threads); only the reading is in the
         thread. Best effort: an image that fails here fails its request later, with its message."""
         if self.config.image_transport != "base64" or self.image_cache_mb == 0:
             return
-        from memlens.eval.prompt import iter_images
+        import itertools
 
-        refs: list[str] = []
-        for item in list(items)[: self.config.concurrency]:
+        from memlens.eval.prompt import sessions_for
+
+        if mode in ("text_only", "no_context", "caption"):
+            return
+        refs: dict[str, None] = {}
+        for item in itertools.islice(items, PREFETCH_WAVES * self.config.concurrency):
             try:
-                refs.extend(iter_images(self.messages(item, mode)))
+                for session in sessions_for(item, mode):
+                    for turn in session.turns:
+                        refs.update((str(item.resolve_image(i)), None) for i in turn.images)
             except Exception:  # reported by the item's own request
                 continue
         encoder = self.client.image_encoder
@@ -345,7 +354,7 @@ class OpenAICompatibleModel(Model):
 
         def load() -> None:
             loaded = 0
-            for ref in dict.fromkeys(refs):
+            for ref in refs:
                 try:
                     loaded += len(encoder.encode_bytes(ref))
                 except Exception:  # idem
