@@ -15,10 +15,13 @@ source tree (``--src``, repeatable: trees alternate, so a change of the machine'
   (``<cache>/encoded_images``; a tree without one encodes them again);
 - ``noop``: everything answered already: no request, what the process costs besides requests.
 
-Per run: requests, the request phase (the model's own log line: the time from the first request
-to the last answer) as a rate and a share of the ideal ``concurrency / latency``, and CPU per
-request = (the run's CPU - the no-op run's CPU) / requests, the process CPU from ``wait4`` (the
-same rule for every tree). The load average is printed with every run.
+Per run: requests, the request phase (the model's own log lines, summed: the time from the first
+request to the last answer; one line for every length since the lengths share one request stream,
+one per length for older trees) as a rate and a share of the ideal ``concurrency / latency``, and
+CPU per request = (the run's CPU - the no-op run's CPU) / requests, the process CPU from ``wait4``
+(the same rule for every tree). The no-op run makes no health check, so the CPU per request also
+carries the one-time cost of importing the SDK and checking the endpoint (~0.4 CPU-s, ~4 ms per
+request of the small release). The load average is printed with every run.
 """
 
 from __future__ import annotations
