@@ -112,7 +112,9 @@ def test_young_files_and_files_changed_while_hashed_are_not_stored(tmp_path, mon
         io._sha256_of_version.cache_clear()
 
 
-def test_a_broken_memo_warns_once_and_files_are_still_hashed(tmp_path, caplog):
+def test_a_broken_memo_warns_once_and_files_are_still_hashed(tmp_path, caplog, monkeypatch):
+    # another test's logging set-up (hydra's `job_logging=disabled`) may have disabled the logger
+    monkeypatch.setattr(hashmemo.log, "disabled", False)
     bad = tmp_path / "not_a_db.sqlite"
     bad.write_bytes(b"this is not an sqlite database" * 100)
     io._sha256_of_version.cache_clear()
@@ -120,7 +122,7 @@ def test_a_broken_memo_warns_once_and_files_are_still_hashed(tmp_path, caplog):
     try:
         f = tmp_path / "a.bin"
         f.write_bytes(b"content")
-        with caplog.at_level("WARNING"):
+        with caplog.at_level("WARNING", logger=hashmemo.log.name):
             assert io.sha256_file_memo(f) == io.sha256_bytes(b"content")
             io._sha256_of_version.cache_clear()
             assert io.sha256_file_memo(f) == io.sha256_bytes(b"content")
