@@ -8,27 +8,46 @@ import random
 
 import pytest
 
-from memlens.eval.memory.sampling import half_width, plan_sizes, sample_by_type, stratified
+from memlens.eval.memory.sampling import half_width, plan_sizes, planned_half_width, sample_by_type, stratified
 
 
 def test_plan_sizes_give_the_target_interval_with_finite_population_correction():
-    # n0 = (1.96 * 0.2 / 0.05)^2 = 61.5: a type of 1000 needs ~58, one of 61 needs 31, one of 5 all 5
     sizes = plan_sizes({"IE": 1000, "TR": 61, "KU": 5, "AR": 0}, margin=0.05, confidence=0.95, planning_sd=0.2)
-    assert sizes == {"IE": 58, "TR": 31, "KU": 5, "AR": 0}
-    # at that size the planned half-width is within the margin, one question fewer it is not
-    for big_n in (1000, 61):
-        n = sizes["IE" if big_n == 1000 else "TR"]
+    assert sizes["AR"] == 0 and sizes["KU"] <= 5
+    # the smallest size within the margin: one question fewer is not (Student t, sample variance, fpc)
+    for t, big_n in (("IE", 1000), ("TR", 61)):
+        n = sizes[t]
 
         def hw(k, big_n=big_n):
-            return 1.959964 * 0.2 / math.sqrt(k) * math.sqrt((big_n - k) / (big_n - 1))
+            from scipy.stats import t as student
+
+            sd = 0.2 * math.sqrt(k / (k - 1))
+            return student.ppf(0.975, k - 1) * sd / math.sqrt(k) * math.sqrt((big_n - k) / (big_n - 1))
 
         assert hw(n) <= 0.05 < hw(n - 1)
+        assert planned_half_width(n, big_n, confidence=0.95, planning_sd=0.2) == pytest.approx(hw(n))
+    assert 58 < sizes["IE"] < 70 and 28 < sizes["TR"] < 40  # ~ (1.96 * 0.2 / 0.05)^2 = 61.5, fpc-corrected
     # a tighter margin or a noisier recall needs more; no recall spread needs one question
-    assert plan_sizes({"IE": 1000}, margin=0.02, confidence=0.95, planning_sd=0.2)["IE"] > 58
-    assert plan_sizes({"IE": 1000}, margin=0.05, confidence=0.95, planning_sd=0.4)["IE"] > 58
+    assert plan_sizes({"IE": 1000}, margin=0.02, confidence=0.95, planning_sd=0.2)["IE"] > sizes["IE"]
+    assert plan_sizes({"IE": 1000}, margin=0.05, confidence=0.95, planning_sd=0.4)["IE"] > sizes["IE"]
     assert plan_sizes({"IE": 1000}, margin=0.05, confidence=0.95, planning_sd=0.0)["IE"] == 1
     with pytest.raises(ValueError):
         plan_sizes({"IE": 10}, margin=0.0, confidence=0.95, planning_sd=0.2)
+
+
+@pytest.mark.parametrize("big_n", [11, 29, 35, 48, 61, 200, 1000])
+def test_the_default_plan_bounds_the_interval_of_any_recall_spread(big_n):
+    # planning_sd 0.5 (the default) is the most a score in [0, 1] can spread: the interval half_width
+    # reports from the sample is within the margin whatever the recalls, the worst case included
+    n = plan_sizes({"T": big_n}, margin=0.05, confidence=0.95, planning_sd=0.5)["T"]
+    worst = [1.0] * (n // 2) + [0.0] * (n - n // 2)  # the largest sample variance n values in [0, 1] have
+    assert half_width(worst, big_n, 0.95) <= 0.05 + 1e-12
+    rng = random.Random(big_n)
+    for _ in range(50):
+        vals = [rng.choice([0.0, 1.0, rng.random()]) for _ in range(n)]
+        assert half_width(vals, big_n, 0.95) <= 0.05 + 1e-12
+    if n < big_n:  # and one question fewer could miss it
+        assert half_width(worst[:-1], big_n, 0.95) > 0.05
 
 
 def test_sample_by_type_is_seeded_and_stratified():
@@ -82,14 +101,14 @@ def test_the_default_sample_is_sized_per_type_and_the_whole_set_is_one_override_
     from memlens.eval.memory.stage import choose_questions
 
     def keys(**over):  # the memory section's sampling keys (MemorySettings), as conf/memory/default.yaml sets them
-        return SimpleNamespace(**{"sample": "auto", "margin": 0.05, "confidence": 0.95, "planning_sd": 0.2, **over})
+        return SimpleNamespace(**{"sample": "auto", "margin": 0.05, "confidence": 0.95, "planning_sd": 0.5, **over})
 
     bench = _bench()
     ids = sorted(bench.questions)
     auto = keys()
     chosen, info = choose_questions(bench, ids, auto, seed=42)
     assert info["population"] == {"IE": 60, "TR": 30} and info["sample"] == plan_sizes(
-        {"IE": 60, "TR": 30}, margin=0.05, confidence=0.95, planning_sd=0.2
+        {"IE": 60, "TR": 30}, margin=0.05, confidence=0.95, planning_sd=0.5
     )
     assert 0 < info["sample"]["TR"] < 30 and 0 < info["sample"]["IE"] < 60
     assert all(bench.questions[q].question_type != "answer_refusal" for q in chosen)  # no recall to measure

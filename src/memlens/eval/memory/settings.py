@@ -50,7 +50,9 @@ class MemorySettings(Section):
     sample: Literal["auto", "all"] | NonNegInt
     margin: Fraction  # auto: target half-width of a type's recall@10 interval
     confidence: Fraction  # confidence level of the intervals
-    planning_sd: NonNegFloat  # auto: per-question SD of recall@10 the sample is sized for
+    # auto: the largest per-question SD of recall@10 the sample is sized for (0.5, the most a score
+    # in [0, 1] can have, makes the ±margin a guarantee for every cell)
+    planning_sd: NonNegFloat
     lengths: list[str]  # empty: every built length
     ks: list[PositiveInt]  # recall@k cut-offs
     depth: PositiveInt  # sessions retrieved per question (MRR looks this deep)

@@ -481,7 +481,9 @@ def sampling_md(sampling: dict | None) -> list[str]:
         text = (
             f"Questions with evidence diagnosed per type: {per_type}: a seeded sample stratified by type, each "
             f"type sized for a {conf} interval of ±{100 * sampling['margin']:.0f} points on its recall@10 at a "
-            f"per-question standard deviation of {sampling['planning_sd']:g} (finite-population corrected). "
+            f"per-question standard deviation of at most {sampling['planning_sd']:g}"
+            f"{', the most a score in [0, 1] can have, so every cell reaches it' if sampling['planning_sd'] >= 0.5 else ''}"
+            " (Student t, finite-population corrected). "
             "The interval reached is shown as ±; `memory.sample=all` diagnoses every question."
         )
     else:
