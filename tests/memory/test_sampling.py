@@ -147,3 +147,15 @@ def test_aggregates_report_the_interval_and_a_stratified_overall_figure():
     assert sampled["TR"]["recall@10_ci"] == 0.0
     assert sampled["all"]["recall@10"] == pytest.approx(0.75 * 40 / 42)  # weighted by population, not by sample
     assert sampled["all"]["recall@10_ci"] > 0
+
+
+def test_the_shipped_config_plans_for_the_widest_spread_a_recall_can_have():
+    # conf/ and the committed params.yaml both size the default sample for sd 0.5, so the report's
+    # ±margin holds in every cell (a smaller planning value left dense cells at ±7 to ±13 points)
+    from pathlib import Path
+
+    from memlens.core.compose import load_config
+
+    root = Path(__file__).resolve().parents[2]
+    for cfg in (load_config(root=root), load_config(params="params.yaml", root=root)):
+        assert cfg.memory.sample == "auto" and float(cfg.memory.planning_sd) >= 0.5
