@@ -159,3 +159,15 @@ def test_the_shipped_config_plans_for_the_widest_spread_a_recall_can_have():
     root = Path(__file__).resolve().parents[2]
     for cfg in (load_config(root=root), load_config(params="params.yaml", root=root)):
         assert cfg.memory.sample == "auto" and float(cfg.memory.planning_sd) >= 0.5
+
+
+def test_the_summary_calls_only_a_true_sample_a_sample():
+    from memlens.eval.memory.stage import is_sample
+
+    whole = {"population": {"IE": 3, "TR": 2}, "sample": {"IE": 3, "TR": 2}}
+    part = {"population": {"IE": 3, "TR": 2}, "sample": {"IE": 2, "TR": 2}}
+    assert not is_sample({"config": {"sample": "all"}, "sampling": whole})
+    assert not is_sample({"config": {"sample": "auto"}, "sampling": whole})  # a plan that took every question
+    assert is_sample({"config": {"sample": "auto"}, "sampling": part})
+    assert not is_sample({"config": {"sample": "all"}}) and not is_sample({"config": {"sample": 0}})
+    assert is_sample({"config": {"sample": 30}})  # an older header without the sampling record

@@ -16,7 +16,8 @@ planned interval is a bound, not a hope: every (retriever, adapter, length, type
 however its recall is spread. (A planning value of 0.2 was the default before: the dense retriever's
 cells, recall@10 near 30% with most questions at 0 or 1, reached ±7 to ±13 points at paper scale.)
 Since histories share their haystack sessions, the OCR a sample costs grows slowly with its size: at
-paper scale the 112 questions of the 0.2 plan need 5,395 distinct history images, all 186 need 6,094.
+paper scale the 112 questions of the 0.2 plan need 5,395 distinct history images, the 170 of the 0.5
+plan 5,811, all 184 with evidence 5,853.
 
 Questions without evidence sessions (answer refusal) have no recall and are not sampled. Each type's
 questions are drawn in an order seeded by the build's ``data.seed``, so the same build and seed give the

@@ -471,6 +471,15 @@ def _pm(row: dict) -> str:
     return _pct(row["recall@10"]) + ("" if not hw else f" ± {100 * hw:.1f}")
 
 
+def is_sample(header: dict) -> bool:
+    """Whether the diagnosed questions are a sample of the set (``memory.sample=all`` or 0, or a plan
+    that takes every question, is the whole set)."""
+    sampling = header.get("sampling")
+    if sampling:
+        return sampling["sample"] != sampling["population"]
+    return str(header["config"].get("sample") or 0) not in ("0", "all")
+
+
 def sampling_md(sampling: dict | None) -> list[str]:
     """How the questions were chosen: the sample per type against the set, the target interval."""
     if not sampling:
@@ -496,7 +505,7 @@ def summary_md(header: dict, agg: list[dict], fid: dict, brief: bool = False) ->
         "# Retrieval and storage-fidelity diagnostics",
         "",
         f"Benchmark `{header['dataset_hash'][:12]}`, {header['questions']} questions "
-        f"({header['config']['subset']} set{', a seeded sample' if header['config'].get('sample') else ''}), "
+        f"({header['config']['subset']} set{', a seeded sample' if is_sample(header) else ''}), "
         f"lengths {', '.join(header['lengths'])}; "
         f"temporal filter {'on' if header['config']['temporal_filter'] else 'off'}, "
         f"granularity {header['config']['granularity']}. `oracle_caption` is an UPPER BOUND (ground truth as text).",
