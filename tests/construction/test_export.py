@@ -210,3 +210,24 @@ def test_ku_items_carry_the_old_answer(exported, bench):
     assert ku
     by_id = {it["question_id"]: it for it in items(exported, bench.lengths()[0])}
     assert all(by_id[q.question_id].get("old_answer") == q.old_answer for q in ku)
+
+
+@pytest.mark.parametrize("workers", [1, 3])
+def test_release_does_not_depend_on_the_writer_processes(exported, tmp_path, workers):
+    other = copy_build(exported, tmp_path / "w")
+    E.run(settings(export={"huggingface": True, "workers": workers}), Paths(other))
+    assert hash_tree(other / "data" / "release") == hash_tree(exported / "data" / "release")
+
+
+def test_a_writer_process_that_dies_fails_the_export_and_keeps_the_old_release(released, monkeypatch):
+    import os
+
+    rel = released / "data" / "release"
+    before = hash_tree(rel)
+    # every writer process dies (as the OOM killer would end it): an error, not a hang
+    monkeypatch.setattr(E, "write_items_parquet", lambda items, out: os._exit(9))
+    from concurrent.futures.process import BrokenProcessPool
+
+    with pytest.raises(BrokenProcessPool):
+        E.run(settings(export={"huggingface": True, "workers": 2}), Paths(released))
+    assert hash_tree(rel) == before

@@ -3,7 +3,7 @@ section gets these defaults, declared here only)."""
 
 from __future__ import annotations
 
-from memlens.core.settings import Section
+from memlens.core.settings import NonNegInt, Section
 
 __all__ = ["ExportSettings"]
 
@@ -20,3 +20,12 @@ class ExportSettings(Section):
 
     huggingface: bool = True
     flat_images: bool = False
+    #: processes the release files are written in (a length's JSON and Parquet each, the image
+    #: Parquet); 0: one per CPU core, at most 4. The files do not depend on it
+    workers: NonNegInt = 0
+
+    def processes(self) -> int:
+        """Processes the release files are written in (``workers``, or one per core, at most 4)."""
+        import os
+
+        return int(self.workers) or min(os.cpu_count() or 1, 4)
