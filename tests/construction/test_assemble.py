@@ -538,3 +538,21 @@ def test_haystack_dates_deal_whole_episodes_of_the_sessions_kind_within_each_len
         assert A.haystack_dates(seed, q, kinds[:8], pats, [8]) == dates[:8]
     own = [("q0", ((5, 700, "receipt"),)), *pats]
     assert all(parse_date(d).minute != 40 or parse_date(d).hour != 11 for d in A.haystack_dates(0, q, kinds, own, ends))
+
+
+def test_a_large_batch_counts_the_same_tokens_on_every_core_and_leaves_the_default(counter, monkeypatch):
+    import os
+
+    from memlens.construction.assemble import tokens as T
+
+    rng = random.Random(3)
+    words = ["receipt", "Tuesday", "café", "12.50", "unbelievable", "x", "naïve", "<image>", "über-long"]
+    texts = [" ".join(rng.choice(words) for _ in range(rng.randrange(0, 40))) for _ in range(T.PARALLEL_BATCH + 7)]
+    one_by_one = [counter.text(t) for t in texts]
+    monkeypatch.setenv("TOKENIZERS_PARALLELISM", "false")
+    assert counter.texts(texts) == one_by_one  # a batch on every core
+    assert os.environ["TOKENIZERS_PARALLELISM"] == "false"  # the process default, for later forks
+    assert counter.texts(texts[:5]) == one_by_one[:5]  # a small batch on one thread
+    monkeypatch.delenv("TOKENIZERS_PARALLELISM")
+    counter.texts(texts)
+    assert "TOKENIZERS_PARALLELISM" not in os.environ

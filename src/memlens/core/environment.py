@@ -7,9 +7,12 @@ starts itself (pip, DVC, the MLflow UI)."""
 from __future__ import annotations
 
 import os
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
 from types import MappingProxyType
 
-__all__ = ["ENVIRONMENT", "apply"]
+__all__ = ["ENVIRONMENT", "apply", "tokenizer_threads"]
 
 ENVIRONMENT = MappingProxyType(
     {
@@ -27,3 +30,25 @@ def apply() -> None:
     """Set every variable of :data:`ENVIRONMENT` that is not set."""
     for key, value in ENVIRONMENT.items():
         os.environ.setdefault(key, value)
+
+
+_TOKENIZERS_LOCK = threading.Lock()
+
+
+@contextmanager
+def tokenizer_threads() -> Iterator[None]:
+    """Let the Rust tokenizers encode a batch on every core inside this block (``encode_batch``
+    reads ``TOKENIZERS_PARALLELISM`` at each call; the process default stays ``false``, so a process
+    forked later never inherits a thread pool it would use: what the default guards against). The
+    encodings do not depend on it."""
+    key = "TOKENIZERS_PARALLELISM"
+    with _TOKENIZERS_LOCK:
+        before = os.environ.get(key)
+        os.environ[key] = "true"
+        try:
+            yield
+        finally:
+            if before is None:
+                os.environ.pop(key, None)
+            else:
+                os.environ[key] = before
