@@ -53,7 +53,9 @@ from pathlib import Path
 
 from memlens.core.errors import ConfigError, ImageError
 from memlens.core.registry import component
+from memlens.eval.memory import precision as _precision
 from memlens.eval.memory.cache import CachedAdapter, ImageInput
+from memlens.eval.memory.precision import cpu_has_bf16
 
 log = logging.getLogger(__name__)
 
@@ -103,7 +105,7 @@ ENGINES = {"onnxruntime": "", "openvino": "ov"}
 #: text; auto: bf16 where the CPU has it, else f32 (:func:`resolve_precision`; OpenVINO's own default,
 #: which was used unnamed before). The models are always compiled at the resolved precision and an
 #: openvino id names it, so texts read at different precisions are never cached under one key
-PRECISIONS = ("auto", "f32", "bf16")
+PRECISIONS = _precision.PRECISIONS
 #: the bundled model files (rapidocr's package data), handed to an engine by path so that nothing
 #: is looked up or downloaded (rapidocr's openvino engine would otherwise fetch them by URL)
 MODEL_FILES = {
@@ -162,30 +164,12 @@ _OPENVINO_THREADS = {
 }
 
 
-@lru_cache(maxsize=1)
-def cpu_has_bf16() -> bool:
-    """Whether OpenVINO can run bfloat16 on this CPU (AVX512-BF16 or AMX); asked once per process."""
-    try:
-        import openvino as ov
-    except ImportError as exc:  # pragma: no cover - depends on the installed extras
-        raise ImportError("the ocr adapter's openvino engine needs openvino (make install-agents)") from exc
-    return "BF16" in ov.Core().get_property("CPU", "OPTIMIZATION_CAPABILITIES")
-
-
 def resolve_precision(reading: dict) -> str:
     """The precision ``reading`` runs at on this CPU: ``f32`` or ``bf16`` (a :class:`ConfigError` for
     bf16 on a CPU without bfloat16 units, which OpenVINO would run at f32 under a bf16 key)."""
-    asked = reading["precision"]
     if reading["engine"] != "openvino":
         return "f32"
-    if asked == "auto":
-        return "bf16" if cpu_has_bf16() else "f32"
-    if asked == "bf16" and not cpu_has_bf16():
-        raise ConfigError(
-            "memory.ocr.precision: bf16 needs a CPU with bfloat16 units (AVX512-BF16 or AMX); this one has "
-            "none: set memory.ocr.precision to f32 or auto"
-        )
-    return asked
+    return _precision.resolve(reading["precision"], "memory.ocr.precision", has_bf16=lambda: cpu_has_bf16())
 
 
 def _compile_at_precision(ocr, params: dict) -> None:

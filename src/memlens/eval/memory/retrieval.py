@@ -46,6 +46,7 @@ from memlens.core.constants import IMAGE_PLACEHOLDER
 from memlens.core.errors import ConfigError
 from memlens.core.io import sha256_file
 from memlens.core.registry import component, find_component
+from memlens.eval.memory.precision import resolve as resolve_precision
 
 __all__ = [
     "BM25Retriever",
@@ -175,11 +176,13 @@ class RetrievalContext:
     image_checkpoint: str | None
     image_model: str
     cache_dir: Path | None = None
+    #: the dense encoder's precision (``memory.dense_precision``)
+    dense_precision: str = "f32"
     _encoder: TextEncoder | None = None
 
     def encoder(self) -> TextEncoder:
         if self._encoder is None:
-            self._encoder = TextEncoder(cache_dir=self.cache_dir)
+            self._encoder = TextEncoder(cache_dir=self.cache_dir, precision=self.dense_precision)
         return self._encoder
 
     @property
@@ -300,10 +303,11 @@ def minilm_path() -> Path:
 
 
 @lru_cache(maxsize=4)
-def _openvino_model(folder: str) -> tuple:
+def _openvino_model(folder: str, precision: str = "f32") -> tuple:
     """(compiled model, its input names, the lock its one request is taken under) for a
     sentence-transformers folder: its torch transformer converted to OpenVINO once per process
-    (a few seconds), fp32 on CPU, shared by every encoder of the folder."""
+    (a few seconds), compiled on CPU at ``precision`` (f32 or bf16, checked), shared by every
+    encoder of the folder and precision."""
     import openvino as ov
     import torch
     from sentence_transformers import SentenceTransformer
@@ -315,7 +319,10 @@ def _openvino_model(folder: str) -> tuple:
         warnings.simplefilter("ignore")  # tracing notes on branches these inputs never take
         converted = ov.convert_model(net, example_input=dict(example))
     names = [i.get_any_name() for i in converted.inputs]
-    compiled = ov.Core().compile_model(converted, "CPU", {"INFERENCE_PRECISION_HINT": "f32"})
+    compiled = ov.Core().compile_model(converted, "CPU", {"INFERENCE_PRECISION_HINT": precision})
+    got = compiled.get_property("INFERENCE_PRECISION_HINT")
+    if got != {"f32": ov.Type.f32, "bf16": ov.Type.bf16}[precision]:
+        raise ConfigError(f"dense encoder: openvino runs the model at {got}, not {precision}")
     return compiled, names, threading.Lock()
 
 
@@ -344,6 +351,11 @@ class TextEncoder:
     still holds all the tokens it reads (:meth:`model_input`), so a long session is not tokenized
     whole only to be cut.
 
+    ``precision`` (openvino only; :mod:`memlens.eval.memory.precision`): ``f32`` (the default: the
+    same vectors on every CPU), ``bf16`` (1.8x faster on a CPU with bfloat16 units; cosine to the f32
+    vector at least 0.9999 on the paper-scale session texts) or ``auto``; a bf16 encoder's id ends in
+    ``-bf16``, so its vectors are cached and reported apart.
+
     With ``cache_dir``, every vector is also kept on disk (SQLite, WAL) in a file named after the
     encoder and a hash of every file of the model folder (weights, tokenizer, pooling config), so
     a later run (another diagnose, an agent run on the same build) reads what an earlier one
@@ -362,6 +374,7 @@ class TextEncoder:
         device: str = "cpu",
         cache_dir: str | Path | None = None,
         backend: str = "openvino",
+        precision: str = "f32",
     ):
         self.model_path = Path(model_path) if model_path else minilm_path()
         if not (self.model_path / "config.json").is_file():
@@ -371,7 +384,11 @@ class TextEncoder:
         if backend == "openvino" and (device != "cpu" or not _mean_pooled(self.model_path)):
             backend = "torch"  # openvino here runs a mean-pooled encoder on CPU; anything else as it comes
         cfg_hash = hashlib.sha256((self.model_path / "config.json").read_bytes()).hexdigest()[:8]
-        suffix = "-ov" if backend == "openvino" else ""
+        if backend == "torch" and precision == "bf16":
+            raise ConfigError("dense encoder: precision bf16 needs the openvino backend")
+        #: the arithmetic the model runs in here (``auto`` resolved): named in the id
+        self.precision = resolve_precision(precision, "dense encoder precision") if backend == "openvino" else "f32"
+        suffix = ("-ov" if backend == "openvino" else "") + ("-bf16" if self.precision == "bf16" else "")
         self.id = f"st-{self.model_path.name if model_path else 'all-MiniLM-L6-v2'}-{cfg_hash}{suffix}"
         self.batch_size, self.device, self.backend = batch_size, device, backend
         self._ov = None
@@ -453,7 +470,7 @@ class TextEncoder:
         """The transformer converted to OpenVINO, shared by every encoder of this model folder in the
         process (:func:`_openvino_model`)."""
         if self._ov is None:
-            self._ov = _openvino_model(str(self.model_path))
+            self._ov = _openvino_model(str(self.model_path), self.precision)
         return self._ov
 
     def _run_openvino(self, texts: list[str]) -> np.ndarray:

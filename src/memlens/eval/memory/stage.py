@@ -195,7 +195,11 @@ def run(cfg: Settings, paths: Paths) -> None:
 
     # 2. retrieval over each question's history
     ctx = RetrievalContext(
-        paths_of.__getitem__, mcfg.image_checkpoint, mcfg.image_model, cache_dir=paths.cache / "memory" / "embeddings"
+        paths_of.__getitem__,
+        mcfg.image_checkpoint,
+        mcfg.image_model,
+        cache_dir=paths.cache / "memory" / "embeddings",
+        dense_precision=str(mcfg.dense_precision),
     )
     per_q: list[dict] = []
     retriever_ids: dict[str, str] = {}
