@@ -222,12 +222,22 @@ def test_release_does_not_depend_on_the_writer_processes(exported, tmp_path, wor
 def test_a_writer_process_that_dies_fails_the_export_and_keeps_the_old_release(released, monkeypatch):
     import os
 
+    from memlens.core.errors import MemLensError
+
     rel = released / "data" / "release"
     before = hash_tree(rel)
-    # every writer process dies (as the OOM killer would end it): an error, not a hang
-    monkeypatch.setattr(E, "write_items_parquet", lambda items, out: os._exit(9))
-    from concurrent.futures.process import BrokenProcessPool
+    parent = os.getpid()
+    real = E.write_items_parquet
 
-    with pytest.raises(BrokenProcessPool):
+    def dies_in_a_child(items, out):
+        if os.getpid() != parent:
+            os._exit(9)  # the forked writer dies (as the OOM killer would end it): an error, not a hang
+        return real(items, out)
+
+    monkeypatch.setattr(E, "write_items_parquet", dies_in_a_child)
+    with pytest.raises(MemLensError, match=r"export: the process writing .* died \(exit code 9\).*export.workers=1"):
         E.run(settings(export={"huggingface": True, "workers": 2}), Paths(released))
+    assert hash_tree(rel) == before
+    monkeypatch.undo()
+    E.run(settings(export={"huggingface": True, "workers": 2}), Paths(released))  # a later run completes
     assert hash_tree(rel) == before

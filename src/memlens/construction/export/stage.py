@@ -10,10 +10,11 @@ system), and ``agent_subset_195.json``
 (a stratified subset: 61 IE / 35 MSR / 48 TR / 29 KU / 22 AR at paper scale, proportional below,
 seed 42), and ``hf/`` (Parquet for ``datasets.load_dataset``, see :mod:`memlens.construction.export.hf`).
 
-The images are copied first; then each length's JSON and Parquet, and the image Parquet, are written
-by their own process (``export.workers``, forked: one per core by default), the longest length first
-(at paper scale the 256K file alone is half the work: 46 -> 25 s on 2 cores). Each file comes from one
-process reading the same benchmark, so the release is byte-identical with any number of workers.
+The images are copied first; then the lengths' JSON and Parquet files, and the image Parquet, are
+written in ``export.workers`` processes forked from the stage's (one per core by default), split by
+size (:func:`memlens.core.forked.balance`: at paper scale the 256K files alone are half the work, so on
+2 cores they take one process and the rest the other: 46 -> 25 s). Each file comes from one process
+reading the same benchmark, so the release is byte-identical with any number of workers.
 
 The dataset items hold the official fields only (:data:`memlens.core.official.ITEM_FIELDS`, turns
 ``role, content, images, has_answer``, image refs ``file, image_url, blip_caption``). Everything
@@ -25,20 +26,19 @@ and the report, never given to a system under test.
 
 from __future__ import annotations
 
-import gc
 import json
 import logging
-import multiprocessing as mp
 import random
 import shutil
-from concurrent.futures import ProcessPoolExecutor
-from dataclasses import dataclass
+from collections.abc import Callable
+from functools import partial
 from pathlib import Path
 
 from memlens.construction.export.card import CARD, release_card
 from memlens.construction.export.hf import write_images_parquet, write_items_parquet
 from memlens.construction.export.settings import ExportSettings
 from memlens.core.config import Paths, length_tokens
+from memlens.core.forked import balance, can_fork, run_split
 from memlens.core.io import write_json, write_jsonl
 from memlens.core.items import BuiltBenchmark
 from memlens.core.official import ANSWER_KEY
@@ -176,62 +176,37 @@ def release_items(bench: BuiltBenchmark, length: str, files: dict[str, str]):
         yield item
 
 
-@dataclass(frozen=True)
-class _Release:
-    """What the file writers read: set before they are forked, so they share it with this process."""
-
-    bench: BuiltBenchmark
-    out: Path
-    files: dict[str, str]
-    hf: bool
-
-
-_RELEASE: _Release | None = None
-
-
-def _write_file(job: str) -> str:
-    """Write one file of the release: ``images`` (the Parquet of every image) or a length's
-    ``dataset_<length>.json`` (streamed item by item: the 256K file never sits in memory whole) and
-    its Parquet copy, written from the same items as they go."""
-    r = _RELEASE
-    if job == "images":
-        write_images_parquet(
-            {rel: r.out / "release_images" / rel for rel in r.files.values()}, r.out / "hf" / "images.parquet"
-        )
-        return job
-    path = r.out / f"dataset_{job}.json"
+def write_length(bench: BuiltBenchmark, out: Path, length: str, files: dict[str, str], hf: bool) -> None:
+    """``dataset_<length>.json``, streamed item by item (the 256K file never sits in memory whole),
+    and its Parquet copy, written from the same items as they go."""
+    path = out / f"dataset_{length}.json"
     tmp = path.with_name(path.name + ".tmp")
     with open(tmp, "w", encoding="utf-8") as fh:
-        written = json_array(fh, release_items(r.bench, job, r.files))
-        if r.hf:
-            write_items_parquet(written, r.out / "hf" / f"dataset_{job}.parquet")
+        written = json_array(fh, release_items(bench, length, files))
+        if hf:
+            write_items_parquet(written, out / "hf" / f"dataset_{length}.parquet")
         else:
             for _ in written:
                 pass
     tmp.replace(path)
-    return job
 
 
-def write_files(release: _Release, jobs: list[str], workers: int) -> None:
-    """Run the file writers ``jobs`` (costliest first) in ``workers`` processes forked from this one
-    (in this process with one worker or where fork is not available). Each file is written by one
-    process from the same data, so the files do not depend on ``workers``."""
-    global _RELEASE
-    _RELEASE = release
-    try:
-        workers = min(workers, len(jobs))
-        if workers <= 1 or "fork" not in mp.get_all_start_methods():
-            for job in jobs:
-                _write_file(job)
-            return
-        gc.freeze()  # the children's collections leave the inherited benchmark's pages shared
-        # a worker's error (or its death: BrokenProcessPool) is raised here, never waited for
-        with ProcessPoolExecutor(workers, mp_context=mp.get_context("fork")) as pool:
-            for job in pool.map(_write_file, jobs):
-                log.info("export: %s written", job)
-    finally:
-        gc.unfreeze()
-        _RELEASE = None
+def write_files(jobs: dict[str, Callable[[], None]], costs: dict[str, float], workers: int) -> None:
+    """Run the file writers ``jobs`` in at most ``workers`` processes forked from this one, split by
+    ``costs`` (:func:`~memlens.core.forked.balance`; in this process with one worker or where fork is
+    not available). Each file is written by one process from the same data, so the files do not
+    depend on ``workers``."""
+    groups = balance(list(jobs), costs, workers if can_fork() else 1)
+
+    def run_group(names: list[str]) -> None:
+        for name in names:
+            jobs[name]()
+
+    run_split(
+        [partial(run_group, g) for g in groups],
+        what=lambda i: f"export: the process writing {', '.join(groups[i])}",
+        hint="rerun with export.workers=1 to write every file in one process",
+    )
 
 
 def run(cfg: Settings, paths: Paths) -> None:
@@ -253,9 +228,13 @@ def run(cfg: Settings, paths: Paths) -> None:
     files = release_files(bench, lengths, evidence_imgs, flat)
     for image_id, rel in files.items():
         shutil.copyfile(bench.resolve_image(image_id), img_root / rel)
-    # the longest length first: its file takes as long as all the others together
-    jobs = [*reversed(lengths), *(["images"] if hf else [])]
-    write_files(_Release(bench, out, files, hf), jobs, export.processes())
+    jobs: dict[str, Callable[[], None]] = {ln: partial(write_length, bench, out, ln, files, hf) for ln in lengths}
+    costs = {ln: float(length_tokens(ln)) for ln in lengths}  # a length's files grow with its histories
+    if hf:
+        rels = {rel: img_root / rel for rel in files.values()}
+        jobs["images"] = partial(write_images_parquet, rels, out / "hf" / "images.parquet")
+        costs["images"] = min(costs.values(), default=1.0) / 4  # a copy of files already written
+    write_files(jobs, costs, export.processes())
     write_json(out / "agent_subset_195.json", agent_subset(list(bench.questions.values())))
 
     def image_file(image_id: str) -> str:

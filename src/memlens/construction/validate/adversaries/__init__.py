@@ -14,8 +14,6 @@ memlens.construction.validate.adversaries --data DIR`` prints the figures for a 
 
 from __future__ import annotations
 
-import gc
-import multiprocessing as mp
 import time
 from collections.abc import Callable
 from functools import partial
@@ -23,7 +21,7 @@ from functools import partial
 from memlens.construction.validate.adversaries import detectors, oracle, repetition, textonly
 from memlens.construction.validate.adversaries.data import Bench, load
 from memlens.construction.validate.adversaries.heap import release_freed_memory
-from memlens.core.errors import MemLensError
+from memlens.core.forked import balance, can_fork, run_split
 
 
 def single_threaded():
@@ -46,13 +44,7 @@ def plan(names: list[str], workers: int) -> list[list[str]]:
     """``names`` split into at most ``workers`` groups of about equal :data:`COST` (longest first,
     each to the lightest group), each group in ``names`` order; the first group (the parent
     process's) holds the costliest step."""
-    groups: list[list[str]] = [[] for _ in range(max(1, min(workers, len(names))))]
-    load = [0.0] * len(groups)
-    for name in sorted(names, key=lambda n: -COST.get(n, 1.0)):
-        i = load.index(min(load))
-        groups[i].append(name)
-        load[i] += COST.get(name, 1.0)
-    return [[n for n in names if n in g] for g in groups if g]
+    return balance(names, COST, workers)
 
 
 def run_all(
@@ -100,9 +92,9 @@ def run_all(
         ),
     }
     names = [n for n in steps if not only or n in only]
-    if "fork" not in mp.get_all_start_methods():
+    if not can_fork():
         workers = 1
-    mine, *theirs = plan(names, workers)
+    groups = plan(names, workers)
 
     def run_group(group: list[str], bar: bool) -> dict:
         from tqdm import tqdm
@@ -117,14 +109,13 @@ def run_all(
                 release_freed_memory()
         return {"figures": out, "timing": took}
 
-    if theirs:
-        release_freed_memory()  # what the caller freed is not handed down to the forked processes
-        gc.freeze()  # the children's collections leave the inherited objects' pages shared
-    try:
-        children = [_Child(partial(run_group, g, False), g) for g in theirs]  # forked before any model is fitted
-    finally:
-        gc.unfreeze()
-    results = [run_group(mine, progress)] + [c.result() for c in children]
+    # forked before any model is fitted; what the caller freed is not handed down to them
+    results = run_split(
+        [partial(run_group, g, i == 0 and progress) for i, g in enumerate(groups)],
+        what=lambda i: f"validate: the process running {', '.join(groups[i])}",
+        hint="rerun with validate.workers=1 to run every adversary in one process",
+        before_fork=release_freed_memory,
+    )
     out = {}
     for r in results:
         out.update(r["figures"])
@@ -132,47 +123,6 @@ def run_all(
     out = {n: out[n] for n in names}
     out["timing"] = {k: timing[k] for k in [*names, "probe"] if k in timing}
     return out
-
-
-class _Child:
-    """A step group run in a forked process; :meth:`result` waits for what it returns (or raises
-    what it raised; a process that dies is a :class:`~memlens.core.errors.MemLensError`)."""
-
-    def __init__(self, fn: Callable[[], dict], names: list[str]):
-        ctx = mp.get_context("fork")
-        self.names = names
-        self._recv, send = ctx.Pipe(duplex=False)
-        self._proc = ctx.Process(target=self._main, args=(fn, send), daemon=True)
-        self._proc.start()
-        send.close()
-
-    @staticmethod
-    def _main(fn, send) -> None:
-        try:
-            msg = ("ok", fn())
-        except BaseException as exc:  # handed to the parent, which raises it
-            msg = ("error", exc)
-        try:
-            send.send(msg)
-        except Exception as exc:  # an exception that does not pickle
-            send.send(("error", MemLensError(f"{type(msg[1]).__name__}: {msg[1]} ({exc})")))
-        send.close()
-
-    def result(self) -> dict:
-        try:
-            status, value = self._recv.recv()
-        except EOFError:
-            self._proc.join()
-            raise MemLensError(
-                f"validate: the process running {', '.join(self.names)} died (exit code {self._proc.exitcode}); "
-                "rerun with validate.workers=1 to run every adversary in one process"
-            ) from None
-        finally:
-            self._recv.close()
-        self._proc.join()
-        if status == "error":
-            raise value
-        return value
 
 
 __all__ = ["run_all", "load", "Bench", "plan"]
