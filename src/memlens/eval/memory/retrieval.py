@@ -387,7 +387,7 @@ class TextEncoder:
         if backend == "torch" and precision == "bf16":
             raise ConfigError("dense encoder: precision bf16 needs the openvino backend")
         #: the arithmetic the model runs in here (``auto`` resolved): named in the id
-        self.precision = resolve_precision(precision, "dense encoder precision") if backend == "openvino" else "f32"
+        self.precision = resolve_precision(precision, "memory.dense_precision") if backend == "openvino" else "f32"
         suffix = ("-ov" if backend == "openvino" else "") + ("-bf16" if self.precision == "bf16" else "")
         self.id = f"st-{self.model_path.name if model_path else 'all-MiniLM-L6-v2'}-{cfg_hash}{suffix}"
         self.batch_size, self.device, self.backend = batch_size, device, backend
